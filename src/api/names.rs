@@ -1,0 +1,85 @@
+//! Every name the controller shares with Flux: labels, annotations, the finalizer, field
+//! managers, condition types and reasons. A cluster can switch between this controller and
+//! Flux's only while these stay byte-for-byte the same.
+
+/// The API group of Kustomizations.
+pub const GROUP: &str = "kustomize.toolkit.fluxcd.io";
+
+/// The finalizer that guards pruning on deletion.
+pub const FINALIZER: &str = "finalizers.fluxcd.io";
+
+/// Field manager for applied objects.
+pub const APPLY_FIELD_MANAGER: &str = "kustomize-controller";
+
+/// Field manager for the Kustomization's own status and finalizers.
+pub const STATUS_FIELD_MANAGER: &str = "gotk-kustomize-controller";
+
+/// Owner label carrying the Kustomization's name.
+pub const OWNER_NAME_LABEL: &str = "kustomize.toolkit.fluxcd.io/name";
+
+/// Owner label carrying the Kustomization's namespace.
+pub const OWNER_NAMESPACE_LABEL: &str = "kustomize.toolkit.fluxcd.io/namespace";
+
+/// Annotation whose changing value asks for an immediate reconcile.
+pub const RECONCILE_REQUESTED_AT_ANNOTATION: &str = "reconcile.fluxcd.io/requestedAt";
+
+/// Label or annotation that excludes an object from apply and prune (`disabled`).
+pub const RECONCILE_ANNOTATION: &str = "kustomize.toolkit.fluxcd.io/reconcile";
+
+/// Label or annotation that protects an object from pruning (`disabled`).
+pub const PRUNE_ANNOTATION: &str = "kustomize.toolkit.fluxcd.io/prune";
+
+/// Label or annotation that selects the server-side apply policy of an object.
+pub const SSA_ANNOTATION: &str = "kustomize.toolkit.fluxcd.io/ssa";
+
+/// Label or annotation that lets an object be recreated on immutable field changes.
+pub const FORCE_ANNOTATION: &str = "kustomize.toolkit.fluxcd.io/force";
+
+/// The value that switches a behaviour off, compared case-insensitively.
+pub const DISABLED_VALUE: &str = "disabled";
+
+/// The value that switches a behaviour on, compared case-insensitively.
+pub const ENABLED_VALUE: &str = "enabled";
+
+/// Group of Flux's source kinds.
+pub const SOURCE_GROUP: &str = "source.toolkit.fluxcd.io";
+
+/// Condition types.
+pub mod condition {
+    /// The overall readiness of the Kustomization.
+    pub const READY: &str = "Ready";
+    /// Present while a reconcile is in progress.
+    pub const RECONCILING: &str = "Reconciling";
+    /// Present when the reconcile cannot make progress without a spec change.
+    pub const STALLED: &str = "Stalled";
+    /// The outcome of the health checks.
+    pub const HEALTHY: &str = "Healthy";
+}
+
+/// Condition reasons, as Flux writes them.
+pub mod reason {
+    /// A reconcile is running.
+    pub const PROGRESSING: &str = "Progressing";
+    /// A reconcile is running after a failed one.
+    pub const PROGRESSING_WITH_RETRY: &str = "ProgressingWithRetry";
+    /// The last reconcile applied the revision.
+    pub const RECONCILIATION_SUCCEEDED: &str = "ReconciliationSucceeded";
+    /// Applying the build failed.
+    pub const RECONCILIATION_FAILED: &str = "ReconciliationFailed";
+    /// The source artifact could not be fetched, verified or extracted.
+    pub const ARTIFACT_FAILED: &str = "ArtifactFailed";
+    /// The manifests could not be built.
+    pub const BUILD_FAILED: &str = "BuildFailed";
+    /// Garbage collection failed.
+    pub const PRUNE_FAILED: &str = "PruneFailed";
+    /// The applied objects did not become healthy.
+    pub const HEALTH_CHECK_FAILED: &str = "HealthCheckFailed";
+    /// A dependency is not ready yet.
+    pub const DEPENDENCY_NOT_READY: &str = "DependencyNotReady";
+    /// A reference the controller is not allowed to follow.
+    pub const ACCESS_DENIED: &str = "AccessDenied";
+    /// Health checks passed.
+    pub const SUCCEEDED: &str = "Succeeded";
+    /// The Kustomization is suspended.
+    pub const SUSPENDED: &str = "Suspended";
+}

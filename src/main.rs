@@ -1,0 +1,65 @@
+//! The `kustomize-controller` binary: Flux-compatible flags, subcommands and start-up.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use kustomize_controller::flags::ControllerFlags;
+use kustomize_controller::{api, controller, telemetry};
+
+/// Reconciles Flux Kustomizations (kustomize.toolkit.fluxcd.io/v1).
+#[derive(Parser)]
+#[command(name = "kustomize-controller", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    flags: ControllerFlags,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print the Kustomization CustomResourceDefinition generated from the API types.
+    Crd,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Some(Command::Crd) => match api::crd::crd_yaml() {
+            Ok(yaml) => {
+                print!("{yaml}");
+                ExitCode::SUCCESS
+            }
+            Err(err) => {
+                eprintln!("error: {err}");
+                ExitCode::FAILURE
+            }
+        },
+        None => run_controller(cli.flags),
+    }
+}
+
+fn run_controller(flags: ControllerFlags) -> ExitCode {
+    if let Err(err) = flags.validate() {
+        eprintln!("error: {err}");
+        return ExitCode::from(2);
+    }
+    if let Err(err) = telemetry::init(&flags.log_level, flags.log_encoding) {
+        eprintln!("error: {err}");
+        return ExitCode::from(2);
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("error: failed to start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(controller::run(flags)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            tracing::error!(error = %err, "controller stopped");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,66 @@
+# shellcheck shell=bash
+# Helpers shared by up.sh, down.sh and demo.sh. Source it; it defines functions only.
+
+# Defaults shared with install-binaries.sh (exported so that script builds the same versions).
+export K8S_VERSION="${K8S_VERSION:-v1.35.4}"
+export SOURCE_CONTROLLER_VERSION="${SOURCE_CONTROLLER_VERSION:-v1.9.6}"
+
+# Marker file up.sh puts in every state dir; down.sh refuses to delete a directory without it.
+# shellcheck disable=SC2034 # used by the scripts that source this file
+CP_MARKER=".kustomize-controller-test-controlplane"
+
+log() { echo "${0##*/}: $*" >&2; }
+die() {
+  log "error: $*"
+  exit 1
+}
+
+# is_running STATE_DIR NAME: true if STATE_DIR/NAME.pid names a live process whose command line
+# mentions STATE_DIR (guards against a recycled pid after a reboot).
+is_running() {
+  local pidfile="$1/$2.pid" pid cmdline
+  [[ -s "$pidfile" ]] || return 1
+  pid="$(<"$pidfile")"
+  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+  [[ -r "/proc/$pid/cmdline" ]] || return 1
+  cmdline="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" || return 1
+  [[ "$cmdline" == *"$1"* ]]
+}
+
+# stop_process STATE_DIR NAME [GRACE_SECONDS]: SIGTERM, then SIGKILL after the grace period.
+stop_process() {
+  local dir="$1" name="$2" grace="${3:-10}" pid i
+  if is_running "$dir" "$name"; then
+    pid="$(<"$dir/$name.pid")"
+    log "stopping $name (pid $pid)"
+    kill -TERM "$pid" 2>/dev/null || true
+    for ((i = 0; i < grace * 5; i++)); do
+      is_running "$dir" "$name" || break
+      sleep 0.2
+    done
+    if is_running "$dir" "$name"; then
+      log "$name did not exit after ${grace}s; sending SIGKILL"
+      kill -KILL "$pid" 2>/dev/null || true
+      for ((i = 0; i < 25; i++)); do
+        is_running "$dir" "$name" || break
+        sleep 0.2
+      done
+    fi
+  fi
+  rm -f "$dir/$name.pid"
+}
+
+# free_ports N: prints N distinct free TCP ports on 127.0.0.1, space separated.
+free_ports() {
+  python3 - "$1" <<'PY'
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+for s in socks:
+    s.close()
+PY
+}

@@ -1,0 +1,272 @@
+#!/usr/bin/env bash
+# Starts (idempotently) a throwaway Kubernetes control plane on loopback for the integration tests
+# and the demo: etcd plus kube-apiserver, no controller-manager, no scheduler, no kubelet.
+#
+# Usage: tests/controlplane/up.sh [STATE_DIR]      (default STATE_DIR: <repo>/.controlplane)
+#
+# - Binaries come from install-binaries.sh (built once into ~/.cache/kustomize-controller-tests).
+# - STATE_DIR holds the PKI, etcd data, logs (etcd.log, kube-apiserver.log), pid files, the admin
+#   kubeconfig (STATE_DIR/kubeconfig) and a `bin` symlink to the kubectl/etcd/kube-apiserver used.
+# - If STATE_DIR already runs a healthy control plane, only the CRDs are re-applied.
+# - Installs every CustomResourceDefinition found in <repo>/crds/ plus the source-controller CRDs
+#   (GitRepository, OCIRepository, Bucket, ExternalArtifact) and waits until they are Established.
+# - Concurrent callers are serialised with flock on STATE_DIR/lock.
+#
+# stdout: the kubeconfig path (only that). Everything else goes to stderr.
+# Environment: KC_READY_TIMEOUT (seconds to wait for /readyz, default 120),
+#              KC_LOCK_TIMEOUT (seconds to wait for another up.sh, default 3600),
+#              K8S_VERSION, SOURCE_CONTROLLER_VERSION, KC_TEST_CACHE (see install-binaries.sh).
+set -euo pipefail
+
+SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO_ROOT="$(cd "$SCRIPT_DIR/../.." && pwd)"
+# shellcheck source=tests/controlplane/lib.sh
+source "$SCRIPT_DIR/lib.sh"
+
+READY_TIMEOUT="${KC_READY_TIMEOUT:-120}"
+LOCK_TIMEOUT="${KC_LOCK_TIMEOUT:-3600}"
+START_TIME=$SECONDS
+
+for tool in openssl python3 flock setsid base64; do
+  command -v "$tool" >/dev/null || die "'$tool' is required but not on PATH"
+done
+
+STATE_DIR="${1:-$REPO_ROOT/.controlplane}"
+mkdir -p "$STATE_DIR"
+STATE_DIR="$(cd "$STATE_DIR" && pwd)"
+KUBECONFIG_FILE="$STATE_DIR/kubeconfig"
+
+# --- serialise concurrent callers (fd 9 is closed for every child we leave running) ---------------
+exec 9>"$STATE_DIR/lock"
+if ! flock -n 9; then
+  log "another up.sh holds $STATE_DIR/lock; waiting (up to ${LOCK_TIMEOUT}s)"
+  flock -w "$LOCK_TIMEOUT" 9 || die "timed out after ${LOCK_TIMEOUT}s waiting for $STATE_DIR/lock"
+fi
+
+# --- binaries ----------------------------------------------------------------------------------------
+CACHE_ROOT="$("$SCRIPT_DIR/install-binaries.sh" </dev/null 9>&-)" \
+  || die "install-binaries.sh failed (see its messages above)"
+BIN_DIR="$CACHE_ROOT/k8s-$K8S_VERSION"
+SOURCE_CRD_DIR="$CACHE_ROOT/source-controller-$SOURCE_CONTROLLER_VERSION"
+for bin in etcd kube-apiserver kubectl; do
+  [[ -x "$BIN_DIR/$bin" ]] || die "$BIN_DIR/$bin is missing after install-binaries.sh"
+done
+KUBECTL="$BIN_DIR/kubectl"
+
+kubectl_admin() { "$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" "$@"; }
+
+readyz() {
+  [[ -s "$KUBECONFIG_FILE" ]] || return 1
+  kubectl_admin get --raw=/readyz --request-timeout=5s >/dev/null 2>&1
+}
+
+healthy() {
+  is_running "$STATE_DIR" etcd && is_running "$STATE_DIR" kube-apiserver && readyz
+}
+
+print_log_tails() {
+  local name
+  for name in etcd kube-apiserver; do
+    if [[ -f "$STATE_DIR/$name.log" ]]; then
+      log "----- last 40 lines of $STATE_DIR/$name.log -----"
+      tail -n 40 "$STATE_DIR/$name.log" >&2 || true
+    fi
+  done
+}
+
+fail_start() {
+  log "error: $*"
+  print_log_tails
+  stop_process "$STATE_DIR" kube-apiserver 5
+  stop_process "$STATE_DIR" etcd 5
+  log "logs are kept in $STATE_DIR"
+  exit 1
+}
+
+# start_bg NAME CMD...: runs CMD detached (own session, survives the caller), logs to NAME.log.
+start_bg() {
+  local name="$1"
+  shift
+  setsid nohup "$@" </dev/null >"$STATE_DIR/$name.log" 2>&1 9>&- &
+  echo "$!" >"$STATE_DIR/$name.pid"
+}
+
+generate_pki() {
+  local pki="$STATE_DIR/pki"
+  mkdir -p "$pki"
+  chmod 700 "$pki"
+  cat >"$pki/openssl.cnf" <<'EOF'
+[req]
+distinguished_name = dn
+prompt = no
+[dn]
+CN = placeholder
+[ca]
+basicConstraints = critical,CA:TRUE
+keyUsage = critical,keyCertSign,cRLSign,digitalSignature
+subjectKeyIdentifier = hash
+[server]
+basicConstraints = critical,CA:FALSE
+keyUsage = critical,digitalSignature,keyEncipherment
+extendedKeyUsage = serverAuth
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid
+subjectAltName = IP:127.0.0.1,DNS:localhost
+[client]
+basicConstraints = critical,CA:FALSE
+keyUsage = critical,digitalSignature,keyEncipherment
+extendedKeyUsage = clientAuth
+subjectKeyIdentifier = hash
+authorityKeyIdentifier = keyid
+EOF
+  (
+    cd "$pki"
+    umask 077
+    openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out ca.key 2>/dev/null
+    openssl req -x509 -new -key ca.key -subj "/CN=kustomize-controller-test-ca" -days 3650 \
+      -config openssl.cnf -extensions ca -out ca.crt
+    # sign NAME SUBJECT EXTENSIONS
+    sign() {
+      openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$1.key" 2>/dev/null
+      openssl req -new -key "$1.key" -subj "$2" -config openssl.cnf -out "$1.csr"
+      openssl x509 -req -in "$1.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -CAserial ca.srl \
+        -days 3650 -extfile openssl.cnf -extensions "$3" -out "$1.crt" 2>/dev/null
+      rm -f "$1.csr"
+    }
+    sign apiserver "/CN=kube-apiserver" server
+    sign admin "/O=system:masters/CN=admin" client
+    openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:2048 -out sa.key 2>/dev/null
+    openssl pkey -in sa.key -pubout -out sa.pub
+  )
+}
+
+write_kubeconfig() {
+  local port="$1" pki="$STATE_DIR/pki" tmp
+  tmp="$(mktemp "$STATE_DIR/kubeconfig.XXXXXX")"
+  chmod 600 "$tmp"
+  cat >"$tmp" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: kustomize-controller-test
+  cluster:
+    server: https://127.0.0.1:$port
+    certificate-authority-data: $(base64 -w0 <"$pki/ca.crt")
+users:
+- name: admin
+  user:
+    client-certificate-data: $(base64 -w0 <"$pki/admin.crt")
+    client-key-data: $(base64 -w0 <"$pki/admin.key")
+contexts:
+- name: kustomize-controller-test
+  context:
+    cluster: kustomize-controller-test
+    user: admin
+    namespace: default
+current-context: kustomize-controller-test
+EOF
+  mv "$tmp" "$KUBECONFIG_FILE"
+}
+
+start_control_plane() {
+  log "starting a fresh control plane in $STATE_DIR"
+  stop_process "$STATE_DIR" kube-apiserver 5
+  stop_process "$STATE_DIR" etcd 5
+  # Wipe everything but the lock we are holding.
+  find "$STATE_DIR" -mindepth 1 -maxdepth 1 ! -name lock -exec rm -rf {} +
+  touch "$STATE_DIR/$CP_MARKER"
+  ln -sfn "$BIN_DIR" "$STATE_DIR/bin"
+
+  generate_pki
+  local etcd_client_port etcd_peer_port apiserver_port
+  read -r etcd_client_port etcd_peer_port apiserver_port <<<"$(free_ports 3)"
+  printf 'ETCD_CLIENT_PORT=%s\nETCD_PEER_PORT=%s\nAPISERVER_PORT=%s\n' \
+    "$etcd_client_port" "$etcd_peer_port" "$apiserver_port" >"$STATE_DIR/ports.env"
+  write_kubeconfig "$apiserver_port"
+
+  local etcd_client="http://127.0.0.1:$etcd_client_port" etcd_peer="http://127.0.0.1:$etcd_peer_port"
+  start_bg etcd "$BIN_DIR/etcd" \
+    --name=kc-test \
+    --data-dir="$STATE_DIR/etcd-data" \
+    --listen-client-urls="$etcd_client" \
+    --advertise-client-urls="$etcd_client" \
+    --listen-peer-urls="$etcd_peer" \
+    --initial-advertise-peer-urls="$etcd_peer" \
+    --initial-cluster="kc-test=$etcd_peer" \
+    --unsafe-no-fsync \
+    --log-level=warn
+
+  local pki="$STATE_DIR/pki"
+  # No controller-manager runs, so: no ServiceAccount admission (pods would need the `default`
+  # ServiceAccount it creates) and no endpoint reconciler (127.0.0.1 is not a valid endpoint IP).
+  start_bg kube-apiserver "$BIN_DIR/kube-apiserver" \
+    --etcd-servers="$etcd_client" \
+    --bind-address=127.0.0.1 \
+    --advertise-address=127.0.0.1 \
+    --secure-port="$apiserver_port" \
+    --cert-dir="$STATE_DIR/apiserver-certs" \
+    --tls-cert-file="$pki/apiserver.crt" \
+    --tls-private-key-file="$pki/apiserver.key" \
+    --client-ca-file="$pki/ca.crt" \
+    --service-account-issuer=https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file="$pki/sa.pub" \
+    --service-account-signing-key-file="$pki/sa.key" \
+    --authorization-mode=RBAC \
+    --service-cluster-ip-range=10.0.0.0/24 \
+    --disable-admission-plugins=ServiceAccount \
+    --endpoint-reconciler-type=none \
+    --allow-privileged=true \
+    --profiling=false
+
+  local deadline=$((SECONDS + READY_TIMEOUT))
+  until readyz; do
+    is_running "$STATE_DIR" etcd || fail_start "etcd exited during startup"
+    is_running "$STATE_DIR" kube-apiserver || fail_start "kube-apiserver exited during startup"
+    ((SECONDS < deadline)) || fail_start "kube-apiserver not ready after ${READY_TIMEOUT}s"
+    sleep 0.5
+  done
+  log "control plane ready on https://127.0.0.1:$apiserver_port (etcd on $etcd_client)"
+}
+
+install_crds() {
+  local files=() f
+  shopt -s nullglob
+  local ours=("$REPO_ROOT"/crds/*.yaml "$REPO_ROOT"/crds/*.yml)
+  local theirs=("$SOURCE_CRD_DIR"/*.yaml)
+  shopt -u nullglob
+  ((${#theirs[@]} > 0)) || die "no source-controller CRDs in $SOURCE_CRD_DIR"
+  for f in "${ours[@]}"; do
+    if grep -q '^kind: CustomResourceDefinition' "$f"; then
+      files+=(-f "$f")
+    fi
+  done
+  if ((${#files[@]} == 0)); then
+    log "note: $REPO_ROOT/crds/ has no CustomResourceDefinition yet; installing only the source-controller CRDs"
+  else
+    log "installing $((${#files[@]} / 2)) CRD file(s) from $REPO_ROOT/crds/"
+  fi
+  for f in "${theirs[@]}"; do files+=(-f "$f"); done
+
+  local applied crds=()
+  applied="$(kubectl_admin apply --server-side --force-conflicts \
+    --field-manager=kustomize-controller-tests -o name "${files[@]}")" \
+    || die "applying CRDs failed"
+  mapfile -t crds < <(grep '^customresourcedefinition' <<<"$applied")
+  ((${#crds[@]} > 0)) || die "kubectl apply reported no CRDs: $applied"
+  kubectl_admin wait --for=condition=Established --timeout=60s "${crds[@]}" >/dev/null \
+    || die "CRDs did not become Established within 60s"
+  log "CRDs established: ${crds[*]##*/}"
+}
+
+if healthy; then
+  log "control plane in $STATE_DIR is already running"
+else
+  start_control_plane
+fi
+install_crds
+
+log "ready in $((SECONDS - START_TIME))s. To use it:"
+log "  export KUBECONFIG=$KUBECONFIG_FILE"
+log "  export PATH=$STATE_DIR/bin:\$PATH   # kubectl $K8S_VERSION"
+log "  stop it with: $SCRIPT_DIR/down.sh${1:+ $STATE_DIR}"
+echo "$KUBECONFIG_FILE"
