@@ -198,11 +198,26 @@ pub const FEATURE_GATE_DEFAULTS: [(&str, bool); 12] = [
 
 /// Gates whose non-default value asks for behaviour this controller does not have yet.
 const UNSUPPORTED_WHEN_CHANGED: [(&str, &str); 5] = [
-    ("GroupChangeLog", "feature gate GroupChangeLog (grouped change log events)"),
-    ("DirectSourceFetch", "feature gate DirectSourceFetch (reading sources without a cache)"),
-    ("MigrateAPIVersion", "feature gate MigrateAPIVersion (managed field migration)"),
-    ("ObjectLevelWorkloadIdentity", "feature gate ObjectLevelWorkloadIdentity"),
-    ("CacheSecretsAndConfigMaps", "feature gate CacheSecretsAndConfigMaps"),
+    (
+        "GroupChangeLog",
+        "feature gate GroupChangeLog (grouped change log events)",
+    ),
+    (
+        "DirectSourceFetch",
+        "feature gate DirectSourceFetch (reading sources without a cache)",
+    ),
+    (
+        "MigrateAPIVersion",
+        "feature gate MigrateAPIVersion (managed field migration)",
+    ),
+    (
+        "ObjectLevelWorkloadIdentity",
+        "feature gate ObjectLevelWorkloadIdentity",
+    ),
+    (
+        "CacheSecretsAndConfigMaps",
+        "feature gate CacheSecretsAndConfigMaps",
+    ),
 ];
 
 /// The state of every feature gate.
@@ -245,7 +260,10 @@ impl FeatureGates {
 
     fn enabled_unsupported(&self) -> impl Iterator<Item = &'static str> + '_ {
         UNSUPPORTED_WHEN_CHANGED.iter().filter_map(|(name, why)| {
-            let default = FEATURE_GATE_DEFAULTS.iter().find(|(n, _)| n == name).map(|(_, d)| *d);
+            let default = FEATURE_GATE_DEFAULTS
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, d)| *d);
             (Some(self.enabled(name)) != default).then_some(*why)
         })
     }
@@ -277,7 +295,10 @@ mod tests {
         assert_eq!(flags.requeue_dependency, Duration::from_secs(30));
         assert_eq!(flags.min_retry_delay, Duration::from_millis(750));
         assert_eq!(flags.max_retry_delay, Duration::from_secs(900));
-        assert_eq!(flags.leader_election_lease_duration, Duration::from_secs(35));
+        assert_eq!(
+            flags.leader_election_lease_duration,
+            Duration::from_secs(35)
+        );
         assert_eq!(flags.metrics_addr, ":8080");
         assert_eq!(flags.health_addr, ":9440");
         assert_eq!(flags.log_encoding, LogEncoding::Json);
@@ -302,13 +323,23 @@ mod tests {
 
     #[test]
     fn go_style_booleans() {
-        assert!(!parse(&["--watch-all-namespaces=false"]).unwrap().watch_all_namespaces);
-        assert!(parse(&["--no-cross-namespace-refs"]).unwrap().no_cross_namespace_refs);
+        assert!(
+            !parse(&["--watch-all-namespaces=false"])
+                .unwrap()
+                .watch_all_namespaces
+        );
+        assert!(
+            parse(&["--no-cross-namespace-refs"])
+                .unwrap()
+                .no_cross_namespace_refs
+        );
     }
 
     #[test]
     fn feature_gates_are_checked() {
-        let flags = parse(&["--feature-gates=ExternalArtifact=true,StrictPostBuildSubstitutions=false"]).unwrap();
+        let flags =
+            parse(&["--feature-gates=ExternalArtifact=true,StrictPostBuildSubstitutions=false"])
+                .unwrap();
         assert!(flags.feature_gates.enabled("ExternalArtifact"));
         assert!(!flags.feature_gates.enabled("StrictPostBuildSubstitutions"));
         assert!(parse(&["--feature-gates=NoSuchGate=true"]).is_err());

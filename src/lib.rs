@@ -4,9 +4,14 @@
 //! source -> decrypt -> build -> substitute -> apply -> health -> prune -> status.
 //! Each stage lives in its own module; the pure ones never touch the Kubernetes API.
 
-pub mod source;
 pub mod api;
-pub mod flags;
-pub mod manifest;
-pub mod telemetry;
+pub mod apply;
+pub mod build;
 pub mod controller;
+pub mod flags;
+pub mod http;
+pub mod leader;
+pub mod manifest;
+pub mod metrics;
+pub mod source;
+pub mod telemetry;

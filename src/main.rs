@@ -48,7 +48,10 @@ fn run_controller(flags: ControllerFlags) -> ExitCode {
         eprintln!("error: {err}");
         return ExitCode::from(2);
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(err) => {
             eprintln!("error: failed to start the async runtime: {err}");

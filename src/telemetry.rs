@@ -17,9 +17,15 @@ pub fn init(level: &str, encoding: LogEncoding) -> Result<(), InvalidLogLevel> {
     };
     let filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new(format!("{level},hyper=warn,tower=warn,rustls=warn")));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     match encoding {
-        LogEncoding::Json => builder.json().flatten_event(true).with_current_span(false).init(),
+        LogEncoding::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_current_span(false)
+            .init(),
         LogEncoding::Console => builder.init(),
     }
     Ok(())

@@ -46,7 +46,10 @@ async fn control_plane_is_usable() {
     }
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
     for name in expected {
-        let crd = crds.get(name).await.unwrap_or_else(|e| panic!("CRD {name}: {e}"));
+        let crd = crds
+            .get(name)
+            .await
+            .unwrap_or_else(|e| panic!("CRD {name}: {e}"));
         let established = crd
             .status
             .as_ref()
@@ -54,7 +57,11 @@ async fn control_plane_is_usable() {
             .into_iter()
             .flatten()
             .any(|c| c.type_ == "Established" && c.status == "True");
-        assert!(established, "CRD {name} is not Established: {:?}", crd.status);
+        assert!(
+            established,
+            "CRD {name} is not Established: {:?}",
+            crd.status
+        );
     }
 
     let ns = support::TestNamespace::new(&client, "controlplane-smoke").await;
@@ -66,20 +73,30 @@ async fn control_plane_is_usable() {
         "data": { "greeting": "hello" },
     });
     configmaps
-        .patch("smoke", &PatchParams::apply("controlplane-smoke").force(), &Patch::Apply(&manifest))
+        .patch(
+            "smoke",
+            &PatchParams::apply("controlplane-smoke").force(),
+            &Patch::Apply(&manifest),
+        )
         .await
         .expect("server-side apply of a ConfigMap");
 
-    let found = support::wait_for(Duration::from_secs(10), "ConfigMap smoke to be readable", async || {
-        match configmaps.get_opt("smoke").await {
+    let found = support::wait_for(
+        Duration::from_secs(10),
+        "ConfigMap smoke to be readable",
+        async || match configmaps.get_opt("smoke").await {
             Ok(Some(cm)) => Ok(cm),
             Ok(None) => Err("not found".to_string()),
             Err(e) => Err(e.to_string()),
-        }
-    })
+        },
+    )
     .await;
     assert_eq!(
-        found.data.unwrap_or_default().get("greeting").map(String::as_str),
+        found
+            .data
+            .unwrap_or_default()
+            .get("greeting")
+            .map(String::as_str),
         Some("hello")
     );
     let managers: Vec<String> = found
@@ -96,10 +113,22 @@ async fn control_plane_is_usable() {
 
     // kubectl from the support module talks to the same cluster.
     let out = support::kubectl()
-        .args(["get", "configmap", "smoke", "-n", ns.name(), "-o", "jsonpath={.data.greeting}"])
+        .args([
+            "get",
+            "configmap",
+            "smoke",
+            "-n",
+            ns.name(),
+            "-o",
+            "jsonpath={.data.greeting}",
+        ])
         .output()
         .expect("run kubectl");
-    assert!(out.status.success(), "kubectl failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "kubectl failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(String::from_utf8_lossy(&out.stdout), "hello");
 }
 
@@ -111,7 +140,8 @@ fn unique_names_are_valid_dns_labels() {
         assert!(name.len() <= 63, "{name}");
         assert!(name.starts_with("t-") && !name.ends_with('-'), "{name}");
         assert!(
-            name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
+            name.chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
             "{name}"
         );
     }

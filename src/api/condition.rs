@@ -36,7 +36,10 @@ pub struct Condition {
     pub observed_generation: Option<i64>,
     /// reason contains a programmatic identifier indicating the reason for the condition's
     /// last transition.
-    #[schemars(length(min = 1, max = 1024), regex(pattern = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"))]
+    #[schemars(
+        length(min = 1, max = 1024),
+        regex(pattern = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
+    )]
     pub reason: String,
     /// status of the condition, one of True, False, Unknown.
     pub status: ConditionStatus,
@@ -113,14 +116,38 @@ mod tests {
     #[test]
     fn transition_time_moves_only_on_status_change() {
         let mut conditions = Vec::new();
-        set_condition(&mut conditions, "Ready", ConditionStatus::False, "A", "a", Some(1));
+        set_condition(
+            &mut conditions,
+            "Ready",
+            ConditionStatus::False,
+            "A",
+            "a",
+            Some(1),
+        );
         let first = conditions[0].last_transition_time.clone();
         conditions[0].last_transition_time = Time(Timestamp::UNIX_EPOCH);
-        set_condition(&mut conditions, "Ready", ConditionStatus::False, "B", "b", Some(2));
-        assert_eq!(conditions[0].last_transition_time, Time(Timestamp::UNIX_EPOCH));
+        set_condition(
+            &mut conditions,
+            "Ready",
+            ConditionStatus::False,
+            "B",
+            "b",
+            Some(2),
+        );
+        assert_eq!(
+            conditions[0].last_transition_time,
+            Time(Timestamp::UNIX_EPOCH)
+        );
         assert_eq!(conditions[0].reason, "B");
         assert_eq!(conditions[0].observed_generation, Some(2));
-        set_condition(&mut conditions, "Ready", ConditionStatus::True, "C", "c", Some(2));
+        set_condition(
+            &mut conditions,
+            "Ready",
+            ConditionStatus::True,
+            "C",
+            "c",
+            Some(2),
+        );
         assert!(conditions[0].last_transition_time >= first);
         assert_eq!(conditions.len(), 1);
     }
@@ -129,7 +156,14 @@ mod tests {
     fn long_messages_are_truncated_on_a_char_boundary() {
         let mut conditions = Vec::new();
         let long = "é".repeat(MAX_MESSAGE_LEN);
-        set_condition(&mut conditions, "Ready", ConditionStatus::False, "A", &long, None);
+        set_condition(
+            &mut conditions,
+            "Ready",
+            ConditionStatus::False,
+            "A",
+            &long,
+            None,
+        );
         assert!(conditions[0].message.len() <= MAX_MESSAGE_LEN);
         assert!(conditions[0].message.ends_with("..."));
     }
@@ -137,10 +171,27 @@ mod tests {
     #[test]
     fn remove_and_find() {
         let mut conditions = Vec::new();
-        set_condition(&mut conditions, "Ready", ConditionStatus::True, "A", "a", None);
-        set_condition(&mut conditions, "Reconciling", ConditionStatus::True, "P", "p", None);
+        set_condition(
+            &mut conditions,
+            "Ready",
+            ConditionStatus::True,
+            "A",
+            "a",
+            None,
+        );
+        set_condition(
+            &mut conditions,
+            "Reconciling",
+            ConditionStatus::True,
+            "P",
+            "p",
+            None,
+        );
         remove_condition(&mut conditions, "Reconciling");
         assert!(find_condition(&conditions, "Reconciling").is_none());
-        assert_eq!(find_condition(&conditions, "Ready").map(|c| c.status), Some(ConditionStatus::True));
+        assert_eq!(
+            find_condition(&conditions, "Ready").map(|c| c.status),
+            Some(ConditionStatus::True)
+        );
     }
 }

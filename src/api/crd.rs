@@ -22,7 +22,10 @@ pub fn crd() -> CustomResourceDefinition {
     crd.metadata
         .annotations
         .get_or_insert_with(Default::default)
-        .insert("kustomize.toolkit.fluxcd.io/substitute".into(), "disabled".into());
+        .insert(
+            "kustomize.toolkit.fluxcd.io/substitute".into(),
+            "disabled".into(),
+        );
     crd
 }
 

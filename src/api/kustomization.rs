@@ -29,7 +29,11 @@ pub const DURATION_PATTERN: &str = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$";
     category = "fluxcd",
     category = "fluxcd-appliers",
     doc = "Kustomization is the Schema for the kustomizations API.",
-    printcolumn(json_path = ".metadata.creationTimestamp", name = "Age", type_ = "date"),
+    printcolumn(
+        json_path = ".metadata.creationTimestamp",
+        name = "Age",
+        type_ = "date"
+    ),
     printcolumn(
         json_path = r#".status.conditions[?(@.type=="Ready")].status"#,
         name = "Ready",

@@ -47,7 +47,10 @@ pub const ORIGIN_REVISION_KEY: &str = "org.opencontainers.image.revision";
 impl Artifact {
     /// The revision of the origin, when the source records it.
     pub fn origin_revision(&self) -> Option<&str> {
-        self.metadata.as_ref()?.get(ORIGIN_REVISION_KEY).map(String::as_str)
+        self.metadata
+            .as_ref()?
+            .get(ORIGIN_REVISION_KEY)
+            .map(String::as_str)
     }
 }
 
@@ -95,7 +98,9 @@ impl std::fmt::Display for SourceKind {
 
 /// Why a `sourceRef.apiVersion` cannot be used.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-#[error("unsupported sourceRef.apiVersion {0:?}: expected {SOURCE_GROUP}/v1 or {SOURCE_GROUP}/v1beta2")]
+#[error(
+    "unsupported sourceRef.apiVersion {0:?}: expected {SOURCE_GROUP}/v1 or {SOURCE_GROUP}/v1beta2"
+)]
 pub struct UnsupportedSourceVersion(pub String);
 
 /// The version to read a source at, from `sourceRef.apiVersion` (`group/version`, or empty).
@@ -104,7 +109,9 @@ pub fn source_version(api_version: Option<&str>) -> Result<&str, UnsupportedSour
         return Ok(DEFAULT_SOURCE_VERSION);
     };
     match api_version.split_once('/') {
-        Some((SOURCE_GROUP, version)) if SUPPORTED_SOURCE_VERSIONS.contains(&version) => Ok(version),
+        Some((SOURCE_GROUP, version)) if SUPPORTED_SOURCE_VERSIONS.contains(&version) => {
+            Ok(version)
+        }
         _ => Err(UnsupportedSourceVersion(api_version.to_string())),
     }
 }
@@ -123,7 +130,10 @@ mod tests {
     fn source_versions() {
         assert_eq!(source_version(None), Ok("v1"));
         assert_eq!(source_version(Some("")), Ok("v1"));
-        assert_eq!(source_version(Some("source.toolkit.fluxcd.io/v1beta2")), Ok("v1beta2"));
+        assert_eq!(
+            source_version(Some("source.toolkit.fluxcd.io/v1beta2")),
+            Ok("v1beta2")
+        );
         assert!(source_version(Some("source.toolkit.fluxcd.io/v2")).is_err());
         assert!(source_version(Some("example.com/v1")).is_err());
     }

@@ -1,12 +1,288 @@
-//! The reconcile loop.
+//! The controller: watches Kustomizations and the four source kinds, and runs
+//! [`reconcile::reconcile`] for each Kustomization that needs it.
 
+mod context;
+pub mod events;
+mod reconcile;
+pub mod schedule;
+pub mod status;
+
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use futures::StreamExt;
+use kube::api::{Api, DynamicObject};
+use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::watcher::{self, watcher};
+use kube::runtime::{PredicateConfig, WatchStreamExt};
+use kube::{Client, Resource, ResourceExt};
+
+pub use context::{Context, Settings};
+pub use reconcile::{ReconcileError, reconcile};
+
+use crate::api::Kustomization;
+use crate::api::kustomization::SourceKind;
+use crate::api::names::RECONCILE_REQUESTED_AT_ANNOTATION;
+use crate::api::source::{DEFAULT_SOURCE_VERSION, artifact_of};
 use crate::flags::ControllerFlags;
+use crate::http::{self, Readiness};
+use crate::leader::{self, Candidate};
+use crate::metrics::Metrics;
+use crate::source::{ArtifactFetcher, FetchConfig, FetchError};
 
-/// Error that stops the controller process.
+/// Errors that stop the controller process.
 #[derive(Debug, thiserror::Error)]
-pub enum RunError {}
+pub enum RunError {
+    /// No usable kubeconfig or in-cluster configuration.
+    #[error("failed to load the Kubernetes client configuration: {0}")]
+    Config(#[from] kube::config::InferConfigError),
+    /// The client could not be built.
+    #[error("failed to create the Kubernetes client: {0}")]
+    Client(#[from] kube::Error),
+    /// The artifact fetcher could not be set up.
+    #[error(transparent)]
+    Fetcher(#[from] FetchError),
+    /// An HTTP endpoint could not be served.
+    #[error(transparent)]
+    Serve(#[from] http::ServeError),
+    /// The namespace the controller runs in is needed but unknown.
+    #[error(
+        "RUNTIME_NAMESPACE is not set and the controller does not run in a pod: it is needed for {0}"
+    )]
+    NoRuntimeNamespace(&'static str),
+    /// Leadership was lost; the process exits so that another replica takes over.
+    #[error("leader election lost")]
+    LeadershipLost,
+}
 
-/// Runs the controller until it is told to stop.
-pub async fn run(_flags: ControllerFlags) -> Result<(), RunError> {
-    Ok(())
+/// Runs the controller until SIGTERM or SIGINT.
+pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
+    let config = kube::Config::infer().await?;
+    let client = Client::try_from(config)?;
+    let metrics = Metrics::default();
+    let readiness = Readiness::default();
+    http::serve_probes(&flags.health_addr, readiness.clone()).await?;
+    http::serve_metrics(&flags.metrics_addr, metrics.clone()).await?;
+
+    let runtime_namespace = runtime_namespace();
+    let identity = instance_identity();
+    readiness.set_ready();
+
+    let mut leadership = None;
+    if flags.enable_leader_election {
+        let namespace = runtime_namespace
+            .clone()
+            .ok_or(RunError::NoRuntimeNamespace("leader election"))?;
+        let timings = leader::Timings {
+            lease_duration: flags.leader_election_lease_duration,
+            renew_deadline: flags.leader_election_renew_deadline,
+            retry_period: flags.leader_election_retry_period,
+        };
+        let candidate = Candidate::new(client.clone(), &namespace, identity.clone(), timings);
+        tracing::info!(
+            lease = leader::LEASE_NAME,
+            namespace,
+            "waiting for leadership"
+        );
+        candidate.acquire().await;
+        tracing::info!(identity, "acquired leadership");
+        leadership = Some(tokio::spawn(async move { candidate.hold().await }));
+    }
+
+    let fetcher = ArtifactFetcher::from_env(FetchConfig {
+        retries: flags.http_retry,
+        ..FetchConfig::default()
+    })?;
+    let settings = Settings {
+        no_cross_namespace_refs: flags.no_cross_namespace_refs,
+        allow_external_artifact: flags.feature_gates.enabled("ExternalArtifact"),
+        concurrent_ssa: usize::from(flags.concurrent_ssa),
+        custom_apply_stage_kinds: flags.custom_apply_stage_kinds.clone(),
+        interval_jitter_percentage: flags.interval_jitter_percentage,
+        min_retry_delay: flags.min_retry_delay,
+        max_retry_delay: flags.max_retry_delay,
+    };
+    let events = events::EventSink::new(client.clone(), identity, &flags.events_addr);
+    let context = Arc::new(Context::new(
+        client.clone(),
+        fetcher,
+        events,
+        metrics,
+        settings.clone(),
+    ));
+
+    let watch_namespace = if flags.watch_all_namespaces {
+        None
+    } else {
+        Some(
+            runtime_namespace
+                .ok_or(RunError::NoRuntimeNamespace("--watch-all-namespaces=false"))?,
+        )
+    };
+    let controller = build_controller(client, watch_namespace.as_deref(), &flags, &settings);
+    let reconciles = controller
+        .graceful_shutdown_on(shutdown_signal())
+        .run(reconcile_and_track, error_policy, context)
+        .for_each(|result| async move {
+            if let Err(err) = result {
+                tracing::debug!(error = %err, "reconcile did not complete");
+            }
+        });
+    match leadership {
+        Some(mut holding) => {
+            tokio::select! {
+                () = reconciles => Ok(()),
+                _ = &mut holding => Err(RunError::LeadershipLost),
+            }
+        }
+        None => {
+            reconciles.await;
+            Ok(())
+        }
+    }
+}
+
+fn build_controller(
+    client: Client,
+    namespace: Option<&str>,
+    flags: &ControllerFlags,
+    settings: &Settings,
+) -> Controller<Kustomization> {
+    let kustomizations: Api<Kustomization> = match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    };
+    let mut watch_config = watcher::Config::default();
+    if !flags.watch_label_selector.is_empty() {
+        watch_config = watch_config.labels(&flags.watch_label_selector);
+    }
+    let (reader, writer) = reflector::store();
+    let triggers = watcher(kustomizations, watch_config)
+        .default_backoff()
+        .reflect(writer)
+        .applied_objects()
+        .predicate_filter(reconcile_trigger, PredicateConfig::default());
+    let mut controller = Controller::for_stream(triggers, reader.clone())
+        .with_config(ControllerConfig::default().concurrency(flags.concurrent.max(1)));
+    for kind in SourceKind::ALL {
+        if kind == SourceKind::ExternalArtifact && !settings.allow_external_artifact {
+            continue;
+        }
+        let resource = kind.api_resource(DEFAULT_SOURCE_VERSION);
+        let sources: Api<DynamicObject> = match namespace {
+            Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
+            None => Api::all_with(client.clone(), &resource),
+        };
+        let store = reader.clone();
+        controller = controller.watches_with(
+            sources,
+            resource,
+            watcher::Config::default(),
+            move |source| kustomizations_to_update(&store, kind, &source),
+        );
+    }
+    controller
+}
+
+/// The properties whose change asks for a reconcile: the generation (spec changes), the
+/// `requestedAt` annotation, and deletion. Status updates alone never trigger one.
+fn reconcile_trigger(ks: &Kustomization) -> Option<u64> {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    ks.meta().generation.hash(&mut hasher);
+    ks.annotations()
+        .get(RECONCILE_REQUESTED_AT_ANNOTATION)
+        .hash(&mut hasher);
+    ks.meta().deletion_timestamp.is_some().hash(&mut hasher);
+    Some(hasher.finish())
+}
+
+/// The Kustomizations that reference `source` and have not yet attempted its current
+/// artifact revision.
+fn kustomizations_to_update(
+    store: &Store<Kustomization>,
+    kind: SourceKind,
+    source: &DynamicObject,
+) -> Vec<ObjectRef<Kustomization>> {
+    let Some(artifact) = artifact_of(source) else {
+        return Vec::new();
+    };
+    let source_namespace = source.namespace().unwrap_or_default();
+    let source_name = source.name_any();
+    store
+        .state()
+        .into_iter()
+        .filter(|ks| {
+            let reference = &ks.spec.source_ref;
+            let namespace = reference
+                .namespace
+                .clone()
+                .filter(|ns| !ns.is_empty())
+                .or_else(|| ks.namespace());
+            reference.kind == kind
+                && reference.name == source_name
+                && namespace.as_deref() == Some(source_namespace.as_str())
+                && ks
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.last_attempted_revision.as_deref())
+                    != Some(artifact.revision.as_str())
+        })
+        .map(|ks| ObjectRef::from_obj(&*ks))
+        .collect()
+}
+
+async fn reconcile_and_track(
+    ks: Arc<Kustomization>,
+    ctx: Arc<Context>,
+) -> Result<Action, ReconcileError> {
+    let object = ObjectRef::from_obj(&*ks);
+    let result = reconcile(ks, ctx.clone()).await;
+    if result.is_ok() {
+        ctx.clear_failures(&object);
+    }
+    result
+}
+
+fn error_policy(ks: Arc<Kustomization>, err: &ReconcileError, ctx: Arc<Context>) -> Action {
+    let delay = ctx.error_backoff(ObjectRef::from_obj(&*ks));
+    tracing::warn!(kustomization = %ks.name_any(), namespace = ks.namespace().unwrap_or_default(), error = %err, retry_in = ?delay, "reconcile failed");
+    Action::requeue(delay)
+}
+
+/// The namespace the controller runs in: `RUNTIME_NAMESPACE`, or the pod's service account
+/// namespace.
+fn runtime_namespace() -> Option<String> {
+    std::env::var("RUNTIME_NAMESPACE")
+        .ok()
+        .filter(|ns| !ns.is_empty())
+        .or_else(|| {
+            std::fs::read_to_string("/var/run/secrets/kubernetes.io/serviceaccount/namespace").ok()
+        })
+        .map(|ns| ns.trim().to_string())
+}
+
+/// This replica's identity for leader election and events: the host (pod) name.
+fn instance_identity() -> String {
+    let host = hostname::get()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_else(|| "kustomize-controller".into());
+    format!("{host}_{:08x}", rand::random::<u32>())
+}
+
+async fn shutdown_signal() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
+    }
+    tracing::info!("shutting down");
 }

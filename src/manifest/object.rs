@@ -36,7 +36,10 @@ impl Object {
 
     /// `apiVersion`, or "" when absent.
     pub fn api_version(&self) -> &str {
-        self.0.get("apiVersion").and_then(Value::as_str).unwrap_or("")
+        self.0
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("")
     }
 
     /// `kind`, or "" when absent.
@@ -46,13 +49,17 @@ impl Object {
 
     /// The API group (empty for the core group).
     pub fn group(&self) -> &str {
-        self.api_version().rsplit_once('/').map_or("", |(group, _)| group)
+        self.api_version()
+            .rsplit_once('/')
+            .map_or("", |(group, _)| group)
     }
 
     /// The API version without the group.
     pub fn version(&self) -> &str {
         let api_version = self.api_version();
-        api_version.rsplit_once('/').map_or(api_version, |(_, version)| version)
+        api_version
+            .rsplit_once('/')
+            .map_or(api_version, |(_, version)| version)
     }
 
     fn metadata_str(&self, field: &str) -> Option<&str> {
@@ -71,7 +78,8 @@ impl Object {
 
     /// Sets `metadata.namespace`.
     pub fn set_namespace(&mut self, namespace: &str) {
-        self.metadata_mut().insert("namespace".into(), Value::String(namespace.into()));
+        self.metadata_mut()
+            .insert("namespace".into(), Value::String(namespace.into()));
     }
 
     /// The value of a label.
@@ -81,7 +89,11 @@ impl Object {
 
     /// The value of an annotation.
     pub fn annotation(&self, key: &str) -> Option<&str> {
-        self.0.get("metadata")?.get("annotations")?.get(key)?.as_str()
+        self.0
+            .get("metadata")?
+            .get("annotations")?
+            .get(key)?
+            .as_str()
     }
 
     /// Sets labels, overriding existing keys.
@@ -99,7 +111,9 @@ impl Object {
             return;
         }
         let metadata = self.metadata_mut();
-        let map = metadata.entry(field).or_insert_with(|| Value::Object(Map::new()));
+        let map = metadata
+            .entry(field)
+            .or_insert_with(|| Value::Object(Map::new()));
         if !map.is_object() {
             *map = Value::Object(Map::new());
         }
@@ -111,7 +125,10 @@ impl Object {
     }
 
     fn metadata_mut(&mut self) -> &mut Map<String, Value> {
-        let metadata = self.0.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
+        let metadata = self
+            .0
+            .entry("metadata")
+            .or_insert_with(|| Value::Object(Map::new()));
         if !metadata.is_object() {
             *metadata = Value::Object(Map::new());
         }
@@ -151,19 +168,28 @@ mod tests {
             "apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": "web", "namespace": "prod", "labels": {"a": "b"}}
         }));
-        assert_eq!((obj.group(), obj.version(), obj.kind()), ("apps", "v1", "Deployment"));
+        assert_eq!(
+            (obj.group(), obj.version(), obj.kind()),
+            ("apps", "v1", "Deployment")
+        );
         assert_eq!((obj.name(), obj.namespace()), ("web", Some("prod")));
         assert_eq!(obj.label("a"), Some("b"));
         assert_eq!(obj.describe(), "Deployment/prod/web");
-        let core = object(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}}));
+        let core =
+            object(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x"}}));
         assert_eq!((core.group(), core.version()), ("", "v1"));
         assert_eq!(core.describe(), "Namespace/x");
     }
 
     #[test]
     fn labels_are_merged_over_existing_ones() {
-        let mut obj = object(json!({"kind": "ConfigMap", "metadata": {"labels": {"keep": "1", "over": "old"}}}));
-        obj.set_labels(&BTreeMap::from([("over".into(), "new".into()), ("add".into(), "2".into())]));
+        let mut obj = object(
+            json!({"kind": "ConfigMap", "metadata": {"labels": {"keep": "1", "over": "old"}}}),
+        );
+        obj.set_labels(&BTreeMap::from([
+            ("over".into(), "new".into()),
+            ("add".into(), "2".into()),
+        ]));
         assert_eq!(obj.label("keep"), Some("1"));
         assert_eq!(obj.label("over"), Some("new"));
         assert_eq!(obj.label("add"), Some("2"));

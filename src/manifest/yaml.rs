@@ -55,10 +55,13 @@ pub fn parse_objects(text: &str, origin: &str) -> Result<Vec<Object>, ManifestEr
         strict_booleans: true,
         duplicate_keys: serde_saphyr::DuplicateKeyPolicy::Error,
     };
-    let documents: Vec<Value> = serde_saphyr::from_multiple_with_options(text, options).map_err(|err| ManifestError::Yaml {
-        origin: origin.to_string(),
-        message: err.to_string(),
-    })?;
+    let documents: Vec<Value> =
+        serde_saphyr::from_multiple_with_options(text, options).map_err(|err| {
+            ManifestError::Yaml {
+                origin: origin.to_string(),
+                message: err.to_string(),
+            }
+        })?;
     let mut objects = Vec::new();
     for (position, document) in documents.into_iter().enumerate() {
         let index = position + 1;
@@ -66,7 +69,12 @@ pub fn parse_objects(text: &str, origin: &str) -> Result<Vec<Object>, ManifestEr
             Value::Null => continue,
             Value::Object(map) if map.is_empty() => continue,
             Value::Object(map) => map,
-            _ => return Err(ManifestError::NotAMapping { origin: origin.to_string(), index }),
+            _ => {
+                return Err(ManifestError::NotAMapping {
+                    origin: origin.to_string(),
+                    index,
+                });
+            }
         };
         let object = checked_object(map, origin, index)?;
         if is_list(&object) {
@@ -78,10 +86,22 @@ pub fn parse_objects(text: &str, origin: &str) -> Result<Vec<Object>, ManifestEr
     Ok(objects)
 }
 
-fn checked_object(map: serde_json::Map<String, Value>, origin: &str, index: usize) -> Result<Object, ManifestError> {
+fn checked_object(
+    map: serde_json::Map<String, Value>,
+    origin: &str,
+    index: usize,
+) -> Result<Object, ManifestError> {
     for field in ["apiVersion", "kind"] {
-        if !map.get(field).and_then(Value::as_str).is_some_and(|v| !v.is_empty()) {
-            return Err(ManifestError::MissingField { origin: origin.to_string(), index, field });
+        if !map
+            .get(field)
+            .and_then(Value::as_str)
+            .is_some_and(|v| !v.is_empty())
+        {
+            return Err(ManifestError::MissingField {
+                origin: origin.to_string(),
+                index,
+                field,
+            });
         }
     }
     Ok(Object::new(map))
@@ -91,7 +111,12 @@ fn is_list(object: &Object) -> bool {
     object.kind().ends_with("List") && object.as_map().get("items").is_some_and(Value::is_array)
 }
 
-fn expand_list(list: Object, origin: &str, index: usize, out: &mut Vec<Object>) -> Result<(), ManifestError> {
+fn expand_list(
+    list: Object,
+    origin: &str,
+    index: usize,
+    out: &mut Vec<Object>,
+) -> Result<(), ManifestError> {
     let kind = list.kind().to_string();
     let mut map = list.into_map();
     let Some(Value::Array(items)) = map.remove("items") else {
@@ -128,7 +153,10 @@ mod tests {
         assert_eq!(objects.len(), 2);
         assert_eq!(objects[0].name(), "a");
         // YAML 1.2, as kustomize's kyaml reads it: `on` stays a string.
-        assert_eq!(objects[0].as_map()["data"]["on"], Value::String("on".into()));
+        assert_eq!(
+            objects[0].as_map()["data"]["on"],
+            Value::String("on".into())
+        );
         assert_eq!(objects[0].as_map()["data"]["replicas"], Value::from(3));
         assert_eq!(objects[0].as_map()["data"]["t"], Value::Bool(true));
         assert_eq!(objects[1].kind(), "Namespace");
@@ -144,14 +172,24 @@ mod tests {
 
     #[test]
     fn errors_name_the_file_and_document() {
-        let err = parse_objects("apiVersion: v1\nkind: A\n---\nkind: B\n", "dir/bad.yaml").unwrap_err();
-        assert_eq!(err.to_string(), "dir/bad.yaml: document 2 is missing apiVersion");
+        let err =
+            parse_objects("apiVersion: v1\nkind: A\n---\nkind: B\n", "dir/bad.yaml").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "dir/bad.yaml: document 2 is missing apiVersion"
+        );
         let err = parse_objects("- a\n- b\n", "seq.yaml").unwrap_err();
         assert_eq!(err.to_string(), "seq.yaml: document 1 is not a mapping");
         let err = parse_objects("a: [b\n", "broken.yaml").unwrap_err();
-        assert!(err.to_string().starts_with("broken.yaml: invalid YAML"), "{err}");
+        assert!(
+            err.to_string().starts_with("broken.yaml: invalid YAML"),
+            "{err}"
+        );
         let err = parse_objects("apiVersion: v1\nkind: A\nkind: B\n", "dup.yaml").unwrap_err();
-        assert!(err.to_string().starts_with("dup.yaml: invalid YAML"), "{err}");
+        assert!(
+            err.to_string().starts_with("dup.yaml: invalid YAML"),
+            "{err}"
+        );
         let err = parse_objects("apiVersion: v1\nkind: List\nitems: [1]\n", "l.yaml").unwrap_err();
         assert!(matches!(err, ManifestError::BadListItem { item: 0, .. }));
     }

@@ -192,9 +192,7 @@ pub enum ExtractError {
         reason: UnsafeReason,
     },
     /// The files in the archive add up to more than [`ExtractLimits::max_total_size`].
-    #[error(
-        "artifact exceeds the maximum uncompressed size of {limit} bytes (at entry {entry:?})"
-    )]
+    #[error("artifact exceeds the maximum uncompressed size of {limit} bytes (at entry {entry:?})")]
     TooLarge {
         /// The entry that crossed the limit.
         entry: String,
@@ -271,14 +269,12 @@ pub fn extract_tar_gz<R: Read>(
     };
     for entry in archive.entries().map_err(stream_err)? {
         let mut entry = entry.map_err(stream_err)?;
-        extractor
-            .entry(&mut entry)
-            .map_err(|e| match e {
-                ExtractError::ReadEntry { .. } if exceeded.get() => ExtractError::StreamTooLarge {
-                    limit: stream_limit,
-                },
-                other => other,
-            })?;
+        extractor.entry(&mut entry).map_err(|e| match e {
+            ExtractError::ReadEntry { .. } if exceeded.get() => ExtractError::StreamTooLarge {
+                limit: stream_limit,
+            },
+            other => other,
+        })?;
     }
     Ok(extractor.summary)
 }
@@ -383,7 +379,8 @@ impl Extractor<'_> {
             EntryType::Directory => Kind::Dir,
             EntryType::Symlink => {
                 let target = link_target(entry).map_err(unsafe_entry)?;
-                check_symlink_target(components.len() - 1, &target).map_err(unsafe_entry)?;
+                check_symlink_target(components.len().saturating_sub(1), &target)
+                    .map_err(unsafe_entry)?;
                 Kind::Symlink { target }
             }
             EntryType::Link => {
@@ -400,27 +397,28 @@ impl Extractor<'_> {
             }
         };
 
-        if components.is_empty() {
+        let Some((last, parents)) = components.split_last() else {
             // "./" or similar: the root itself.
             return match kind {
                 Kind::Dir => Ok(()),
                 _ => Err(unsafe_entry(UnsafeReason::EmptyPath)),
             };
-        }
+        };
 
         // 3. Validate the parents (no symlinks, no non-directories).
-        let (parents, last) = components.split_at(components.len() - 1);
         let first_missing = check_parents(self.root, parents, &name)?;
         let mut path = self.root.to_path_buf();
         path.extend(parents);
-        path.push(&last[0]);
+        path.push(last);
 
         // 4. Validate against what is already at the path.
         let existing = lstat(&path, &name)?;
         match (&kind, &existing) {
             (_, None) => {}
             (Kind::Dir, Some(meta)) if meta.is_dir() => {}
-            (Kind::Dir, Some(_)) => return Err(unsafe_entry(UnsafeReason::CollidesWithNonDirectory)),
+            (Kind::Dir, Some(_)) => {
+                return Err(unsafe_entry(UnsafeReason::CollidesWithNonDirectory));
+            }
             (_, Some(meta)) if meta.is_dir() => {
                 return Err(unsafe_entry(UnsafeReason::ReplacesDirectory));
             }

@@ -6,13 +6,13 @@
 //! 1. the URL's `host:port` is replaced by `SOURCE_CONTROLLER_LOCALHOST` when
 //!    that variable is set (see [`rewrite_url`]);
 //! 2. the artifact is downloaded over HTTP(S) into an anonymous temporary
-//!    file, hashing it on the fly and refusing it as soon as it grows past
+//!    file (in `$TMPDIR`, deleted when dropped), hashing it on the fly and refusing it as soon as it grows past
 //!    [`FetchConfig::max_size`]; connection errors, timeouts, `429` and `5xx`
 //!    (except `501`) are retried with jittered exponential backoff, `404` and
 //!    other statuses are not; up to 10 redirects are followed;
 //! 3. the digest is verified before anything is extracted (a mismatch is not
 //!    retried);
-//! 4. the tarball is extracted with [`extract_tar_gz`](super::extract::extract_tar_gz)
+//! 4. the tarball is extracted with [`extract_tar_gz`]
 //!    on the blocking thread pool.
 //!
 //! Every error maps to Flux's `ArtifactFailed` reason; the variants let the
@@ -394,11 +394,7 @@ impl ArtifactFetcher {
                 .retry_after()
                 .map(|d| d.min(self.config.max_backoff))
                 .unwrap_or_else(|| {
-                    backoff(
-                        attempts,
-                        self.config.min_backoff,
-                        self.config.max_backoff,
-                    )
+                    backoff(attempts, self.config.min_backoff, self.config.max_backoff)
                 });
             tracing::warn!(
                 url = %url,

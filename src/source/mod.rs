@@ -20,8 +20,7 @@ pub mod path;
 
 pub use digest::{Algorithm, Digest, DigestError, Verifier};
 pub use extract::{
-    ExtractError, ExtractLimits, ExtractSummary, UnsafeReason, extract_tar_gz,
-    extract_tar_gz_bytes,
+    ExtractError, ExtractLimits, ExtractSummary, UnsafeReason, extract_tar_gz, extract_tar_gz_bytes,
 };
 pub use fetch::{
     ArtifactFetcher, FetchConfig, FetchError, SOURCE_CONTROLLER_LOCALHOST_ENV, rewrite_url,

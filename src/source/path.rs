@@ -158,10 +158,7 @@ mod tests {
     #[test]
     fn dotdot_inside_root_is_fine() {
         let dir = tree();
-        assert_eq!(
-            resolve_path(dir.path(), "apps/..").unwrap(),
-            root_of(&dir)
-        );
+        assert_eq!(resolve_path(dir.path(), "apps/..").unwrap(), root_of(&dir));
     }
 
     #[test]
@@ -170,7 +167,10 @@ mod tests {
         for p in ["..", "../", "./apps/../..", "../../etc"] {
             let err = resolve_path(dir.path(), p).unwrap_err();
             assert!(matches!(err, PathError::Escapes { .. }), "{p:?}: {err}");
-            assert_eq!(err.to_string(), format!("path {p:?} escapes the artifact root"));
+            assert_eq!(
+                err.to_string(),
+                format!("path {p:?} escapes the artifact root")
+            );
         }
     }
 
@@ -180,7 +180,10 @@ mod tests {
         for p in ["nope", "./apps/staging", "apps/prod/kustomization.yaml/x"] {
             let err = resolve_path(dir.path(), p).unwrap_err();
             assert!(matches!(err, PathError::NotFound { .. }), "{p:?}: {err}");
-            assert_eq!(err.to_string(), format!("path {p:?} not found in the artifact"));
+            assert_eq!(
+                err.to_string(),
+                format!("path {p:?} not found in the artifact")
+            );
         }
     }
 

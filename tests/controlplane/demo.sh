@@ -14,7 +14,8 @@
 # Environment:
 #   KC_DEMO_PROFILE          debug (default) or release: the cargo profile to build and run
 #   KC_DEMO_CONTROLLER_BIN   use this controller binary instead of building one
-#   KC_DEMO_CONTROLLER_ARGS  extra controller arguments (word-split), after --log-encoding=console
+#   KC_DEMO_CONTROLLER_ARGS  extra controller arguments (word-split), appended after the demo's own:
+#                            --log-encoding=console --metrics-addr=127.0.0.1:<free> --health-addr=...
 #   KC_DEMO_TIMEOUT          seconds to wait for the Kustomization to be Ready (default 120)
 set -euo pipefail
 
@@ -74,7 +75,7 @@ cleanup() {
       wait "$pid" 2>/dev/null || true
     fi
   done
-  if ((rc != 0)) && [[ -s "$CONTROLLER_LOG" ]]; then
+  if ((rc != 0)) && [[ -f "$CONTROLLER_LOG" ]]; then
     cp "$CONTROLLER_LOG" "$(dirname "$KUBECONFIG")/demo-controller.log" 2>/dev/null || true
   fi
   rm -rf "$WORK"
@@ -143,9 +144,12 @@ fi
 
 # --- controller ------------------------------------------------------------------------------------
 read -r -a extra_args <<<"${KC_DEMO_CONTROLLER_ARGS:-}"
+# Free loopback ports instead of Flux's defaults (:8080, :9440), which may well be taken.
+read -r METRICS_PORT HEALTH_PORT <<<"$(free_ports 2)"
 log "starting $CONTROLLER (log: $CONTROLLER_LOG)"
-RUNTIME_NAMESPACE=flux-system "$CONTROLLER" --log-encoding=console "${extra_args[@]}" \
-  </dev/null >"$CONTROLLER_LOG" 2>&1 &
+RUNTIME_NAMESPACE=flux-system "$CONTROLLER" --log-encoding=console \
+  --metrics-addr="127.0.0.1:$METRICS_PORT" --health-addr="127.0.0.1:$HEALTH_PORT" \
+  "${extra_args[@]}" </dev/null >"$CONTROLLER_LOG" 2>&1 &
 controller_pid=$!
 
 k apply --server-side -f "$SAMPLES/kustomization.yaml" >/dev/null
@@ -158,13 +162,16 @@ until k wait kustomization.kustomize.toolkit.fluxcd.io/demo -n flux-system \
     if kill -0 "$controller_pid" 2>/dev/null; then
       log "error: Kustomization flux-system/demo not Ready after ${TIMEOUT}s"
     else
-      log "error: the controller exited before the Kustomization became Ready"
+      local_rc=0
+      wait "$controller_pid" || local_rc=$?
+      controller_pid=""
+      log "error: the controller exited (status $local_rc) before the Kustomization became Ready"
     fi
     log "----- Kustomization status -----"
     k get kustomization.kustomize.toolkit.fluxcd.io demo -n flux-system -o jsonpath='{.status}' >&2 || true
     echo >&2
     log "----- last 60 lines of the controller log -----"
-    tail -n 60 "$CONTROLLER_LOG" >&2 || true
+    if [[ -s "$CONTROLLER_LOG" ]]; then tail -n 60 "$CONTROLLER_LOG" >&2; else log "(the log is empty)"; fi
     log "(full log kept as $(dirname "$KUBECONFIG")/demo-controller.log)"
     exit 1
   fi

@@ -14,8 +14,15 @@ CRD_DIR="$CACHE_ROOT/source-controller-$SOURCE_CONTROLLER_VERSION"
 
 log() { echo "install-binaries: $*" >&2; }
 
+# True if the cached binaries exist and carry the right version stamp (earlier versions of this
+# script built them without one: they reported v0.0.0-master and an empty major/minor).
+binaries_ok() {
+  [[ -x "$BIN_DIR/kube-apiserver" && -x "$BIN_DIR/etcd" && -x "$BIN_DIR/kubectl" ]] \
+    && [[ "$("$BIN_DIR/kube-apiserver" --version 2>/dev/null)" == "Kubernetes $K8S_VERSION" ]]
+}
+
 build_kubernetes() {
-  if [[ -x "$BIN_DIR/kube-apiserver" && -x "$BIN_DIR/etcd" && -x "$BIN_DIR/kubectl" ]]; then
+  if binaries_ok; then
     return
   fi
   command -v go >/dev/null || { log "go is required to build kube-apiserver"; exit 1; }
@@ -69,9 +76,19 @@ GO
     export GOFLAGS=-mod=mod
     go get "k8s.io/kubernetes@$K8S_VERSION" >&2
     go mod tidy >&2 || true
+    # Stamp the version the way hack/lib/version.sh does, so /version reports 1.35 (not 0.0.0).
+    local ldflags="-s -w" major minor key val
+    major="${K8S_VERSION#v}" && major="${major%%.*}"
+    minor="${K8S_VERSION#v*.}" && minor="${minor%%.*}"
+    for key in gitVersion=$K8S_VERSION gitMajor=$major gitMinor=$minor gitTreeState=clean \
+      buildDate=1970-01-01T00:00:00Z; do
+      val="${key#*=}" key="${key%%=*}"
+      ldflags+=" -X k8s.io/client-go/pkg/version.$key=$val -X k8s.io/component-base/version.$key=$val"
+    done
+    rm -rf "$BIN_DIR.tmp"
     mkdir -p "$BIN_DIR.tmp"
-    go build -trimpath -ldflags "-s -w" -o "$BIN_DIR.tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver >&2
-    go build -trimpath -ldflags "-s -w" -o "$BIN_DIR.tmp/kubectl" k8s.io/kubernetes/cmd/kubectl >&2
+    go build -trimpath -ldflags "$ldflags" -o "$BIN_DIR.tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver >&2
+    go build -trimpath -ldflags "$ldflags" -o "$BIN_DIR.tmp/kubectl" k8s.io/kubernetes/cmd/kubectl >&2
     go build -trimpath -ldflags "-s -w" -o "$BIN_DIR.tmp/etcd" ./etcd >&2
   )
   rm -rf "$BIN_DIR"
@@ -95,6 +112,13 @@ fetch_source_crds() {
 }
 
 mkdir -p "$CACHE_ROOT"
+# Serialise concurrent installs into the same cache (e.g. up.sh for two state dirs).
+exec 8>"$CACHE_ROOT/.install.lock"
+if command -v flock >/dev/null && ! flock -n 8; then
+  log "another install-binaries.sh is running; waiting for it"
+  flock 8
+fi
 build_kubernetes
+binaries_ok || { log "built binaries do not report Kubernetes $K8S_VERSION"; exit 1; }
 fetch_source_crds
 echo "$CACHE_ROOT"

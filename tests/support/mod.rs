@@ -97,8 +97,14 @@ fn kubectl_binary() -> PathBuf {
     }
     let cache = std::env::var_os("KC_TEST_CACHE")
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("XDG_CACHE_HOME").map(|d| Path::new(&d).join("kustomize-controller-tests")))
-        .or_else(|| std::env::var_os("HOME").map(|d| Path::new(&d).join(".cache/kustomize-controller-tests")));
+        .or_else(|| {
+            std::env::var_os("XDG_CACHE_HOME")
+                .map(|d| Path::new(&d).join("kustomize-controller-tests"))
+        })
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(|d| Path::new(&d).join(".cache/kustomize-controller-tests"))
+        });
     let mut cached: Vec<PathBuf> = cache
         .and_then(|dir| std::fs::read_dir(dir).ok())
         .into_iter()
@@ -150,7 +156,13 @@ impl Drop for TestNamespace {
     /// means that never gets in the way of later runs.
     fn drop(&mut self) {
         let result = kubectl()
-            .args(["delete", "namespace", &self.name, "--wait=false", "--ignore-not-found"])
+            .args([
+                "delete",
+                "namespace",
+                &self.name,
+                "--wait=false",
+                "--ignore-not-found",
+            ])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -162,7 +174,10 @@ impl Drop for TestNamespace {
                 self.name,
                 String::from_utf8_lossy(&out.stderr).trim()
             ),
-            Err(e) => eprintln!("support: cannot run kubectl to delete namespace {}: {e}", self.name),
+            Err(e) => eprintln!(
+                "support: cannot run kubectl to delete namespace {}: {e}",
+                self.name
+            ),
         }
     }
 }

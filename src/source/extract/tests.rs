@@ -56,7 +56,11 @@ fn raw(b: &mut Builder<Vec<u8>>, kind: EntryType, name: &str, link: Option<&str>
     }
     h.set_entry_type(kind);
     h.set_size(data.len() as u64);
-    h.set_mode(if kind == EntryType::Directory { 0o755 } else { 0o644 });
+    h.set_mode(if kind == EntryType::Directory {
+        0o755
+    } else {
+        0o644
+    });
     h.set_cksum();
     b.append(&h, data).unwrap();
 }
@@ -84,10 +88,34 @@ fn extracts_valid_tree() {
     raw(&mut b, EntryType::Directory, "apps/", None, b"");
     file(&mut b, "apps/prod/kustomization.yaml", b"resources: []\n");
     file(&mut b, "./apps/prod/deploy.yaml", b"kind: Deployment\n");
-    raw(&mut b, EntryType::Symlink, "current", Some("apps/prod"), b"");
-    raw(&mut b, EntryType::Symlink, "apps/prod/up", Some("../../apps"), b"");
-    raw(&mut b, EntryType::Symlink, "dangling", Some("does/not/exist"), b"");
-    raw(&mut b, EntryType::Link, "copy.yaml", Some("apps/prod/deploy.yaml"), b"");
+    raw(
+        &mut b,
+        EntryType::Symlink,
+        "current",
+        Some("apps/prod"),
+        b"",
+    );
+    raw(
+        &mut b,
+        EntryType::Symlink,
+        "apps/prod/up",
+        Some("../../apps"),
+        b"",
+    );
+    raw(
+        &mut b,
+        EntryType::Symlink,
+        "dangling",
+        Some("does/not/exist"),
+        b"",
+    );
+    raw(
+        &mut b,
+        EntryType::Link,
+        "copy.yaml",
+        Some("apps/prod/deploy.yaml"),
+        b"",
+    );
     let mut h = Header::new_gnu();
     h.set_path("bin/run.sh").unwrap();
     h.set_size(3);
@@ -161,7 +189,10 @@ fn refuses_path_traversal() {
             err.to_string(),
             format!("unsafe entry {name:?} in artifact: path escapes the root")
         );
-        assert_eq!(unsafe_reason(err), (name.to_string(), UnsafeReason::EscapesRoot));
+        assert_eq!(
+            unsafe_reason(err),
+            (name.to_string(), UnsafeReason::EscapesRoot)
+        );
         sb.assert_nothing_outside();
         assert_eq!(fs::read_dir(sb.root()).unwrap().count(), 0);
     }
@@ -185,7 +216,13 @@ fn refuses_absolute_paths() {
 fn refuses_escaping_symlink_and_writes_through_it() {
     let sb = Sandbox::new();
     let mut b = Builder::new(Vec::new());
-    raw(&mut b, EntryType::Symlink, "link", Some("../../outside"), b"");
+    raw(
+        &mut b,
+        EntryType::Symlink,
+        "link",
+        Some("../../outside"),
+        b"",
+    );
     file(&mut b, "link/file", b"pwned");
     let err = sb.extract(&finish(b)).unwrap_err();
     assert_eq!(
@@ -230,7 +267,10 @@ fn refuses_dotdot_after_normal_component_in_symlink() {
     file(&mut b, "b/evil", b"pwned");
     let (entry, reason) = unsafe_reason(sb.extract(&finish(b)).unwrap_err());
     assert_eq!(entry, "b");
-    assert!(matches!(reason, UnsafeReason::LinkTargetNotNormalized { .. }));
+    assert!(matches!(
+        reason,
+        UnsafeReason::LinkTargetNotNormalized { .. }
+    ));
     sb.assert_nothing_outside();
 }
 
@@ -354,9 +394,7 @@ fn refuses_replacing_directory_and_dir_over_file() {
     let (_, reason) = unsafe_reason(sb.extract(&finish(b)).unwrap_err());
     assert_eq!(
         reason,
-        UnsafeReason::ParentNotDirectory {
-            parent: "f".into()
-        }
+        UnsafeReason::ParentNotDirectory { parent: "f".into() }
     );
 }
 
@@ -405,7 +443,10 @@ fn enforces_entry_limit() {
         ..ExtractLimits::default()
     };
     let err = extract_tar_gz_bytes(&finish(b), &sb.root(), &limits).unwrap_err();
-    assert!(matches!(err, ExtractError::TooManyEntries { limit: 4 }), "{err}");
+    assert!(
+        matches!(err, ExtractError::TooManyEntries { limit: 4 }),
+        "{err}"
+    );
     assert_eq!(err.to_string(), "artifact has more than 4 entries");
 }
 
@@ -446,6 +487,23 @@ fn rejects_non_gzip_input() {
     let sb = Sandbox::new();
     let err = sb.extract(b"definitely not gzip").unwrap_err();
     assert!(matches!(err, ExtractError::Archive { .. }), "{err}");
+}
+
+#[test]
+fn refuses_non_directory_entries_naming_the_root() {
+    for (kind, name, link) in [
+        (EntryType::Symlink, "./", Some("x")),
+        (EntryType::Regular, ".", None),
+        (EntryType::Link, "", Some("a")),
+    ] {
+        let sb = Sandbox::new();
+        let mut b = Builder::new(Vec::new());
+        raw(&mut b, kind, name, link, b"");
+        let (entry, reason) = unsafe_reason(sb.extract(&finish(b)).unwrap_err());
+        assert_eq!(entry, name);
+        assert_eq!(reason, UnsafeReason::EmptyPath, "{kind:?} {name:?}");
+        sb.assert_nothing_outside();
+    }
 }
 
 #[test]

@@ -1,0 +1,96 @@
+//! What every reconcile shares: the client, the fetcher, the event sink, metrics and the
+//! settings taken from the flags.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use kube::Client;
+use kube::runtime::reflector::ObjectRef;
+
+use super::events::EventSink;
+use crate::api::Kustomization;
+use crate::metrics::Metrics;
+use crate::source::ArtifactFetcher;
+
+/// Settings of the reconciler, from the flags.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// Deny sources in other namespaces (`--no-cross-namespace-refs`).
+    pub no_cross_namespace_refs: bool,
+    /// Allow ExternalArtifact sources (feature gate `ExternalArtifact`).
+    pub allow_external_artifact: bool,
+    /// Objects applied in parallel (`--concurrent-ssa`).
+    pub concurrent_ssa: usize,
+    /// Kinds with their own apply stage (`--custom-apply-stage-kinds`).
+    pub custom_apply_stage_kinds: Vec<String>,
+    /// Jitter on `spec.interval`, in percent.
+    pub interval_jitter_percentage: u8,
+    /// Backoff bounds for reconciles that return an error.
+    pub min_retry_delay: Duration,
+    /// Upper bound of that backoff.
+    pub max_retry_delay: Duration,
+}
+
+/// State shared by all reconciles. Nothing in it is mutated by a reconcile except the
+/// per-object failure counts used for error backoff.
+pub struct Context {
+    /// Client for the controller's own objects and for applying.
+    pub client: Client,
+    /// Downloads source artifacts.
+    pub fetcher: ArtifactFetcher,
+    /// Records events.
+    pub events: EventSink,
+    /// Prometheus metrics.
+    pub metrics: Metrics,
+    /// Settings from the flags.
+    pub settings: Settings,
+    failures: Mutex<HashMap<ObjectRef<Kustomization>, u32>>,
+}
+
+impl Context {
+    /// A context for reconciles.
+    pub fn new(
+        client: Client,
+        fetcher: ArtifactFetcher,
+        events: EventSink,
+        metrics: Metrics,
+        settings: Settings,
+    ) -> Self {
+        Context {
+            client,
+            fetcher,
+            events,
+            metrics,
+            settings,
+            failures: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The delay before retrying a reconcile of `object` that returned an error:
+    /// exponential from `--min-retry-delay` to `--max-retry-delay`, as controller-runtime's
+    /// rate limiter does.
+    pub fn error_backoff(&self, object: ObjectRef<Kustomization>) -> Duration {
+        let attempts = self
+            .failures
+            .lock()
+            .map(|mut failures| {
+                let count = failures.entry(object).or_insert(0);
+                *count = count.saturating_add(1);
+                *count
+            })
+            .unwrap_or(1);
+        let factor = 2f64.powi(attempts.saturating_sub(1).min(32) as i32);
+        self.settings
+            .min_retry_delay
+            .mul_f64(factor)
+            .min(self.settings.max_retry_delay)
+    }
+
+    /// Forgets the failures of `object` after a reconcile that did not return an error.
+    pub fn clear_failures(&self, object: &ObjectRef<Kustomization>) {
+        if let Ok(mut failures) = self.failures.lock() {
+            failures.remove(object);
+        }
+    }
+}

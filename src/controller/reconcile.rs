@@ -1,0 +1,546 @@
+//! The reconcile of one Kustomization: source -> decrypt -> build -> substitute -> apply ->
+//! health -> prune -> status. Each stage is one call; a failed stage stops the pipeline
+//! before anything from that build is applied or pruned.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::runtime::controller::Action as Requeue;
+use kube::{Resource, ResourceExt};
+use serde_json::json;
+
+use super::context::Context;
+use super::events::Severity;
+use super::schedule;
+use super::status;
+use crate::api::duration;
+use crate::api::kustomization::{DeletionPolicy, SourceKind};
+use crate::api::names::{FINALIZER, reason};
+use crate::api::source::{Artifact, artifact_of, source_version};
+use crate::api::{Kustomization, KustomizationStatus, ResourceRef};
+use crate::apply::{Applier, ApplyError, ChangeSet, ObjectId, Owner, stale_objects};
+use crate::build::{self, BuildError};
+use crate::manifest::Object;
+use crate::source::{FetchError, PathError, resolve_path};
+
+/// Errors that end a reconcile without a verdict on the Kustomization (the API server was
+/// unreachable, a status write conflicted, ...). They are retried with backoff.
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    /// A request for the controller's own bookkeeping failed.
+    #[error("{action} failed: {source}")]
+    Kube {
+        /// What was being done.
+        action: &'static str,
+        /// The API error.
+        source: kube::Error,
+    },
+    /// Objects could not be pruned during finalization.
+    #[error("finalizing failed: {0}")]
+    Finalize(#[from] ApplyError),
+}
+
+/// A failed stage: the Ready reason Flux uses for it and a message naming what is at fault.
+#[derive(Debug)]
+struct Failure {
+    reason: &'static str,
+    message: String,
+}
+
+impl Failure {
+    fn new(reason: &'static str, message: impl Into<String>) -> Self {
+        Failure {
+            reason,
+            message: message.into(),
+        }
+    }
+}
+
+/// What a successful pipeline run produced.
+struct Applied {
+    revision: String,
+    origin_revision: Option<String>,
+    inventory: Vec<ResourceRef>,
+    changes: ChangeSet,
+}
+
+/// Reconciles one Kustomization.
+pub async fn reconcile(
+    ks: Arc<Kustomization>,
+    ctx: Arc<Context>,
+) -> Result<Requeue, ReconcileError> {
+    let namespace = ks.namespace().unwrap_or_default();
+    let api: Api<Kustomization> = Api::namespaced(ctx.client.clone(), &namespace);
+
+    if ks.meta().deletion_timestamp.is_some() {
+        return finalize(&api, &ks, &ctx).await;
+    }
+    if !ks.finalizers().iter().any(|f| f == FINALIZER) {
+        add_finalizer(&api, &ks).await?;
+    }
+    if ks.spec.suspend == Some(true) {
+        tracing::info!(kustomization = %ks.name_any(), namespace, "reconciliation is suspended for this object");
+        return Ok(Requeue::await_change());
+    }
+
+    let started = Instant::now();
+    let mut status = ks.status.clone().unwrap_or_default();
+    let outcome = run_pipeline(&api, &ks, &ctx, &mut status).await;
+    status::record_requested_at(&ks, &mut status);
+    let interval = duration::parse(&ks.spec.interval).unwrap_or(Duration::from_secs(600));
+    let requeue = match outcome {
+        Ok(applied) => {
+            status::mark_ready(
+                &ks,
+                &mut status,
+                &applied.revision,
+                applied.origin_revision.as_deref(),
+            );
+            status.inventory = Some(crate::api::kustomization::ResourceInventory {
+                entries: applied.inventory,
+            });
+            status::write(&api, &ks, &status)
+                .await
+                .map_err(|source| ReconcileError::Kube {
+                    action: "status update",
+                    source,
+                })?;
+            if applied.changes.has_changes() {
+                let summary = applied.changes.summary();
+                ctx.events
+                    .publish(
+                        &ks,
+                        Severity::Info,
+                        reason::RECONCILIATION_SUCCEEDED,
+                        &summary,
+                        Some(&applied.revision),
+                    )
+                    .await;
+            }
+            let next = schedule::with_jitter(interval, ctx.settings.interval_jitter_percentage);
+            let message = format!(
+                "Reconciliation finished in {}, next run in {}",
+                duration::format(started.elapsed()),
+                duration::format(interval)
+            );
+            tracing::info!(kustomization = %ks.name_any(), namespace, revision = %applied.revision, "{message}");
+            ctx.events
+                .publish(
+                    &ks,
+                    Severity::Info,
+                    reason::RECONCILIATION_SUCCEEDED,
+                    &message,
+                    Some(&applied.revision),
+                )
+                .await;
+            next
+        }
+        Err(failure) => {
+            status::mark_failed(&ks, &mut status, failure.reason, &failure.message);
+            status::write(&api, &ks, &status)
+                .await
+                .map_err(|source| ReconcileError::Kube {
+                    action: "status update",
+                    source,
+                })?;
+            tracing::error!(kustomization = %ks.name_any(), namespace, reason = failure.reason, "{}", failure.message);
+            let revision = status.last_attempted_revision.clone();
+            ctx.events
+                .publish(
+                    &ks,
+                    Severity::Error,
+                    failure.reason,
+                    &failure.message,
+                    revision.as_deref(),
+                )
+                .await;
+            ks.spec
+                .retry_interval
+                .as_deref()
+                .and_then(|r| duration::parse(r).ok())
+                .unwrap_or(interval)
+        }
+    };
+    ctx.metrics
+        .observe_reconcile(&namespace, &ks.name_any(), started.elapsed());
+    Ok(Requeue::requeue(requeue))
+}
+
+/// The pipeline proper. Progress is written to status once the revision is known.
+async fn run_pipeline(
+    api: &Api<Kustomization>,
+    ks: &Kustomization,
+    ctx: &Context,
+    status: &mut KustomizationStatus,
+) -> Result<Applied, Failure> {
+    let artifact = get_artifact(ks, ctx).await?;
+    let revision = artifact.revision.clone();
+    status.last_attempted_revision = Some(revision.clone());
+    let timeout = reconcile_timeout(ks);
+    let step = format!(
+        "Fetching manifests for revision {revision} with a timeout of {}",
+        duration::format(timeout)
+    );
+    status::mark_progressing(ks, status, &revision, &step);
+    status::write(api, ks, status).await.map_err(|e| {
+        Failure::new(
+            reason::RECONCILIATION_FAILED,
+            format!("status update failed: {e}"),
+        )
+    })?;
+
+    let workdir = tempfile::Builder::new()
+        .prefix("kustomization-")
+        .tempdir()
+        .map_err(|e| {
+            Failure::new(
+                reason::ARTIFACT_FAILED,
+                format!("failed to create a temporary directory: {e}"),
+            )
+        })?;
+    fetch(ctx, &artifact, workdir.path()).await?;
+    let objects = build(ks, workdir.path())?;
+    let objects = decrypt(ks, objects)?;
+    let objects = substitute(ks, objects)?;
+    drop(workdir);
+
+    let applier = Applier::new(
+        ctx.client.clone(),
+        owner(ks),
+        ctx.settings.concurrent_ssa,
+        ctx.settings.custom_apply_stage_kinds.clone(),
+        ks.spec.force,
+        timeout,
+    );
+    let mut changes = apply(&applier, objects, timeout).await?;
+    check_health(ks)?;
+    let inventory: Vec<ObjectId> = changes.0.iter().map(|c| c.id.clone()).collect();
+    if ks.spec.prune {
+        let pruned = prune(&applier, status, &inventory).await?;
+        changes.0.extend(pruned.0);
+    }
+    Ok(Applied {
+        revision,
+        origin_revision: artifact.origin_revision().map(str::to_string),
+        inventory: inventory.iter().map(ObjectId::to_ref).collect(),
+        changes,
+    })
+}
+
+/// Looks up the source and its artifact, enforcing the cross-namespace policy.
+async fn get_artifact(ks: &Kustomization, ctx: &Context) -> Result<Artifact, Failure> {
+    let source_ref = &ks.spec.source_ref;
+    let ks_namespace = ks.namespace().unwrap_or_default();
+    let namespace = source_ref
+        .namespace
+        .clone()
+        .filter(|ns| !ns.is_empty())
+        .unwrap_or_else(|| ks_namespace.clone());
+    let display = format!("{}/{}/{}", source_ref.kind, namespace, source_ref.name);
+    if ctx.settings.no_cross_namespace_refs && namespace != ks_namespace {
+        return Err(Failure::new(
+            reason::ACCESS_DENIED,
+            format!("cannot access {display}, cross-namespace references have been disabled"),
+        ));
+    }
+    if source_ref.kind == SourceKind::ExternalArtifact && !ctx.settings.allow_external_artifact {
+        return Err(Failure::new(
+            reason::ACCESS_DENIED,
+            format!("source {display} is not allowed: enable the ExternalArtifact feature gate"),
+        ));
+    }
+    let version = source_version(source_ref.api_version.as_deref())
+        .map_err(|e| Failure::new(reason::ARTIFACT_FAILED, e.to_string()))?;
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        ctx.client.clone(),
+        &namespace,
+        &source_ref.kind.api_resource(version),
+    );
+    let source = match api.get_opt(&source_ref.name).await {
+        Ok(Some(source)) => source,
+        Ok(None) => {
+            return Err(Failure::new(
+                reason::ARTIFACT_FAILED,
+                format!("Source '{display}' not found"),
+            ));
+        }
+        Err(e) => {
+            return Err(Failure::new(
+                reason::ARTIFACT_FAILED,
+                format!("failed to get source '{display}': {e}"),
+            ));
+        }
+    };
+    artifact_of(&source).ok_or_else(|| {
+        Failure::new(
+            reason::ARTIFACT_FAILED,
+            format!("Source '{display}' is not ready, artifact not found"),
+        )
+    })
+}
+
+/// Stage `source`: download, verify and extract the artifact into `root`.
+async fn fetch(ctx: &Context, artifact: &Artifact, root: &std::path::Path) -> Result<(), Failure> {
+    let digest = artifact.digest.as_deref().unwrap_or("");
+    ctx.fetcher
+        .fetch(&artifact.url, digest, root)
+        .await
+        .map_err(|e: FetchError| Failure::new(reason::ARTIFACT_FAILED, e.to_string()))
+}
+
+/// Stage `build`: the objects under `spec.path`.
+fn build(ks: &Kustomization, root: &std::path::Path) -> Result<Vec<Object>, Failure> {
+    let path = ks.spec.path.as_deref().unwrap_or("");
+    let dir = resolve_path(root, path)
+        .map_err(|e: PathError| Failure::new(reason::ARTIFACT_FAILED, e.to_string()))?;
+    build::build(root, &dir, &ks.spec)
+        .map_err(|e: BuildError| Failure::new(reason::BUILD_FAILED, e.to_string()))
+}
+
+/// Stage `decrypt`: SOPS decryption is not part of this controller yet, so a Kustomization
+/// that asks for it fails rather than applying encrypted data.
+fn decrypt(ks: &Kustomization, objects: Vec<Object>) -> Result<Vec<Object>, Failure> {
+    if ks.spec.decryption.is_some() {
+        return Err(Failure::new(
+            reason::BUILD_FAILED,
+            "spec.decryption is not supported by this controller yet",
+        ));
+    }
+    Ok(objects)
+}
+
+/// Stage `substitute`: post-build substitution is not part of this controller yet, so a
+/// Kustomization that asks for it fails rather than applying `${...}` placeholders.
+fn substitute(ks: &Kustomization, objects: Vec<Object>) -> Result<Vec<Object>, Failure> {
+    if ks.spec.post_build.is_some() {
+        return Err(Failure::new(
+            reason::BUILD_FAILED,
+            "spec.postBuild is not supported by this controller yet",
+        ));
+    }
+    Ok(objects)
+}
+
+/// Stage `apply`, bounded by the reconcile timeout.
+async fn apply(
+    applier: &Applier,
+    objects: Vec<Object>,
+    timeout: Duration,
+) -> Result<ChangeSet, Failure> {
+    match tokio::time::timeout(timeout, applier.apply_all(objects)).await {
+        Ok(Ok(changes)) => Ok(changes),
+        Ok(Err(e)) => Err(Failure::new(reason::RECONCILIATION_FAILED, e.to_string())),
+        Err(_) => Err(Failure::new(
+            reason::RECONCILIATION_FAILED,
+            format!("apply timed out after {}", duration::format(timeout)),
+        )),
+    }
+}
+
+/// Stage `health`: health assessment is not part of this controller yet, so a
+/// Kustomization that asks for it is not reported ready without it.
+fn check_health(ks: &Kustomization) -> Result<(), Failure> {
+    let asks = ks.spec.wait == Some(true)
+        || ks
+            .spec
+            .health_checks
+            .as_ref()
+            .is_some_and(|h| !h.is_empty());
+    if asks {
+        return Err(Failure::new(
+            reason::HEALTH_CHECK_FAILED,
+            "spec.wait and spec.healthChecks are not supported by this controller yet",
+        ));
+    }
+    Ok(())
+}
+
+/// Stage `prune`: deletes what left the inventory.
+async fn prune(
+    applier: &Applier,
+    status: &KustomizationStatus,
+    inventory: &[ObjectId],
+) -> Result<ChangeSet, Failure> {
+    let previous = previous_inventory(status);
+    let stale = stale_objects(&previous, inventory);
+    applier
+        .prune(&stale)
+        .await
+        .map_err(|e| Failure::new(reason::PRUNE_FAILED, e.to_string()))
+}
+
+fn previous_inventory(status: &KustomizationStatus) -> Vec<ObjectId> {
+    status
+        .inventory
+        .as_ref()
+        .map(|inventory| {
+            inventory
+                .entries
+                .iter()
+                .filter_map(|entry| ObjectId::from_ref(entry).ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn owner(ks: &Kustomization) -> Owner {
+    Owner {
+        name: ks.name_any(),
+        namespace: ks.namespace().unwrap_or_default(),
+    }
+}
+
+/// `spec.timeout`, or Flux's default: the interval less 30 s, never below 30 s.
+fn reconcile_timeout(ks: &Kustomization) -> Duration {
+    if let Some(timeout) = ks
+        .spec
+        .timeout
+        .as_deref()
+        .and_then(|t| duration::parse(t).ok())
+    {
+        return timeout;
+    }
+    let interval = duration::parse(&ks.spec.interval).unwrap_or(Duration::from_secs(600));
+    interval
+        .saturating_sub(Duration::from_secs(30))
+        .max(Duration::from_secs(30))
+}
+
+async fn add_finalizer(api: &Api<Kustomization>, ks: &Kustomization) -> Result<(), ReconcileError> {
+    let mut finalizers = ks.finalizers().to_vec();
+    finalizers.push(FINALIZER.to_string());
+    let patch =
+        json!({"metadata": {"finalizers": finalizers, "resourceVersion": ks.resource_version()}});
+    api.patch(
+        &ks.name_any(),
+        &PatchParams::default(),
+        &Patch::Merge(&patch),
+    )
+    .await
+    .map_err(|source| ReconcileError::Kube {
+        action: "adding the finalizer",
+        source,
+    })?;
+    Ok(())
+}
+
+/// Deletion: prune the inventory when the deletion policy says so, then release the
+/// finalizer.
+async fn finalize(
+    api: &Api<Kustomization>,
+    ks: &Kustomization,
+    ctx: &Context,
+) -> Result<Requeue, ReconcileError> {
+    if !ks.finalizers().iter().any(|f| f == FINALIZER) {
+        return Ok(Requeue::await_change());
+    }
+    let policy = ks.spec.deletion_policy.unwrap_or_default();
+    let delete = match policy {
+        DeletionPolicy::MirrorPrune => ks.spec.prune,
+        DeletionPolicy::Delete | DeletionPolicy::WaitForTermination => true,
+        DeletionPolicy::Orphan => false,
+    };
+    if delete && ks.spec.suspend != Some(true) {
+        let status = ks.status.clone().unwrap_or_default();
+        let inventory = previous_inventory(&status);
+        let applier = Applier::new(
+            ctx.client.clone(),
+            owner(ks),
+            ctx.settings.concurrent_ssa,
+            ctx.settings.custom_apply_stage_kinds.clone(),
+            false,
+            reconcile_timeout(ks),
+        );
+        let changes = applier.prune(&inventory).await?;
+        if changes.has_changes() {
+            ctx.events
+                .publish(
+                    ks,
+                    Severity::Info,
+                    reason::SUCCEEDED,
+                    &changes.summary(),
+                    None,
+                )
+                .await;
+        }
+    }
+    let finalizers: Vec<String> = ks
+        .finalizers()
+        .iter()
+        .filter(|f| *f != FINALIZER)
+        .cloned()
+        .collect();
+    let patch =
+        json!({"metadata": {"finalizers": finalizers, "resourceVersion": ks.resource_version()}});
+    match api
+        .patch(
+            &ks.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+    {
+        Ok(_) => {}
+        Err(kube::Error::Api(status)) if status.code == 404 => {}
+        Err(source) => {
+            return Err(ReconcileError::Kube {
+                action: "removing the finalizer",
+                source,
+            });
+        }
+    }
+    Ok(Requeue::await_change())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::KustomizationSpec;
+
+    fn ks(interval: &str, timeout: Option<&str>) -> Kustomization {
+        Kustomization::new(
+            "app",
+            KustomizationSpec {
+                interval: interval.into(),
+                timeout: timeout.map(str::to_string),
+                ..Default::default()
+            },
+        )
+    }
+
+    #[test]
+    fn timeout_defaults_like_flux() {
+        assert_eq!(
+            reconcile_timeout(&ks("10m", None)),
+            Duration::from_secs(570)
+        );
+        assert_eq!(reconcile_timeout(&ks("40s", None)), Duration::from_secs(30));
+        assert_eq!(
+            reconcile_timeout(&ks("10m", Some("2m"))),
+            Duration::from_secs(120)
+        );
+    }
+
+    #[test]
+    fn unbuilt_stages_refuse_instead_of_pretending() {
+        let mut k = ks("1m", None);
+        k.spec.post_build = Some(Default::default());
+        assert_eq!(
+            substitute(&k, vec![]).unwrap_err().reason,
+            reason::BUILD_FAILED
+        );
+        k.spec.decryption = Some(Default::default());
+        assert!(
+            decrypt(&k, vec![])
+                .unwrap_err()
+                .message
+                .contains("spec.decryption")
+        );
+        k.spec.wait = Some(true);
+        assert_eq!(
+            check_health(&k).unwrap_err().reason,
+            reason::HEALTH_CHECK_FAILED
+        );
+    }
+}

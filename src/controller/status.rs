@@ -1,0 +1,211 @@
+//! Status bookkeeping: the conditions, revisions and generations Flux writes, and writing
+//! them back with the controller's own field manager.
+
+use kube::api::{Api, Patch, PatchParams};
+use kube::{Resource, ResourceExt};
+use serde_json::json;
+
+use crate::api::condition::{find_condition, remove_condition, set_condition};
+use crate::api::names::{
+    RECONCILE_REQUESTED_AT_ANNOTATION, STATUS_FIELD_MANAGER, condition, reason,
+};
+use crate::api::{ConditionStatus, Kustomization, KustomizationStatus};
+
+/// Marks the reconcile as in progress with the current step, as Flux does. Ready turns
+/// Unknown only when there is something new to apply, so that a periodic reconcile of an
+/// unchanged revision does not make a ready Kustomization flicker.
+pub fn mark_progressing(
+    ks: &Kustomization,
+    status: &mut KustomizationStatus,
+    revision: &str,
+    step: &str,
+) {
+    let generation = ks.meta().generation;
+    let conditions = status.conditions.get_or_insert_with(Vec::new);
+    let ready = find_condition(conditions, condition::READY);
+    let retrying = ready.is_some_and(|c| c.status == ConditionStatus::False);
+    let up_to_date = ready.is_some_and(|c| c.status == ConditionStatus::True)
+        && status.observed_generation == generation
+        && status.last_applied_revision.as_deref() == Some(revision);
+    let progress_reason = if retrying {
+        reason::PROGRESSING_WITH_RETRY
+    } else {
+        reason::PROGRESSING
+    };
+    set_condition(
+        conditions,
+        condition::RECONCILING,
+        ConditionStatus::True,
+        progress_reason,
+        step,
+        generation,
+    );
+    if !up_to_date {
+        set_condition(
+            conditions,
+            condition::READY,
+            ConditionStatus::Unknown,
+            reason::PROGRESSING,
+            "Reconciliation in progress",
+            generation,
+        );
+    }
+}
+
+/// Records a successful reconcile of `revision`.
+pub fn mark_ready(
+    ks: &Kustomization,
+    status: &mut KustomizationStatus,
+    revision: &str,
+    origin_revision: Option<&str>,
+) {
+    let generation = ks.meta().generation;
+    let conditions = status.conditions.get_or_insert_with(Vec::new);
+    set_condition(
+        conditions,
+        condition::READY,
+        ConditionStatus::True,
+        reason::RECONCILIATION_SUCCEEDED,
+        &format!("Applied revision: {revision}"),
+        generation,
+    );
+    remove_condition(conditions, condition::RECONCILING);
+    remove_condition(conditions, condition::STALLED);
+    status.last_applied_revision = Some(revision.to_string());
+    status.last_applied_origin_revision = origin_revision.map(str::to_string);
+    status.observed_generation = generation;
+}
+
+/// Records a failed reconcile: Ready=False with Flux's reason, and the Reconciling condition
+/// (if any) turned to `ProgressingWithRetry`.
+pub fn mark_failed(
+    ks: &Kustomization,
+    status: &mut KustomizationStatus,
+    failure_reason: &str,
+    message: &str,
+) {
+    let generation = ks.meta().generation;
+    let conditions = status.conditions.get_or_insert_with(Vec::new);
+    set_condition(
+        conditions,
+        condition::READY,
+        ConditionStatus::False,
+        failure_reason,
+        message,
+        generation,
+    );
+    if let Some(reconciling) = conditions
+        .iter_mut()
+        .find(|c| c.type_ == condition::RECONCILING)
+    {
+        reconciling.reason = reason::PROGRESSING_WITH_RETRY.to_string();
+    }
+}
+
+/// Records the handled `reconcile.fluxcd.io/requestedAt` value.
+pub fn record_requested_at(ks: &Kustomization, status: &mut KustomizationStatus) {
+    if let Some(requested) = ks.annotations().get(RECONCILE_REQUESTED_AT_ANNOTATION) {
+        status.last_handled_reconcile_at = Some(requested.clone());
+    }
+}
+
+/// Writes the whole status with server-side apply as `gotk-kustomize-controller`.
+pub async fn write(
+    api: &Api<Kustomization>,
+    ks: &Kustomization,
+    status: &KustomizationStatus,
+) -> Result<(), kube::Error> {
+    let patch = json!({
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "status": status,
+    });
+    let params = PatchParams::apply(STATUS_FIELD_MANAGER).force();
+    api.patch_status(&ks.name_any(), &params, &Patch::Apply(&patch))
+        .await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::KustomizationSpec;
+
+    fn ks(generation: i64) -> Kustomization {
+        let mut ks = Kustomization::new("app", KustomizationSpec::default());
+        ks.metadata.generation = Some(generation);
+        ks
+    }
+
+    fn get(status: &KustomizationStatus, type_: &str) -> Option<(ConditionStatus, String, String)> {
+        find_condition(status.conditions.as_deref().unwrap_or(&[]), type_)
+            .map(|c| (c.status, c.reason.clone(), c.message.clone()))
+    }
+
+    #[test]
+    fn success_after_progress() {
+        let ks = ks(2);
+        let mut status = KustomizationStatus::default();
+        mark_progressing(
+            &ks,
+            &mut status,
+            "main@sha1:abc",
+            "Fetching manifests for revision main@sha1:abc",
+        );
+        assert_eq!(
+            get(&status, "Ready").map(|c| c.0),
+            Some(ConditionStatus::Unknown)
+        );
+        assert_eq!(
+            get(&status, "Reconciling").map(|c| c.1),
+            Some("Progressing".into())
+        );
+        mark_ready(&ks, &mut status, "main@sha1:abc", None);
+        assert_eq!(
+            get(&status, "Ready"),
+            Some((
+                ConditionStatus::True,
+                "ReconciliationSucceeded".into(),
+                "Applied revision: main@sha1:abc".into()
+            ))
+        );
+        assert!(get(&status, "Reconciling").is_none());
+        assert_eq!(status.observed_generation, Some(2));
+        assert_eq!(
+            status.last_applied_revision.as_deref(),
+            Some("main@sha1:abc")
+        );
+        // A periodic reconcile of the same revision keeps Ready=True.
+        mark_progressing(&ks, &mut status, "main@sha1:abc", "Fetching manifests");
+        assert_eq!(
+            get(&status, "Ready").map(|c| c.0),
+            Some(ConditionStatus::True)
+        );
+    }
+
+    #[test]
+    fn failure_then_retry() {
+        let ks = ks(1);
+        let mut status = KustomizationStatus::default();
+        mark_progressing(&ks, &mut status, "r", "Fetching");
+        mark_failed(&ks, &mut status, "ArtifactFailed", "digest mismatch");
+        assert_eq!(
+            get(&status, "Ready"),
+            Some((
+                ConditionStatus::False,
+                "ArtifactFailed".into(),
+                "digest mismatch".into()
+            ))
+        );
+        assert_eq!(
+            get(&status, "Reconciling").map(|c| c.1),
+            Some("ProgressingWithRetry".into())
+        );
+        assert_eq!(status.observed_generation, None);
+        mark_progressing(&ks, &mut status, "r", "Fetching again");
+        assert_eq!(
+            get(&status, "Reconciling").map(|c| c.1),
+            Some("ProgressingWithRetry".into())
+        );
+    }
+}
