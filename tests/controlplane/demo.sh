@@ -44,9 +44,8 @@ KUBECONFIG="$("$SCRIPT_DIR/up.sh" "${STATE_ARG[@]}")" || die "up.sh failed"
 export KUBECONFIG
 KUBECTL="$(dirname "$KUBECONFIG")/bin/kubectl"
 [[ -x "$KUBECTL" ]] || die "$KUBECTL not found (up.sh should have linked it)"
-k() { "$KUBECTL" "$@"; }
 
-k get crd "$KUSTOMIZATION_CRD" >/dev/null 2>&1 \
+"$KUBECTL" get crd "$KUSTOMIZATION_CRD" >/dev/null 2>&1 \
   || die "the $KUSTOMIZATION_CRD CRD is not installed: generate it into $REPO_ROOT/crds/ and rerun"
 
 # --- controller binary -----------------------------------------------------------------------------
@@ -67,12 +66,14 @@ server_pid=""
 controller_pid=""
 cleanup() {
   local rc=$?
+  local pid killer
   for pid in "$controller_pid" "$server_pid"; do
     if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
       kill -TERM "$pid" 2>/dev/null || true
-      for _ in {1..25}; do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-      kill -KILL "$pid" 2>/dev/null || true
+      (sleep 5 && kill -KILL "$pid" 2>/dev/null) &
+      killer=$!
       wait "$pid" 2>/dev/null || true
+      kill "$killer" 2>/dev/null || true
     fi
   done
   if ((rc != 0)) && [[ -f "$CONTROLLER_LOG" ]]; then
@@ -115,11 +116,11 @@ done
 log "serving $ARTIFACT_URL ($SIZE bytes, $DIGEST)"
 
 # --- fake source: GitRepository with a hand-written status ----------------------------------------
-k create namespace flux-system --dry-run=client -o yaml | k apply --server-side -f - >/dev/null
-k apply --server-side -f "$SAMPLES/gitrepository.yaml" >/dev/null
+"$KUBECTL" create namespace flux-system --dry-run=client -o yaml | "$KUBECTL" apply --server-side -f - >/dev/null
+"$KUBECTL" apply --server-side -f "$SAMPLES/gitrepository.yaml" >/dev/null
 NOW="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-GENERATION="$(k get gitrepository demo -n flux-system -o jsonpath='{.metadata.generation}')"
-k patch gitrepository demo -n flux-system --subresource=status --type=merge -p "$(
+GENERATION="$("$KUBECTL" get gitrepository demo -n flux-system -o jsonpath='{.metadata.generation}')"
+"$KUBECTL" patch gitrepository demo -n flux-system --subresource=status --type=merge -p "$(
   cat <<EOF
 {"status": {
   "observedGeneration": $GENERATION,
@@ -135,11 +136,11 @@ log "GitRepository flux-system/demo now advertises $REVISION"
 
 # A Kustomization left over from an earlier run would still show that run's Ready condition, and
 # its finalizer would wait for a controller: drop it (its objects stay and are re-adopted).
-if k get kustomization.kustomize.toolkit.fluxcd.io demo -n flux-system >/dev/null 2>&1; then
+if "$KUBECTL" get kustomization.kustomize.toolkit.fluxcd.io demo -n flux-system >/dev/null 2>&1; then
   log "removing the Kustomization left over from a previous run"
-  k patch kustomization.kustomize.toolkit.fluxcd.io demo -n flux-system --type=merge \
+  "$KUBECTL" patch kustomization.kustomize.toolkit.fluxcd.io demo -n flux-system --type=merge \
     -p '{"metadata":{"finalizers":null}}' >/dev/null
-  k delete kustomization.kustomize.toolkit.fluxcd.io demo -n flux-system --wait=true --timeout=30s >/dev/null
+  "$KUBECTL" delete kustomization.kustomize.toolkit.fluxcd.io demo -n flux-system --wait=true --timeout=30s >/dev/null
 fi
 
 # --- controller ------------------------------------------------------------------------------------
@@ -152,11 +153,11 @@ RUNTIME_NAMESPACE=flux-system "$CONTROLLER" --log-encoding=console \
   "${extra_args[@]}" </dev/null >"$CONTROLLER_LOG" 2>&1 &
 controller_pid=$!
 
-k apply --server-side -f "$SAMPLES/kustomization.yaml" >/dev/null
+"$KUBECTL" apply --server-side -f "$SAMPLES/kustomization.yaml" >/dev/null
 log "applied Kustomization flux-system/demo; waiting up to ${TIMEOUT}s for it to become Ready"
 
 deadline=$((SECONDS + TIMEOUT))
-until k wait kustomization.kustomize.toolkit.fluxcd.io/demo -n flux-system \
+until "$KUBECTL" wait kustomization.kustomize.toolkit.fluxcd.io/demo -n flux-system \
   --for=condition=Ready --timeout=5s >/dev/null 2>&1; do
   if ! kill -0 "$controller_pid" 2>/dev/null || ((SECONDS >= deadline)); then
     if kill -0 "$controller_pid" 2>/dev/null; then
@@ -168,7 +169,7 @@ until k wait kustomization.kustomize.toolkit.fluxcd.io/demo -n flux-system \
       log "error: the controller exited (status $local_rc) before the Kustomization became Ready"
     fi
     log "----- Kustomization status -----"
-    k get kustomization.kustomize.toolkit.fluxcd.io demo -n flux-system -o jsonpath='{.status}' >&2 || true
+    "$KUBECTL" get kustomization.kustomize.toolkit.fluxcd.io demo -n flux-system -o jsonpath='{.status}' >&2 || true
     echo >&2
     log "----- last 60 lines of the controller log -----"
     if [[ -s "$CONTROLLER_LOG" ]]; then tail -n 60 "$CONTROLLER_LOG" >&2; else log "(the log is empty)"; fi
@@ -179,8 +180,8 @@ until k wait kustomization.kustomize.toolkit.fluxcd.io/demo -n flux-system \
 done
 
 log "Kustomization flux-system/demo is Ready"
-k get kustomizations.kustomize.toolkit.fluxcd.io -A
+"$KUBECTL" get kustomizations.kustomize.toolkit.fluxcd.io -A
 echo
-k get namespace demo
+"$KUBECTL" get namespace demo
 echo
-k get configmaps,deployments -n demo
+"$KUBECTL" get configmaps,deployments -n demo

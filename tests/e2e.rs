@@ -1,0 +1,481 @@
+//! End-to-end tests: the controller binary runs as it would in a cluster, against the real
+//! local control plane, with sources served by a small HTTP artifact server.
+
+mod support;
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
+use kube::core::GroupVersionKind;
+use kube::discovery::ApiResource;
+use kustomize_controller::api::{ConditionStatus, Kustomization};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use support::{TestNamespace, wait_for};
+
+const WAIT: Duration = Duration::from_secs(90);
+
+// ---------------------------------------------------------------------------------------
+// The artifact server: serves tarballs registered by the tests, over plain HTTP/1.1.
+
+struct ArtifactServer {
+    address: String,
+    files: Arc<Mutex<HashMap<String, Vec<u8>>>>,
+}
+
+fn artifact_server() -> &'static ArtifactServer {
+    static SERVER: OnceLock<ArtifactServer> = OnceLock::new();
+    SERVER.get_or_init(|| {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind artifact server");
+        let address = format!("http://{}", listener.local_addr().expect("local address"));
+        let files: Arc<Mutex<HashMap<String, Vec<u8>>>> = Arc::default();
+        let served = files.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let files = served.clone();
+                std::thread::spawn(move || {
+                    let mut stream = stream;
+                    let mut reader = BufReader::new(stream.try_clone().expect("clone stream"));
+                    let mut request_line = String::new();
+                    if reader.read_line(&mut request_line).is_err() {
+                        return;
+                    }
+                    loop {
+                        let mut header = String::new();
+                        if reader.read_line(&mut header).map(|n| n == 0).unwrap_or(true) || header == "\r\n" {
+                            break;
+                        }
+                    }
+                    let path = request_line.split_whitespace().nth(1).unwrap_or("/").to_string();
+                    let body = files.lock().expect("files lock").get(&path).cloned();
+                    let response = match body {
+                        Some(body) => {
+                            let mut head = format!(
+                                "HTTP/1.1 200 OK\r\nContent-Type: application/gzip\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                                body.len()
+                            )
+                            .into_bytes();
+                            head.extend(body);
+                            head
+                        }
+                        None => b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec(),
+                    };
+                    let _ = stream.write_all(&response);
+                });
+            }
+        });
+        ArtifactServer { address, files }
+    })
+}
+
+/// Serves `tarball` and returns its URL and sha256 digest.
+fn serve(tarball: Vec<u8>) -> (String, String) {
+    let server = artifact_server();
+    let digest = format!("sha256:{}", hex::encode(Sha256::digest(&tarball)));
+    let path = format!("/artifacts/{}.tar.gz", &digest[7..19]);
+    server.files.lock().expect("files lock").insert(path.clone(), tarball);
+    (format!("{}{path}", server.address), digest)
+}
+
+/// A tar.gz of the given files.
+fn tarball(files: &[(&str, &str)]) -> Vec<u8> {
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast()));
+    for (path, content) in files {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(content.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        builder.append_data(&mut header, path, content.as_bytes()).expect("append");
+    }
+    builder.into_inner().expect("tar").finish().expect("gzip")
+}
+
+/// A tar.gz with one raw entry whose name (and link target) are written as given, so that
+/// unsafe archives can be made.
+fn raw_tarball(entries: &[(&str, tar::EntryType, &str, &str)]) -> Vec<u8> {
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast()));
+    for (name, kind, link, content) in entries {
+        let mut header = tar::Header::new_old();
+        header.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
+        header.as_old_mut().linkname[..link.len()].copy_from_slice(link.as_bytes());
+        header.set_entry_type(*kind);
+        header.set_size(content.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        builder.append(&header, content.as_bytes()).expect("append raw");
+    }
+    builder.into_inner().expect("tar").finish().expect("gzip")
+}
+
+// ---------------------------------------------------------------------------------------
+// The controller process, shared by every test of this binary.
+
+struct ControllerProcess {
+    _child: Child,
+    temp_root: PathBuf,
+}
+
+/// Starts the controller once. It runs under a shell that kills it when this test process
+/// exits (its stdin closes), so no controller outlives the tests.
+fn controller() -> &'static ControllerProcess {
+    static CONTROLLER: OnceLock<ControllerProcess> = OnceLock::new();
+    CONTROLLER.get_or_init(|| {
+        let kubeconfig = support::kubeconfig_path();
+        let temp_root = std::env::temp_dir().join(support::unique_name("controller-tmp"));
+        std::fs::create_dir_all(temp_root.join("tmp")).expect("controller temp dir");
+        let log = std::fs::File::create(temp_root.join("controller.log")).expect("controller log");
+        let binary = env!("CARGO_BIN_EXE_kustomize-controller");
+        let script = format!(
+            "'{binary}' --log-encoding=console --log-level=debug --metrics-addr=127.0.0.1:0 \
+             --health-addr=127.0.0.1:0 --concurrent=8 --interval-jitter-percentage=0 & pid=$!; \
+             read _; kill $pid; wait $pid"
+        );
+        let child = Command::new("sh")
+            .args(["-c", &script])
+            .env("KUBECONFIG", &kubeconfig)
+            .env("TMPDIR", temp_root.join("tmp"))
+            .env("RUST_LOG", "info,kustomize_controller=debug")
+            .stdin(Stdio::piped())
+            .stdout(log.try_clone().expect("log"))
+            .stderr(log)
+            .spawn()
+            .expect("start the controller");
+        eprintln!("controller log: {}", temp_root.join("controller.log").display());
+        ControllerProcess { _child: child, temp_root }
+    })
+}
+
+fn controller_log() -> String {
+    let mut text = String::new();
+    let _ = std::fs::File::open(controller().temp_root.join("controller.log")).map(|mut f| f.read_to_string(&mut text));
+    text
+}
+
+// ---------------------------------------------------------------------------------------
+// Objects.
+
+fn git_repository_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("source.toolkit.fluxcd.io", "v1", "GitRepository"),
+        "gitrepositories",
+    )
+}
+
+async fn create_git_repository(client: &kube::Client, ns: &str, name: &str) {
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &git_repository_resource());
+    let repo: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "source.toolkit.fluxcd.io/v1",
+        "kind": "GitRepository",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"url": "https://example.invalid/repo.git", "interval": "10m"}
+    }))
+    .expect("repo");
+    api.create(&PostParams::default(), &repo).await.expect("create GitRepository");
+}
+
+/// Publishes a new artifact on the GitRepository's status, as source-controller would.
+async fn publish_artifact(client: &kube::Client, ns: &str, name: &str, revision: &str, url: &str, digest: &str) {
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &git_repository_resource());
+    let status = json!({"status": {"artifact": {
+        "path": format!("gitrepository/{ns}/{name}/{}.tar.gz", &digest[7..]),
+        "url": url,
+        "revision": revision,
+        "digest": digest,
+        "lastUpdateTime": "2026-11-21T00:00:00Z",
+        "size": 1,
+    }}});
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status)).await.expect("publish artifact");
+}
+
+async fn create_kustomization(client: &kube::Client, ns: &str, name: &str, source: &str, extra: Value) {
+    let api: Api<Kustomization> = Api::namespaced(client.clone(), ns);
+    let mut spec = json!({
+        "interval": "10m",
+        "retryInterval": "2s",
+        "prune": true,
+        "path": "./deploy",
+        "sourceRef": {"kind": "GitRepository", "name": source},
+    });
+    if let (Some(spec), Value::Object(extra)) = (spec.as_object_mut(), extra) {
+        spec.extend(extra);
+    }
+    let ks: Kustomization = serde_json::from_value(json!({
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": spec,
+    }))
+    .expect("kustomization");
+    api.create(&PostParams::default(), &ks).await.expect("create Kustomization");
+}
+
+fn revision(n: u32) -> String {
+    format!("main@sha1:{:040x}", n)
+}
+
+fn config_map(ns: &str, name: &str, value: &str) -> String {
+    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {ns}\ndata:\n  value: \"{value}\"\n")
+}
+
+/// The Ready condition of a Kustomization: (status, reason, message).
+async fn ready(client: &kube::Client, ns: &str, name: &str) -> Option<(ConditionStatus, String, String)> {
+    let ks = Api::<Kustomization>::namespaced(client.clone(), ns).get_opt(name).await.ok().flatten()?;
+    let conditions = ks.status?.conditions?;
+    let ready = conditions.into_iter().find(|c| c.type_ == "Ready")?;
+    Some((ready.status, ready.reason, ready.message))
+}
+
+async fn wait_ready_with(client: &kube::Client, ns: &str, name: &str, expected: ConditionStatus, what: &str) -> (String, String) {
+    wait_for(WAIT, what, async || match ready(client, ns, name).await {
+        Some((status, reason, message)) if status == expected => Ok((reason, message)),
+        other => Err(format!("{other:?}\n--- controller log tail ---\n{}", tail(&controller_log(), 30))),
+    })
+    .await
+}
+
+fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+async fn config_map_names(client: &kube::Client, ns: &str) -> Vec<String> {
+    let list = Api::<ConfigMap>::namespaced(client.clone(), ns).list(&Default::default()).await.expect("list configmaps");
+    let mut names: Vec<String> = list
+        .items
+        .into_iter()
+        .filter_map(|cm| cm.metadata.name)
+        .filter(|n| n != "kube-root-ca.crt")
+        .collect();
+    names.sort();
+    names
+}
+
+async fn inventory(client: &kube::Client, ns: &str, name: &str) -> Vec<String> {
+    let ks = Api::<Kustomization>::namespaced(client.clone(), ns).get(name).await.expect("get ks");
+    ks.status.and_then(|s| s.inventory).map(|i| i.entries.into_iter().map(|e| e.id).collect()).unwrap_or_default()
+}
+
+struct Fixture {
+    client: kube::Client,
+    ns: TestNamespace,
+}
+
+impl Fixture {
+    async fn new(test: &str) -> Fixture {
+        controller();
+        let client = support::client().await;
+        let ns = TestNamespace::new(&client, test).await;
+        Fixture { client, ns }
+    }
+
+    fn ns(&self) -> &str {
+        self.ns.name()
+    }
+
+    /// A GitRepository `repo` with the given files at `revision(n)`.
+    async fn publish(&self, n: u32, files: &[(&str, &str)]) {
+        let (url, digest) = serve(tarball(files));
+        publish_artifact(&self.client, self.ns(), "repo", &revision(n), &url, &digest).await;
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The tests.
+
+#[tokio::test]
+async fn applies_reports_ready_and_prunes_what_left_the_source() {
+    let f = Fixture::new("apply-prune").await;
+    let ns = f.ns();
+    create_git_repository(&f.client, ns, "repo").await;
+    let (a, b) = (config_map(ns, "a", "1"), config_map(ns, "b", "2"));
+    let svc = format!(
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  namespace: {ns}\nspec:\n  ports:\n  - port: 80\n"
+    );
+    f.publish(1, &[("deploy/a.yaml", &a), ("deploy/more/b-and-svc.yaml", &format!("{b}---\n{svc}")), ("README.md", "x")])
+        .await;
+    create_kustomization(&f.client, ns, "app", "repo", json!({})).await;
+
+    let (reason, message) = wait_ready_with(&f.client, ns, "app", ConditionStatus::True, "Ready=True for revision 1").await;
+    assert_eq!(reason, "ReconciliationSucceeded");
+    assert_eq!(message, format!("Applied revision: {}", revision(1)));
+
+    let cm = Api::<ConfigMap>::namespaced(f.client.clone(), ns).get("a").await.expect("configmap a");
+    let labels = cm.metadata.labels.unwrap_or_default();
+    assert_eq!(labels.get("kustomize.toolkit.fluxcd.io/name").map(String::as_str), Some("app"));
+    assert_eq!(labels.get("kustomize.toolkit.fluxcd.io/namespace").map(String::as_str), Some(ns));
+    let managers: Vec<String> =
+        cm.metadata.managed_fields.unwrap_or_default().into_iter().filter_map(|m| m.manager).collect();
+    assert!(managers.contains(&"kustomize-controller".to_string()), "{managers:?}");
+
+    let mut ids = inventory(&f.client, ns, "app").await;
+    ids.sort();
+    assert_eq!(ids, [format!("{ns}_a__ConfigMap"), format!("{ns}_b__ConfigMap"), format!("{ns}_web__Service")]);
+
+    let ks = Api::<Kustomization>::namespaced(f.client.clone(), ns).get("app").await.expect("ks");
+    let status = ks.status.clone().expect("status");
+    assert_eq!(status.last_applied_revision, Some(revision(1)));
+    assert_eq!(status.last_attempted_revision, Some(revision(1)));
+    assert_eq!(status.observed_generation, ks.metadata.generation);
+    assert!(ks.metadata.finalizers.unwrap_or_default().contains(&"finalizers.fluxcd.io".to_string()));
+
+    let wait = support::kubectl()
+        .args(["wait", "kustomization/app", "-n", ns, "--for=condition=ready", "--timeout=60s"])
+        .output()
+        .expect("run kubectl wait");
+    assert!(wait.status.success(), "kubectl wait failed: {}", String::from_utf8_lossy(&wait.stderr));
+
+    // Revision 2 drops b: it is pruned and leaves the inventory.
+    f.publish(2, &[("deploy/a.yaml", &config_map(ns, "a", "changed")), ("deploy/more/svc.yaml", &svc)]).await;
+    wait_for(WAIT, "revision 2 applied", async || match ready(&f.client, ns, "app").await {
+        Some((ConditionStatus::True, _, message)) if message == format!("Applied revision: {}", revision(2)) => Ok(()),
+        other => Err(other),
+    })
+    .await;
+    assert_eq!(config_map_names(&f.client, ns).await, ["a"]);
+    let a = Api::<ConfigMap>::namespaced(f.client.clone(), ns).get("a").await.expect("a");
+    assert_eq!(a.data.unwrap_or_default().get("value").map(String::as_str), Some("changed"));
+    let mut ids = inventory(&f.client, ns, "app").await;
+    ids.sort();
+    assert_eq!(ids, [format!("{ns}_a__ConfigMap"), format!("{ns}_web__Service")]);
+}
+
+#[tokio::test]
+async fn digest_mismatch_fails_without_touching_applied_objects() {
+    let f = Fixture::new("digest").await;
+    let ns = f.ns();
+    create_git_repository(&f.client, ns, "repo").await;
+    f.publish(1, &[("deploy/a.yaml", &config_map(ns, "a", "1"))]).await;
+    create_kustomization(&f.client, ns, "app", "repo", json!({})).await;
+    wait_ready_with(&f.client, ns, "app", ConditionStatus::True, "first revision applied").await;
+
+    let (url, _) = serve(tarball(&[("deploy/b.yaml", &config_map(ns, "b", "2"))]));
+    let wrong = format!("sha256:{}", "0".repeat(64));
+    publish_artifact(&f.client, ns, "repo", &revision(2), &url, &wrong).await;
+    let (reason, message) = wait_ready_with(&f.client, ns, "app", ConditionStatus::False, "Ready=False after digest mismatch").await;
+    assert_eq!(reason, "ArtifactFailed");
+    assert!(message.contains("digest mismatch"), "{message}");
+    assert_eq!(config_map_names(&f.client, ns).await, ["a"], "the old object stays, nothing new is applied");
+    let ks = Api::<Kustomization>::namespaced(f.client.clone(), ns).get("app").await.expect("ks");
+    let status = ks.status.expect("status");
+    assert_eq!(status.last_applied_revision, Some(revision(1)));
+    assert_eq!(status.last_attempted_revision, Some(revision(2)));
+}
+
+#[tokio::test]
+async fn missing_source_then_created_becomes_ready_by_itself() {
+    let f = Fixture::new("late-source").await;
+    let ns = f.ns();
+    create_kustomization(&f.client, ns, "app", "repo", json!({})).await;
+    let (reason, message) = wait_ready_with(&f.client, ns, "app", ConditionStatus::False, "Ready=False without source").await;
+    assert_eq!(reason, "ArtifactFailed");
+    assert!(message.contains("not found"), "{message}");
+
+    create_git_repository(&f.client, ns, "repo").await;
+    f.publish(1, &[("deploy/a.yaml", &config_map(ns, "a", "1"))]).await;
+    let (_, message) = wait_ready_with(&f.client, ns, "app", ConditionStatus::True, "Ready=True once the source exists").await;
+    assert_eq!(message, format!("Applied revision: {}", revision(1)));
+    assert_eq!(config_map_names(&f.client, ns).await, ["a"]);
+}
+
+#[tokio::test]
+async fn requested_at_annotation_triggers_a_reconcile() {
+    let f = Fixture::new("requested-at").await;
+    let ns = f.ns();
+    create_git_repository(&f.client, ns, "repo").await;
+    f.publish(1, &[("deploy/a.yaml", &config_map(ns, "a", "1"))]).await;
+    create_kustomization(&f.client, ns, "app", "repo", json!({})).await;
+    wait_ready_with(&f.client, ns, "app", ConditionStatus::True, "first revision applied").await;
+
+    // Drift: the object is deleted behind the controller's back; only a reconcile brings it back.
+    let configmaps = Api::<ConfigMap>::namespaced(f.client.clone(), ns);
+    configmaps.delete("a", &DeleteParams::default()).await.expect("delete a");
+    let requested = "2026-11-21T10:00:00.000000000Z";
+    let patch = json!({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": requested}}});
+    Api::<Kustomization>::namespaced(f.client.clone(), ns)
+        .patch("app", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("annotate");
+    wait_for(WAIT, "lastHandledReconcileAt to record the request", async || {
+        let ks = Api::<Kustomization>::namespaced(f.client.clone(), ns).get("app").await.map_err(|e| e.to_string())?;
+        match ks.status.and_then(|s| s.last_handled_reconcile_at) {
+            Some(handled) if handled == requested => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    wait_for(WAIT, "the deleted ConfigMap to be re-applied", async || configmaps.get_opt("a").await.ok().flatten().ok_or(()))
+        .await;
+}
+
+#[tokio::test]
+async fn deleting_the_kustomization_prunes_its_objects_and_releases_the_finalizer() {
+    let f = Fixture::new("delete").await;
+    let ns = f.ns();
+    create_git_repository(&f.client, ns, "repo").await;
+    f.publish(1, &[("deploy/a.yaml", &config_map(ns, "a", "1")), ("deploy/b.yaml", &config_map(ns, "b", "1"))]).await;
+    create_kustomization(&f.client, ns, "app", "repo", json!({})).await;
+    wait_ready_with(&f.client, ns, "app", ConditionStatus::True, "applied").await;
+    assert_eq!(config_map_names(&f.client, ns).await, ["a", "b"]);
+
+    let api = Api::<Kustomization>::namespaced(f.client.clone(), ns);
+    api.delete("app", &DeleteParams::default()).await.expect("delete ks");
+    wait_for(WAIT, "the Kustomization to be gone", async || match api.get_opt("app").await {
+        Ok(None) => Ok(()),
+        other => Err(format!("{:?}", other.map(|k| k.map(|k| k.metadata.finalizers)))),
+    })
+    .await;
+    wait_for(WAIT, "its ConfigMaps to be deleted", async || {
+        let names = config_map_names(&f.client, ns).await;
+        if names.is_empty() { Ok(()) } else { Err(names) }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn unsafe_tarballs_are_refused_and_write_nothing_outside_the_root() {
+    let f = Fixture::new("unsafe-tar").await;
+    let ns = f.ns();
+    create_git_repository(&f.client, ns, "repo").await;
+    create_kustomization(&f.client, ns, "app", "repo", json!({"path": "./"})).await;
+    let marker = support::unique_name("escaped");
+    let payload = config_map(ns, "evil", "1");
+    let temp_parent = controller().temp_root.clone();
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("path traversal", raw_tarball(&[(&format!("../../{marker}.yaml"), tar::EntryType::Regular, "", &payload)])),
+        ("absolute path", raw_tarball(&[(&format!("/tmp/{marker}.yaml"), tar::EntryType::Regular, "", &payload)])),
+        (
+            "escaping symlink",
+            raw_tarball(&[
+                ("link", tar::EntryType::Symlink, "../..", ""),
+                (&format!("link/{marker}.yaml"), tar::EntryType::Regular, "", &payload),
+            ]),
+        ),
+    ];
+    for (n, (case, tarball)) in cases.into_iter().enumerate() {
+        let (url, digest) = serve(tarball);
+        let rev = revision(100 + n as u32);
+        publish_artifact(&f.client, ns, "repo", &rev, &url, &digest).await;
+        let (reason, message) = wait_for(WAIT, &format!("{case}: Ready=False"), async || {
+            let ks = Api::<Kustomization>::namespaced(f.client.clone(), ns).get("app").await.map_err(|e| e.to_string())?;
+            let attempted = ks.status.as_ref().and_then(|s| s.last_attempted_revision.clone());
+            match ready(&f.client, ns, "app").await {
+                Some((ConditionStatus::False, reason, message)) if attempted.as_deref() == Some(rev.as_str()) => Ok((reason, message)),
+                other => Err(format!("{other:?}")),
+            }
+        })
+        .await;
+        assert_eq!(reason, "ArtifactFailed", "{case}");
+        assert!(message.contains("unsafe entry"), "{case}: {message}");
+        assert!(config_map_names(&f.client, ns).await.is_empty(), "{case}: nothing may be applied");
+        for place in [temp_parent.clone(), temp_parent.join("tmp"), std::env::temp_dir(), PathBuf::from("/tmp")] {
+            assert!(!place.join(format!("{marker}.yaml")).exists(), "{case}: a file escaped into {}", place.display());
+        }
+    }
+}
