@@ -7,6 +7,7 @@
 pub mod api;
 pub mod apply;
 pub mod build;
+pub mod client;
 pub mod controller;
 pub mod flags;
 pub mod http;

@@ -29,9 +29,8 @@ pub struct Metrics {
 
 impl Default for Metrics {
     fn default() -> Self {
-        let reconcile_duration = Family::<ReconcileLabels, Histogram>::new_with_constructor(|| {
-            Histogram::new(BUCKETS.into_iter())
-        });
+        let reconcile_duration =
+            Family::<ReconcileLabels, Histogram>::new_with_constructor(|| Histogram::new(BUCKETS));
         let mut registry = Registry::default();
         registry.register(
             "gotk_reconcile_duration_seconds",

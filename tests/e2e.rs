@@ -80,19 +80,28 @@ fn serve(tarball: Vec<u8>) -> (String, String) {
     let server = artifact_server();
     let digest = format!("sha256:{}", hex::encode(Sha256::digest(&tarball)));
     let path = format!("/artifacts/{}.tar.gz", &digest[7..19]);
-    server.files.lock().expect("files lock").insert(path.clone(), tarball);
+    server
+        .files
+        .lock()
+        .expect("files lock")
+        .insert(path.clone(), tarball);
     (format!("{}{path}", server.address), digest)
 }
 
 /// A tar.gz of the given files.
 fn tarball(files: &[(&str, &str)]) -> Vec<u8> {
-    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast()));
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+        Vec::new(),
+        flate2::Compression::fast(),
+    ));
     for (path, content) in files {
         let mut header = tar::Header::new_gnu();
         header.set_size(content.len() as u64);
         header.set_mode(0o644);
         header.set_cksum();
-        builder.append_data(&mut header, path, content.as_bytes()).expect("append");
+        builder
+            .append_data(&mut header, path, content.as_bytes())
+            .expect("append");
     }
     builder.into_inner().expect("tar").finish().expect("gzip")
 }
@@ -100,7 +109,10 @@ fn tarball(files: &[(&str, &str)]) -> Vec<u8> {
 /// A tar.gz with one raw entry whose name (and link target) are written as given, so that
 /// unsafe archives can be made.
 fn raw_tarball(entries: &[(&str, tar::EntryType, &str, &str)]) -> Vec<u8> {
-    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast()));
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+        Vec::new(),
+        flate2::Compression::fast(),
+    ));
     for (name, kind, link, content) in entries {
         let mut header = tar::Header::new_old();
         header.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
@@ -109,7 +121,9 @@ fn raw_tarball(entries: &[(&str, tar::EntryType, &str, &str)]) -> Vec<u8> {
         header.set_size(content.len() as u64);
         header.set_mode(0o644);
         header.set_cksum();
-        builder.append(&header, content.as_bytes()).expect("append raw");
+        builder
+            .append(&header, content.as_bytes())
+            .expect("append raw");
     }
     builder.into_inner().expect("tar").finish().expect("gzip")
 }
@@ -147,14 +161,21 @@ fn controller() -> &'static ControllerProcess {
             .stderr(log)
             .spawn()
             .expect("start the controller");
-        eprintln!("controller log: {}", temp_root.join("controller.log").display());
-        ControllerProcess { _child: child, temp_root }
+        eprintln!(
+            "controller log: {}",
+            temp_root.join("controller.log").display()
+        );
+        ControllerProcess {
+            _child: child,
+            temp_root,
+        }
     })
 }
 
 fn controller_log() -> String {
     let mut text = String::new();
-    let _ = std::fs::File::open(controller().temp_root.join("controller.log")).map(|mut f| f.read_to_string(&mut text));
+    let _ = std::fs::File::open(controller().temp_root.join("controller.log"))
+        .map(|mut f| f.read_to_string(&mut text));
     text
 }
 
@@ -169,7 +190,8 @@ fn git_repository_resource() -> ApiResource {
 }
 
 async fn create_git_repository(client: &kube::Client, ns: &str, name: &str) {
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &git_repository_resource());
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), ns, &git_repository_resource());
     let repo: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "source.toolkit.fluxcd.io/v1",
         "kind": "GitRepository",
@@ -177,12 +199,22 @@ async fn create_git_repository(client: &kube::Client, ns: &str, name: &str) {
         "spec": {"url": "https://example.invalid/repo.git", "interval": "10m"}
     }))
     .expect("repo");
-    api.create(&PostParams::default(), &repo).await.expect("create GitRepository");
+    api.create(&PostParams::default(), &repo)
+        .await
+        .expect("create GitRepository");
 }
 
 /// Publishes a new artifact on the GitRepository's status, as source-controller would.
-async fn publish_artifact(client: &kube::Client, ns: &str, name: &str, revision: &str, url: &str, digest: &str) {
-    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, &git_repository_resource());
+async fn publish_artifact(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+    revision: &str,
+    url: &str,
+    digest: &str,
+) {
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), ns, &git_repository_resource());
     let status = json!({"status": {"artifact": {
         "path": format!("gitrepository/{ns}/{name}/{}.tar.gz", &digest[7..]),
         "url": url,
@@ -191,10 +223,18 @@ async fn publish_artifact(client: &kube::Client, ns: &str, name: &str, revision:
         "lastUpdateTime": "2026-11-21T00:00:00Z",
         "size": 1,
     }}});
-    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status)).await.expect("publish artifact");
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .expect("publish artifact");
 }
 
-async fn create_kustomization(client: &kube::Client, ns: &str, name: &str, source: &str, extra: Value) {
+async fn create_kustomization(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+    source: &str,
+    extra: Value,
+) {
     let api: Api<Kustomization> = Api::namespaced(client.clone(), ns);
     let mut spec = json!({
         "interval": "10m",
@@ -213,7 +253,9 @@ async fn create_kustomization(client: &kube::Client, ns: &str, name: &str, sourc
         "spec": spec,
     }))
     .expect("kustomization");
-    api.create(&PostParams::default(), &ks).await.expect("create Kustomization");
+    api.create(&PostParams::default(), &ks)
+        .await
+        .expect("create Kustomization");
 }
 
 fn revision(n: u32) -> String {
@@ -221,21 +263,40 @@ fn revision(n: u32) -> String {
 }
 
 fn config_map(ns: &str, name: &str, value: &str) -> String {
-    format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {ns}\ndata:\n  value: \"{value}\"\n")
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {ns}\ndata:\n  value: \"{value}\"\n"
+    )
 }
 
 /// The Ready condition of a Kustomization: (status, reason, message).
-async fn ready(client: &kube::Client, ns: &str, name: &str) -> Option<(ConditionStatus, String, String)> {
-    let ks = Api::<Kustomization>::namespaced(client.clone(), ns).get_opt(name).await.ok().flatten()?;
+async fn ready(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+) -> Option<(ConditionStatus, String, String)> {
+    let ks = Api::<Kustomization>::namespaced(client.clone(), ns)
+        .get_opt(name)
+        .await
+        .ok()
+        .flatten()?;
     let conditions = ks.status?.conditions?;
     let ready = conditions.into_iter().find(|c| c.type_ == "Ready")?;
     Some((ready.status, ready.reason, ready.message))
 }
 
-async fn wait_ready_with(client: &kube::Client, ns: &str, name: &str, expected: ConditionStatus, what: &str) -> (String, String) {
+async fn wait_ready_with(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+    expected: ConditionStatus,
+    what: &str,
+) -> (String, String) {
     wait_for(WAIT, what, async || match ready(client, ns, name).await {
         Some((status, reason, message)) if status == expected => Ok((reason, message)),
-        other => Err(format!("{other:?}\n--- controller log tail ---\n{}", tail(&controller_log(), 30))),
+        other => Err(format!(
+            "{other:?}\n--- controller log tail ---\n{}",
+            tail(&controller_log(), 30)
+        )),
     })
     .await
 }
@@ -246,7 +307,10 @@ fn tail(text: &str, n: usize) -> String {
 }
 
 async fn config_map_names(client: &kube::Client, ns: &str) -> Vec<String> {
-    let list = Api::<ConfigMap>::namespaced(client.clone(), ns).list(&Default::default()).await.expect("list configmaps");
+    let list = Api::<ConfigMap>::namespaced(client.clone(), ns)
+        .list(&Default::default())
+        .await
+        .expect("list configmaps");
     let mut names: Vec<String> = list
         .items
         .into_iter()
@@ -258,8 +322,14 @@ async fn config_map_names(client: &kube::Client, ns: &str) -> Vec<String> {
 }
 
 async fn inventory(client: &kube::Client, ns: &str, name: &str) -> Vec<String> {
-    let ks = Api::<Kustomization>::namespaced(client.clone(), ns).get(name).await.expect("get ks");
-    ks.status.and_then(|s| s.inventory).map(|i| i.entries.into_iter().map(|e| e.id).collect()).unwrap_or_default()
+    let ks = Api::<Kustomization>::namespaced(client.clone(), ns)
+        .get(name)
+        .await
+        .expect("get ks");
+    ks.status
+        .and_then(|s| s.inventory)
+        .map(|i| i.entries.into_iter().map(|e| e.id).collect())
+        .unwrap_or_default()
 }
 
 struct Fixture {
@@ -298,52 +368,135 @@ async fn applies_reports_ready_and_prunes_what_left_the_source() {
     let svc = format!(
         "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  namespace: {ns}\nspec:\n  ports:\n  - port: 80\n"
     );
-    f.publish(1, &[("deploy/a.yaml", &a), ("deploy/more/b-and-svc.yaml", &format!("{b}---\n{svc}")), ("README.md", "x")])
-        .await;
+    f.publish(
+        1,
+        &[
+            ("deploy/a.yaml", &a),
+            ("deploy/more/b-and-svc.yaml", &format!("{b}---\n{svc}")),
+            ("README.md", "x"),
+        ],
+    )
+    .await;
     create_kustomization(&f.client, ns, "app", "repo", json!({})).await;
 
-    let (reason, message) = wait_ready_with(&f.client, ns, "app", ConditionStatus::True, "Ready=True for revision 1").await;
+    let (reason, message) = wait_ready_with(
+        &f.client,
+        ns,
+        "app",
+        ConditionStatus::True,
+        "Ready=True for revision 1",
+    )
+    .await;
     assert_eq!(reason, "ReconciliationSucceeded");
     assert_eq!(message, format!("Applied revision: {}", revision(1)));
 
-    let cm = Api::<ConfigMap>::namespaced(f.client.clone(), ns).get("a").await.expect("configmap a");
+    let cm = Api::<ConfigMap>::namespaced(f.client.clone(), ns)
+        .get("a")
+        .await
+        .expect("configmap a");
     let labels = cm.metadata.labels.unwrap_or_default();
-    assert_eq!(labels.get("kustomize.toolkit.fluxcd.io/name").map(String::as_str), Some("app"));
-    assert_eq!(labels.get("kustomize.toolkit.fluxcd.io/namespace").map(String::as_str), Some(ns));
-    let managers: Vec<String> =
-        cm.metadata.managed_fields.unwrap_or_default().into_iter().filter_map(|m| m.manager).collect();
-    assert!(managers.contains(&"kustomize-controller".to_string()), "{managers:?}");
+    assert_eq!(
+        labels
+            .get("kustomize.toolkit.fluxcd.io/name")
+            .map(String::as_str),
+        Some("app")
+    );
+    assert_eq!(
+        labels
+            .get("kustomize.toolkit.fluxcd.io/namespace")
+            .map(String::as_str),
+        Some(ns)
+    );
+    let managers: Vec<String> = cm
+        .metadata
+        .managed_fields
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|m| m.manager)
+        .collect();
+    assert!(
+        managers.contains(&"kustomize-controller".to_string()),
+        "{managers:?}"
+    );
 
     let mut ids = inventory(&f.client, ns, "app").await;
     ids.sort();
-    assert_eq!(ids, [format!("{ns}_a__ConfigMap"), format!("{ns}_b__ConfigMap"), format!("{ns}_web__Service")]);
+    assert_eq!(
+        ids,
+        [
+            format!("{ns}_a__ConfigMap"),
+            format!("{ns}_b__ConfigMap"),
+            format!("{ns}_web__Service")
+        ]
+    );
 
-    let ks = Api::<Kustomization>::namespaced(f.client.clone(), ns).get("app").await.expect("ks");
+    let ks = Api::<Kustomization>::namespaced(f.client.clone(), ns)
+        .get("app")
+        .await
+        .expect("ks");
     let status = ks.status.clone().expect("status");
     assert_eq!(status.last_applied_revision, Some(revision(1)));
     assert_eq!(status.last_attempted_revision, Some(revision(1)));
     assert_eq!(status.observed_generation, ks.metadata.generation);
-    assert!(ks.metadata.finalizers.unwrap_or_default().contains(&"finalizers.fluxcd.io".to_string()));
+    assert!(
+        ks.metadata
+            .finalizers
+            .unwrap_or_default()
+            .contains(&"finalizers.fluxcd.io".to_string())
+    );
 
     let wait = support::kubectl()
-        .args(["wait", "kustomization/app", "-n", ns, "--for=condition=ready", "--timeout=60s"])
+        .args([
+            "wait",
+            "kustomization/app",
+            "-n",
+            ns,
+            "--for=condition=ready",
+            "--timeout=60s",
+        ])
         .output()
         .expect("run kubectl wait");
-    assert!(wait.status.success(), "kubectl wait failed: {}", String::from_utf8_lossy(&wait.stderr));
+    assert!(
+        wait.status.success(),
+        "kubectl wait failed: {}",
+        String::from_utf8_lossy(&wait.stderr)
+    );
 
     // Revision 2 drops b: it is pruned and leaves the inventory.
-    f.publish(2, &[("deploy/a.yaml", &config_map(ns, "a", "changed")), ("deploy/more/svc.yaml", &svc)]).await;
-    wait_for(WAIT, "revision 2 applied", async || match ready(&f.client, ns, "app").await {
-        Some((ConditionStatus::True, _, message)) if message == format!("Applied revision: {}", revision(2)) => Ok(()),
-        other => Err(other),
+    f.publish(
+        2,
+        &[
+            ("deploy/a.yaml", &config_map(ns, "a", "changed")),
+            ("deploy/more/svc.yaml", &svc),
+        ],
+    )
+    .await;
+    wait_for(WAIT, "revision 2 applied", async || {
+        match ready(&f.client, ns, "app").await {
+            Some((ConditionStatus::True, _, message))
+                if message == format!("Applied revision: {}", revision(2)) =>
+            {
+                Ok(())
+            }
+            other => Err(other),
+        }
     })
     .await;
     assert_eq!(config_map_names(&f.client, ns).await, ["a"]);
-    let a = Api::<ConfigMap>::namespaced(f.client.clone(), ns).get("a").await.expect("a");
-    assert_eq!(a.data.unwrap_or_default().get("value").map(String::as_str), Some("changed"));
+    let a = Api::<ConfigMap>::namespaced(f.client.clone(), ns)
+        .get("a")
+        .await
+        .expect("a");
+    assert_eq!(
+        a.data.unwrap_or_default().get("value").map(String::as_str),
+        Some("changed")
+    );
     let mut ids = inventory(&f.client, ns, "app").await;
     ids.sort();
-    assert_eq!(ids, [format!("{ns}_a__ConfigMap"), format!("{ns}_web__Service")]);
+    assert_eq!(
+        ids,
+        [format!("{ns}_a__ConfigMap"), format!("{ns}_web__Service")]
+    );
 }
 
 #[tokio::test]
@@ -351,18 +504,40 @@ async fn digest_mismatch_fails_without_touching_applied_objects() {
     let f = Fixture::new("digest").await;
     let ns = f.ns();
     create_git_repository(&f.client, ns, "repo").await;
-    f.publish(1, &[("deploy/a.yaml", &config_map(ns, "a", "1"))]).await;
+    f.publish(1, &[("deploy/a.yaml", &config_map(ns, "a", "1"))])
+        .await;
     create_kustomization(&f.client, ns, "app", "repo", json!({})).await;
-    wait_ready_with(&f.client, ns, "app", ConditionStatus::True, "first revision applied").await;
+    wait_ready_with(
+        &f.client,
+        ns,
+        "app",
+        ConditionStatus::True,
+        "first revision applied",
+    )
+    .await;
 
     let (url, _) = serve(tarball(&[("deploy/b.yaml", &config_map(ns, "b", "2"))]));
     let wrong = format!("sha256:{}", "0".repeat(64));
     publish_artifact(&f.client, ns, "repo", &revision(2), &url, &wrong).await;
-    let (reason, message) = wait_ready_with(&f.client, ns, "app", ConditionStatus::False, "Ready=False after digest mismatch").await;
+    let (reason, message) = wait_ready_with(
+        &f.client,
+        ns,
+        "app",
+        ConditionStatus::False,
+        "Ready=False after digest mismatch",
+    )
+    .await;
     assert_eq!(reason, "ArtifactFailed");
     assert!(message.contains("digest mismatch"), "{message}");
-    assert_eq!(config_map_names(&f.client, ns).await, ["a"], "the old object stays, nothing new is applied");
-    let ks = Api::<Kustomization>::namespaced(f.client.clone(), ns).get("app").await.expect("ks");
+    assert_eq!(
+        config_map_names(&f.client, ns).await,
+        ["a"],
+        "the old object stays, nothing new is applied"
+    );
+    let ks = Api::<Kustomization>::namespaced(f.client.clone(), ns)
+        .get("app")
+        .await
+        .expect("ks");
     let status = ks.status.expect("status");
     assert_eq!(status.last_applied_revision, Some(revision(1)));
     assert_eq!(status.last_attempted_revision, Some(revision(2)));
@@ -373,13 +548,28 @@ async fn missing_source_then_created_becomes_ready_by_itself() {
     let f = Fixture::new("late-source").await;
     let ns = f.ns();
     create_kustomization(&f.client, ns, "app", "repo", json!({})).await;
-    let (reason, message) = wait_ready_with(&f.client, ns, "app", ConditionStatus::False, "Ready=False without source").await;
+    let (reason, message) = wait_ready_with(
+        &f.client,
+        ns,
+        "app",
+        ConditionStatus::False,
+        "Ready=False without source",
+    )
+    .await;
     assert_eq!(reason, "ArtifactFailed");
     assert!(message.contains("not found"), "{message}");
 
     create_git_repository(&f.client, ns, "repo").await;
-    f.publish(1, &[("deploy/a.yaml", &config_map(ns, "a", "1"))]).await;
-    let (_, message) = wait_ready_with(&f.client, ns, "app", ConditionStatus::True, "Ready=True once the source exists").await;
+    f.publish(1, &[("deploy/a.yaml", &config_map(ns, "a", "1"))])
+        .await;
+    let (_, message) = wait_ready_with(
+        &f.client,
+        ns,
+        "app",
+        ConditionStatus::True,
+        "Ready=True once the source exists",
+    )
+    .await;
     assert_eq!(message, format!("Applied revision: {}", revision(1)));
     assert_eq!(config_map_names(&f.client, ns).await, ["a"]);
 }
@@ -389,29 +579,50 @@ async fn requested_at_annotation_triggers_a_reconcile() {
     let f = Fixture::new("requested-at").await;
     let ns = f.ns();
     create_git_repository(&f.client, ns, "repo").await;
-    f.publish(1, &[("deploy/a.yaml", &config_map(ns, "a", "1"))]).await;
+    f.publish(1, &[("deploy/a.yaml", &config_map(ns, "a", "1"))])
+        .await;
     create_kustomization(&f.client, ns, "app", "repo", json!({})).await;
-    wait_ready_with(&f.client, ns, "app", ConditionStatus::True, "first revision applied").await;
+    wait_ready_with(
+        &f.client,
+        ns,
+        "app",
+        ConditionStatus::True,
+        "first revision applied",
+    )
+    .await;
 
     // Drift: the object is deleted behind the controller's back; only a reconcile brings it back.
     let configmaps = Api::<ConfigMap>::namespaced(f.client.clone(), ns);
-    configmaps.delete("a", &DeleteParams::default()).await.expect("delete a");
+    configmaps
+        .delete("a", &DeleteParams::default())
+        .await
+        .expect("delete a");
     let requested = "2026-11-21T10:00:00.000000000Z";
-    let patch = json!({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": requested}}});
+    let patch =
+        json!({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": requested}}});
     Api::<Kustomization>::namespaced(f.client.clone(), ns)
         .patch("app", &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .expect("annotate");
-    wait_for(WAIT, "lastHandledReconcileAt to record the request", async || {
-        let ks = Api::<Kustomization>::namespaced(f.client.clone(), ns).get("app").await.map_err(|e| e.to_string())?;
-        match ks.status.and_then(|s| s.last_handled_reconcile_at) {
-            Some(handled) if handled == requested => Ok(()),
-            other => Err(format!("{other:?}")),
-        }
+    wait_for(
+        WAIT,
+        "lastHandledReconcileAt to record the request",
+        async || {
+            let ks = Api::<Kustomization>::namespaced(f.client.clone(), ns)
+                .get("app")
+                .await
+                .map_err(|e| e.to_string())?;
+            match ks.status.and_then(|s| s.last_handled_reconcile_at) {
+                Some(handled) if handled == requested => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
+    .await;
+    wait_for(WAIT, "the deleted ConfigMap to be re-applied", async || {
+        configmaps.get_opt("a").await.ok().flatten().ok_or(())
     })
     .await;
-    wait_for(WAIT, "the deleted ConfigMap to be re-applied", async || configmaps.get_opt("a").await.ok().flatten().ok_or(()))
-        .await;
 }
 
 #[tokio::test]
@@ -419,16 +630,30 @@ async fn deleting_the_kustomization_prunes_its_objects_and_releases_the_finalize
     let f = Fixture::new("delete").await;
     let ns = f.ns();
     create_git_repository(&f.client, ns, "repo").await;
-    f.publish(1, &[("deploy/a.yaml", &config_map(ns, "a", "1")), ("deploy/b.yaml", &config_map(ns, "b", "1"))]).await;
+    f.publish(
+        1,
+        &[
+            ("deploy/a.yaml", &config_map(ns, "a", "1")),
+            ("deploy/b.yaml", &config_map(ns, "b", "1")),
+        ],
+    )
+    .await;
     create_kustomization(&f.client, ns, "app", "repo", json!({})).await;
     wait_ready_with(&f.client, ns, "app", ConditionStatus::True, "applied").await;
     assert_eq!(config_map_names(&f.client, ns).await, ["a", "b"]);
 
     let api = Api::<Kustomization>::namespaced(f.client.clone(), ns);
-    api.delete("app", &DeleteParams::default()).await.expect("delete ks");
-    wait_for(WAIT, "the Kustomization to be gone", async || match api.get_opt("app").await {
-        Ok(None) => Ok(()),
-        other => Err(format!("{:?}", other.map(|k| k.map(|k| k.metadata.finalizers)))),
+    api.delete("app", &DeleteParams::default())
+        .await
+        .expect("delete ks");
+    wait_for(WAIT, "the Kustomization to be gone", async || {
+        match api.get_opt("app").await {
+            Ok(None) => Ok(()),
+            other => Err(format!(
+                "{:?}",
+                other.map(|k| k.map(|k| k.metadata.finalizers))
+            )),
+        }
     })
     .await;
     wait_for(WAIT, "its ConfigMaps to be deleted", async || {
@@ -448,13 +673,34 @@ async fn unsafe_tarballs_are_refused_and_write_nothing_outside_the_root() {
     let payload = config_map(ns, "evil", "1");
     let temp_parent = controller().temp_root.clone();
     let cases: Vec<(&str, Vec<u8>)> = vec![
-        ("path traversal", raw_tarball(&[(&format!("../../{marker}.yaml"), tar::EntryType::Regular, "", &payload)])),
-        ("absolute path", raw_tarball(&[(&format!("/tmp/{marker}.yaml"), tar::EntryType::Regular, "", &payload)])),
+        (
+            "path traversal",
+            raw_tarball(&[(
+                &format!("../../{marker}.yaml"),
+                tar::EntryType::Regular,
+                "",
+                &payload,
+            )]),
+        ),
+        (
+            "absolute path",
+            raw_tarball(&[(
+                &format!("/tmp/{marker}.yaml"),
+                tar::EntryType::Regular,
+                "",
+                &payload,
+            )]),
+        ),
         (
             "escaping symlink",
             raw_tarball(&[
                 ("link", tar::EntryType::Symlink, "../..", ""),
-                (&format!("link/{marker}.yaml"), tar::EntryType::Regular, "", &payload),
+                (
+                    &format!("link/{marker}.yaml"),
+                    tar::EntryType::Regular,
+                    "",
+                    &payload,
+                ),
             ]),
         ),
     ];
@@ -463,19 +709,41 @@ async fn unsafe_tarballs_are_refused_and_write_nothing_outside_the_root() {
         let rev = revision(100 + n as u32);
         publish_artifact(&f.client, ns, "repo", &rev, &url, &digest).await;
         let (reason, message) = wait_for(WAIT, &format!("{case}: Ready=False"), async || {
-            let ks = Api::<Kustomization>::namespaced(f.client.clone(), ns).get("app").await.map_err(|e| e.to_string())?;
-            let attempted = ks.status.as_ref().and_then(|s| s.last_attempted_revision.clone());
+            let ks = Api::<Kustomization>::namespaced(f.client.clone(), ns)
+                .get("app")
+                .await
+                .map_err(|e| e.to_string())?;
+            let attempted = ks
+                .status
+                .as_ref()
+                .and_then(|s| s.last_attempted_revision.clone());
             match ready(&f.client, ns, "app").await {
-                Some((ConditionStatus::False, reason, message)) if attempted.as_deref() == Some(rev.as_str()) => Ok((reason, message)),
+                Some((ConditionStatus::False, reason, message))
+                    if attempted.as_deref() == Some(rev.as_str()) =>
+                {
+                    Ok((reason, message))
+                }
                 other => Err(format!("{other:?}")),
             }
         })
         .await;
         assert_eq!(reason, "ArtifactFailed", "{case}");
         assert!(message.contains("unsafe entry"), "{case}: {message}");
-        assert!(config_map_names(&f.client, ns).await.is_empty(), "{case}: nothing may be applied");
-        for place in [temp_parent.clone(), temp_parent.join("tmp"), std::env::temp_dir(), PathBuf::from("/tmp")] {
-            assert!(!place.join(format!("{marker}.yaml")).exists(), "{case}: a file escaped into {}", place.display());
+        assert!(
+            config_map_names(&f.client, ns).await.is_empty(),
+            "{case}: nothing may be applied"
+        );
+        for place in [
+            temp_parent.clone(),
+            temp_parent.join("tmp"),
+            std::env::temp_dir(),
+            PathBuf::from("/tmp"),
+        ] {
+            assert!(
+                !place.join(format!("{marker}.yaml")).exists(),
+                "{case}: a file escaped into {}",
+                place.display()
+            );
         }
     }
 }

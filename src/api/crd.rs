@@ -2,7 +2,9 @@
 //!
 //! The checked-in `crds/` file is the output of [`crd_yaml`]; a test fails when it is stale.
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
+};
 use kube::CustomResourceExt;
 
 use super::Kustomization;
@@ -15,8 +17,10 @@ pub const CRD_FILE: &str = "crds/kustomize.toolkit.fluxcd.io_kustomizations.yaml
 #[error("failed to serialise the Kustomization CRD to YAML: {0}")]
 pub struct CrdError(#[from] serde_saphyr::SerializeError);
 
-/// The Kustomization CRD, with the annotation Flux sets so that a Kustomization that
-/// applies it never substitutes variables inside its schema.
+/// The Kustomization CRD, shaped like Flux's: the annotation that keeps a Kustomization
+/// applying it from substituting variables in its schema, the `listKind`, and no
+/// `nullable` markers, so that the API server prunes explicit `null`s as it does with
+/// Flux's CRD instead of storing them.
 pub fn crd() -> CustomResourceDefinition {
     let mut crd = Kustomization::crd();
     crd.metadata
@@ -26,7 +30,41 @@ pub fn crd() -> CustomResourceDefinition {
             "kustomize.toolkit.fluxcd.io/substitute".into(),
             "disabled".into(),
         );
+    crd.spec.names.list_kind = Some("KustomizationList".into());
+    for version in &mut crd.spec.versions {
+        if let Some(schema) = version
+            .schema
+            .as_mut()
+            .and_then(|s| s.open_api_v3_schema.as_mut())
+        {
+            strip_nullable(schema);
+        }
+    }
     crd
+}
+
+fn strip_nullable(schema: &mut JSONSchemaProps) {
+    schema.nullable = None;
+    let children = schema
+        .properties
+        .iter_mut()
+        .flat_map(|props| props.values_mut())
+        .chain(schema.items.iter_mut().filter_map(|items| match items {
+            JSONSchemaPropsOrArray::Schema(schema) => Some(schema.as_mut()),
+            JSONSchemaPropsOrArray::Schemas(_) => None,
+        }))
+        .chain(
+            schema
+                .additional_properties
+                .iter_mut()
+                .filter_map(|extra| match extra {
+                    JSONSchemaPropsOrBool::Schema(schema) => Some(schema.as_mut()),
+                    JSONSchemaPropsOrBool::Bool(_) => None,
+                }),
+        );
+    for child in children {
+        strip_nullable(child);
+    }
 }
 
 /// The CRD as the YAML document written to [`CRD_FILE`].

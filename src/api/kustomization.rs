@@ -15,6 +15,8 @@ pub const DURATION_PATTERN: &str = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$";
 
 /// KustomizationSpec defines the configuration to calculate the desired state from a Source
 /// using Kustomize.
+// The printer columns repeat `type_` on purpose.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(
     group = "kustomize.toolkit.fluxcd.io",

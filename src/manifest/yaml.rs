@@ -92,10 +92,10 @@ fn checked_object(
     index: usize,
 ) -> Result<Object, ManifestError> {
     for field in ["apiVersion", "kind"] {
-        if !map
+        if map
             .get(field)
             .and_then(Value::as_str)
-            .is_some_and(|v| !v.is_empty())
+            .is_none_or(str::is_empty)
         {
             return Err(ManifestError::MissingField {
                 origin: origin.to_string(),

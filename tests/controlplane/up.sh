@@ -35,6 +35,11 @@ STATE_DIR="${1:-$REPO_ROOT/.controlplane}"
 mkdir -p "$STATE_DIR"
 STATE_DIR="$(cd "$STATE_DIR" && pwd)"
 KUBECONFIG_FILE="$STATE_DIR/kubeconfig"
+# A fresh start wipes STATE_DIR: never do that to a directory up.sh did not create.
+if [[ ! -e "$STATE_DIR/$CP_MARKER" ]] \
+  && [[ -n "$(find "$STATE_DIR" -mindepth 1 -maxdepth 1 ! -name lock -print -quit)" ]]; then
+  die "$STATE_DIR is not empty and was not created by up.sh; pick another STATE_DIR"
+fi
 
 # --- serialise concurrent callers (fd 9 is closed for every child we leave running) ---------------
 exec 9>"$STATE_DIR/lock"

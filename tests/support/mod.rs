@@ -90,10 +90,10 @@ pub fn repo_root() -> PathBuf {
 /// else the newest `k8s-*/kubectl` in the binary cache, else `kubectl` from PATH.
 fn kubectl_binary() -> PathBuf {
     let config = kubeconfig_path();
-    if let Some(candidate) = config.parent().map(|dir| dir.join("bin/kubectl")) {
-        if candidate.is_file() {
-            return candidate;
-        }
+    if let Some(candidate) = config.parent().map(|dir| dir.join("bin/kubectl"))
+        && candidate.is_file()
+    {
+        return candidate;
     }
     let cache = std::env::var_os("KC_TEST_CACHE")
         .map(PathBuf::from)

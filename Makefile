@@ -1,0 +1,35 @@
+# Developer entry points. `make demo` and `make test` are the README's two commands.
+
+CRD := crds/kustomize.toolkit.fluxcd.io_kustomizations.yaml
+CRD_COPIES := config/crd/bases/kustomize.toolkit.fluxcd.io_kustomizations.yaml \
+              charts/kustomize-controller/crds/kustomize.toolkit.fluxcd.io_kustomizations.yaml
+
+.PHONY: build crds demo test lint controlplane-up controlplane-down
+
+build:
+	cargo build --release --locked
+
+# Regenerates the CRD from the Rust types, and its copies in config/ and charts/.
+crds:
+	cargo run --quiet --locked -- crd > $(CRD)
+	for copy in $(CRD_COPIES); do cp $(CRD) $$copy; done
+
+# Brings up a local control plane and runs the controller on config/samples/demo until
+# `kubectl wait --for=condition=ready` reports Ready.
+demo:
+	bash tests/controlplane/demo.sh
+
+# Every test: unit, integration and end-to-end, against a local kube-apiserver that this
+# target builds (first run only), starts, and stops again.
+test:
+	bash tests/run.sh
+
+lint:
+	cargo fmt --all -- --check
+	cargo clippy --all-targets --locked -- -D warnings
+
+controlplane-up:
+	bash tests/controlplane/up.sh
+
+controlplane-down:
+	bash tests/controlplane/down.sh

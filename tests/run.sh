@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Runs every test against a fresh local control plane (etcd + kube-apiserver on loopback),
+# which it builds on first use, starts, and stops when the tests are done.
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+state="$repo/target/test-controlplane"
+
+bash "$repo/tests/controlplane/down.sh" "$state" >/dev/null 2>&1 || true
+trap 'bash "$repo/tests/controlplane/down.sh" "$state" >/dev/null 2>&1 || true' EXIT
+KC_TEST_KUBECONFIG="$(bash "$repo/tests/controlplane/up.sh" "$state")"
+export KC_TEST_KUBECONFIG
+
+cd "$repo"
+cargo test --locked --all-targets "$@"
