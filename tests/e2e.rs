@@ -136,40 +136,82 @@ struct ControllerProcess {
     temp_root: PathBuf,
 }
 
-/// Starts the controller once. It runs under a shell that kills it when this test process
-/// exits (its stdin closes), so no controller outlives the tests.
+/// Label that shards Kustomizations between the two controllers the tests run, the way
+/// Flux shards with `--watch-label-selector`.
+const SHARD_LABEL: &str = "kc-test/shard";
+
+/// Label with this test process's run ID on every Kustomization it creates. The controllers
+/// of a run watch only their run's objects, so Kustomizations left on a reused control plane
+/// by earlier runs (whose namespaces never finish terminating without a controller-manager)
+/// do not compete for their workers.
+const RUN_LABEL: &str = "kc-test/run";
+
+fn run_id() -> &'static str {
+    static RUN_ID: OnceLock<String> = OnceLock::new();
+    RUN_ID.get_or_init(|| support::unique_name("run"))
+}
+
+/// The controller most tests use: every Kustomization of this run without the shard label.
 fn controller() -> &'static ControllerProcess {
     static CONTROLLER: OnceLock<ControllerProcess> = OnceLock::new();
     CONTROLLER.get_or_init(|| {
-        let kubeconfig = support::kubeconfig_path();
-        let temp_root = std::env::temp_dir().join(support::unique_name("controller-tmp"));
-        std::fs::create_dir_all(temp_root.join("tmp")).expect("controller temp dir");
-        let log = std::fs::File::create(temp_root.join("controller.log")).expect("controller log");
-        let binary = env!("CARGO_BIN_EXE_kustomize-controller");
-        let script = format!(
-            "'{binary}' --log-encoding=console --log-level=debug --metrics-addr=127.0.0.1:0 \
-             --health-addr=127.0.0.1:0 --concurrent=8 --interval-jitter-percentage=0 & pid=$!; \
-             read _; kill $pid; wait $pid"
+        let selector = format!(
+            "--watch-label-selector={RUN_LABEL}={},!{SHARD_LABEL}",
+            run_id()
         );
-        let child = Command::new("sh")
-            .args(["-c", &script])
-            .env("KUBECONFIG", &kubeconfig)
-            .env("TMPDIR", temp_root.join("tmp"))
-            .env("RUST_LOG", "info,kustomize_controller=debug")
-            .stdin(Stdio::piped())
-            .stdout(log.try_clone().expect("log"))
-            .stderr(log)
-            .spawn()
-            .expect("start the controller");
-        eprintln!(
-            "controller log: {}",
-            temp_root.join("controller.log").display()
-        );
-        ControllerProcess {
-            _child: child,
-            temp_root,
-        }
+        start_controller("main", &[&selector])
     })
+}
+
+/// A second controller for the `strict` shard, which denies cross-namespace references.
+fn strict_controller() -> &'static ControllerProcess {
+    static CONTROLLER: OnceLock<ControllerProcess> = OnceLock::new();
+    CONTROLLER.get_or_init(|| {
+        start_controller(
+            "strict",
+            &[
+                &format!(
+                    "--watch-label-selector={RUN_LABEL}={},{SHARD_LABEL}=strict",
+                    run_id()
+                ),
+                "--no-cross-namespace-refs",
+            ],
+        )
+    })
+}
+
+/// Starts the controller binary. It runs under a shell that kills it when this test
+/// process exits (its stdin closes), so no controller outlives the tests.
+fn start_controller(name: &str, args: &[&str]) -> ControllerProcess {
+    let kubeconfig = support::kubeconfig_path();
+    let temp_root = std::env::temp_dir().join(support::unique_name(&format!("controller-{name}")));
+    std::fs::create_dir_all(temp_root.join("tmp")).expect("controller temp dir");
+    let log = std::fs::File::create(temp_root.join("controller.log")).expect("controller log");
+    let binary = env!("CARGO_BIN_EXE_kustomize-controller");
+    let args: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
+    let script = format!(
+        "'{binary}' --log-encoding=console --metrics-addr=127.0.0.1:0 --health-addr=127.0.0.1:0 \
+         --concurrent=8 --interval-jitter-percentage=0 {} & pid=$!; read _; kill $pid; wait $pid",
+        args.join(" ")
+    );
+    let child = Command::new("sh")
+        .args(["-c", &script])
+        .env("KUBECONFIG", &kubeconfig)
+        .env("TMPDIR", temp_root.join("tmp"))
+        .env("RUST_LOG", "info,kustomize_controller=debug")
+        .stdin(Stdio::piped())
+        .stdout(log.try_clone().expect("log"))
+        .stderr(log)
+        .spawn()
+        .expect("start the controller");
+    eprintln!(
+        "{name} controller log: {}",
+        temp_root.join("controller.log").display()
+    );
+    ControllerProcess {
+        _child: child,
+        temp_root,
+    }
 }
 
 fn controller_log() -> String {
@@ -235,6 +277,17 @@ async fn create_kustomization(
     source: &str,
     extra: Value,
 ) {
+    create_labelled_kustomization(client, ns, name, source, extra, json!({})).await;
+}
+
+async fn create_labelled_kustomization(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+    source: &str,
+    extra: Value,
+    labels: Value,
+) {
     let api: Api<Kustomization> = Api::namespaced(client.clone(), ns);
     let mut spec = json!({
         "interval": "10m",
@@ -249,13 +302,22 @@ async fn create_kustomization(
     let ks: Kustomization = serde_json::from_value(json!({
         "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
         "kind": "Kustomization",
-        "metadata": {"name": name, "namespace": ns},
+        "metadata": {"name": name, "namespace": ns, "labels": run_labels(labels)},
         "spec": spec,
     }))
     .expect("kustomization");
     api.create(&PostParams::default(), &ks)
         .await
         .expect("create Kustomization");
+}
+
+/// `labels` plus this run's label.
+fn run_labels(labels: Value) -> Value {
+    let mut labels = labels;
+    if let Some(map) = labels.as_object_mut() {
+        map.insert(RUN_LABEL.to_string(), json!(run_id()));
+    }
+    labels
 }
 
 fn revision(n: u32) -> String {
@@ -746,4 +808,286 @@ async fn unsafe_tarballs_are_refused_and_write_nothing_outside_the_root() {
             );
         }
     }
+}
+
+#[tokio::test]
+async fn sources_in_other_namespaces_are_followed_unless_denied() {
+    let f = Fixture::new("cross-ns").await;
+    strict_controller();
+    let sources = TestNamespace::new(&f.client, "cross-ns-sources").await;
+    create_git_repository(&f.client, sources.name(), "repo").await;
+    let ns = f.ns();
+    let (url, digest) = serve(tarball(&[("deploy/a.yaml", &config_map(ns, "a", "1"))]));
+    publish_artifact(
+        &f.client,
+        sources.name(),
+        "repo",
+        &revision(1),
+        &url,
+        &digest,
+    )
+    .await;
+    let source_ref = json!({"sourceRef": {"kind": "GitRepository", "name": "repo", "namespace": sources.name()}});
+
+    create_kustomization(&f.client, ns, "allowed", "repo", source_ref.clone()).await;
+    wait_ready_with(
+        &f.client,
+        ns,
+        "allowed",
+        ConditionStatus::True,
+        "cross-namespace source applied",
+    )
+    .await;
+
+    create_labelled_kustomization(
+        &f.client,
+        ns,
+        "denied",
+        "repo",
+        source_ref,
+        json!({SHARD_LABEL: "strict"}),
+    )
+    .await;
+    let (reason, message) = wait_ready_with(
+        &f.client,
+        ns,
+        "denied",
+        ConditionStatus::False,
+        "AccessDenied from the strict controller",
+    )
+    .await;
+    assert_eq!(reason, "AccessDenied");
+    assert!(
+        message.contains("cross-namespace references have been disabled"),
+        "{message}"
+    );
+
+    // A new revision in the other namespace reaches the allowed Kustomization by itself.
+    let (url, digest) = serve(tarball(&[("deploy/a.yaml", &config_map(ns, "a", "2"))]));
+    publish_artifact(
+        &f.client,
+        sources.name(),
+        "repo",
+        &revision(2),
+        &url,
+        &digest,
+    )
+    .await;
+    wait_for(
+        WAIT,
+        "revision 2 applied across namespaces",
+        async || match ready(&f.client, ns, "allowed").await {
+            Some((ConditionStatus::True, _, message)) if message.ends_with(&revision(2)) => Ok(()),
+            other => Err(other),
+        },
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn change_sets_and_failures_are_recorded_as_events() {
+    use k8s_openapi::api::events::v1::Event;
+    let f = Fixture::new("events").await;
+    let ns = f.ns();
+    create_git_repository(&f.client, ns, "repo").await;
+    f.publish(1, &[("deploy/a.yaml", &config_map(ns, "a", "1"))])
+        .await;
+    create_kustomization(&f.client, ns, "app", "repo", json!({})).await;
+    wait_ready_with(&f.client, ns, "app", ConditionStatus::True, "applied").await;
+    let events: Api<Event> = Api::namespaced(f.client.clone(), ns);
+    let notes = async || -> Vec<(String, String)> {
+        events
+            .list(&Default::default())
+            .await
+            .expect("list events")
+            .items
+            .into_iter()
+            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("app"))
+            .map(|e| (e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
+            .collect()
+    };
+    wait_for(WAIT, "the change set event", async || {
+        let notes = notes().await;
+        let change_set = format!("ConfigMap/{ns}/a created");
+        if notes
+            .iter()
+            .any(|(reason, note)| reason == "ReconciliationSucceeded" && note == &change_set)
+            && notes.iter().any(|(_, note)| {
+                note.starts_with("Reconciliation finished in")
+                    && note.ends_with("next run in 10m0s")
+            })
+        {
+            Ok(())
+        } else {
+            Err(notes)
+        }
+    })
+    .await;
+
+    f.publish(
+        2,
+        &[(
+            "deploy/a.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: [broken\n",
+        )],
+    )
+    .await;
+    let (reason, message) =
+        wait_ready_with(&f.client, ns, "app", ConditionStatus::False, "BuildFailed").await;
+    assert_eq!(reason, "BuildFailed");
+    assert!(
+        message.starts_with("deploy/a.yaml: invalid YAML"),
+        "{message}"
+    );
+    wait_for(WAIT, "the failure event", async || {
+        let notes = notes().await;
+        if notes
+            .iter()
+            .any(|(reason, note)| reason == "BuildFailed" && note.starts_with("deploy/a.yaml"))
+        {
+            Ok(())
+        } else {
+            Err(notes)
+        }
+    })
+    .await;
+    let a = Api::<ConfigMap>::namespaced(f.client.clone(), ns)
+        .get("a")
+        .await
+        .expect("a is untouched");
+    assert_eq!(
+        a.data.unwrap_or_default().get("value").map(String::as_str),
+        Some("1")
+    );
+}
+
+#[tokio::test]
+async fn suspended_kustomizations_are_left_alone_until_resumed() {
+    let f = Fixture::new("suspend").await;
+    let ns = f.ns();
+    create_git_repository(&f.client, ns, "repo").await;
+    f.publish(1, &[("deploy/a.yaml", &config_map(ns, "a", "1"))])
+        .await;
+    create_kustomization(&f.client, ns, "app", "repo", json!({})).await;
+    wait_ready_with(&f.client, ns, "app", ConditionStatus::True, "applied").await;
+
+    let api = Api::<Kustomization>::namespaced(f.client.clone(), ns);
+    let suspend = |value: bool| json!({"spec": {"suspend": value}});
+    api.patch(
+        "app",
+        &PatchParams::default(),
+        &Patch::Merge(&suspend(true)),
+    )
+    .await
+    .expect("suspend");
+    f.publish(
+        2,
+        &[
+            ("deploy/a.yaml", &config_map(ns, "a", "1")),
+            ("deploy/b.yaml", &config_map(ns, "b", "2")),
+        ],
+    )
+    .await;
+    // A negative observation needs a window: long enough for an unsuspended controller to
+    // apply (it does so in well under a second here), short enough to keep the test quick.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        config_map_names(&f.client, ns).await,
+        ["a"],
+        "a suspended Kustomization applies nothing"
+    );
+    let status = api.get("app").await.expect("ks").status.expect("status");
+    assert_eq!(status.last_attempted_revision, Some(revision(1)));
+
+    api.patch(
+        "app",
+        &PatchParams::default(),
+        &Patch::Merge(&suspend(false)),
+    )
+    .await
+    .expect("resume");
+    wait_for(
+        WAIT,
+        "revision 2 applied after resuming",
+        async || match ready(&f.client, ns, "app").await {
+            Some((ConditionStatus::True, _, message)) if message.ends_with(&revision(2)) => Ok(()),
+            other => Err(other),
+        },
+    )
+    .await;
+    assert_eq!(config_map_names(&f.client, ns).await, ["a", "b"]);
+}
+
+#[tokio::test]
+async fn custom_resources_are_applied_after_their_definitions() {
+    let f = Fixture::new("crds").await;
+    let ns = f.ns();
+    let group = format!("{ns}.example.com");
+    let crd = format!(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.{group}\n\
+         spec:\n  group: {group}\n  names: {{kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}}\n\
+         \x20 scope: Namespaced\n  versions:\n  - name: v1\n    served: true\n    storage: true\n\
+         \x20   schema:\n      openAPIV3Schema:\n        type: object\n        x-kubernetes-preserve-unknown-fields: true\n"
+    );
+    let extra_ns = format!("{ns}-extra");
+    let widget = format!(
+        "apiVersion: {group}/v1\nkind: Widget\nmetadata:\n  name: w\n  namespace: {ns}\nspec:\n  size: 3\n"
+    );
+    let namespace = format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {extra_ns}\n");
+    create_git_repository(&f.client, ns, "repo").await;
+    // Files are read in path order, so the custom resource comes before its definition.
+    f.publish(
+        1,
+        &[
+            ("deploy/a-widget.yaml", &widget),
+            ("deploy/b-cm.yaml", &config_map(&extra_ns, "in-new-ns", "1")),
+            ("deploy/c-crd.yaml", &crd),
+            ("deploy/d-ns.yaml", &namespace),
+        ],
+    )
+    .await;
+    create_kustomization(&f.client, ns, "app", "repo", json!({})).await;
+    wait_ready_with(
+        &f.client,
+        ns,
+        "app",
+        ConditionStatus::True,
+        "CRD, namespace and custom resource applied",
+    )
+    .await;
+    assert_eq!(
+        inventory(&f.client, ns, "app").await,
+        [
+            format!("_widgets.{group}_apiextensions.k8s.io_CustomResourceDefinition"),
+            format!("_{extra_ns}__Namespace"),
+            format!("{extra_ns}_in-new-ns__ConfigMap"),
+            format!("{ns}_w_{group}_Widget"),
+        ],
+        "inventory in apply order"
+    );
+    let widgets: Api<DynamicObject> = Api::namespaced_with(
+        f.client.clone(),
+        ns,
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk(&group, "v1", "Widget"),
+            "widgets",
+        ),
+    );
+    let w = widgets.get("w").await.expect("widget");
+    assert_eq!(w.data["spec"]["size"], json!(3));
+
+    Api::<Kustomization>::namespaced(f.client.clone(), ns)
+        .delete("app", &DeleteParams::default())
+        .await
+        .expect("delete");
+    wait_for(WAIT, "the CRD to be pruned", async || {
+        use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+        let crds: Api<CustomResourceDefinition> = Api::all(f.client.clone());
+        match crds.get_opt(&format!("widgets.{group}")).await {
+            Ok(None) => Ok(()),
+            Ok(Some(crd)) if crd.metadata.deletion_timestamp.is_some() => Ok(()),
+            other => Err(format!("{:?}", other.map(|c| c.map(|c| c.metadata.name)))),
+        }
+    })
+    .await;
 }

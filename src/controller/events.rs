@@ -8,9 +8,14 @@ use http_body_util::Full;
 use hyper_util::client::legacy::Client as HttpClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, Time};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use crate::api::Kustomization;
 use crate::api::names::APPLY_FIELD_MANAGER;
@@ -18,15 +23,39 @@ use crate::api::names::APPLY_FIELD_MANAGER;
 /// The longest note an Event may carry.
 const MAX_NOTE_LEN: usize = 1024;
 
-/// Publishes events for Kustomizations.
+/// Publishes events for Kustomizations as core/v1 Events, as Flux's controller does.
+///
+/// Repeats of the same event (same object, type, reason and message) within ten minutes
+/// update the existing Event's count instead of creating another, like client-go's event
+/// correlator; events that differ in their message stay separate.
 #[derive(Clone)]
 pub struct EventSink {
-    recorder: Recorder,
+    client: kube::Client,
+    instance: String,
+    recent: Arc<Mutex<HashMap<EventKey, Recorded>>>,
     forwarder: Option<Forwarder>,
 }
 
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct EventKey {
+    uid: String,
+    severity: Severity,
+    reason: String,
+    message: String,
+}
+
+#[derive(Clone, Debug)]
+struct Recorded {
+    name: String,
+    count: i32,
+    last_seen: Timestamp,
+}
+
+/// How long a repeat is folded into an earlier Event.
+const AGGREGATION_WINDOW_SECONDS: i64 = 600;
+
 /// Severity of an event.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Severity {
     /// Normal progress.
     Info,
@@ -38,14 +67,12 @@ impl EventSink {
     /// A sink that records Events as `kustomize-controller` and, when `events_addr` is not
     /// empty, also posts them to that address.
     pub fn new(client: kube::Client, instance: String, events_addr: &str) -> Self {
-        let reporter = Reporter {
-            controller: APPLY_FIELD_MANAGER.into(),
-            instance: Some(instance.clone()),
-        };
-        let forwarder =
-            (!events_addr.is_empty()).then(|| Forwarder::new(events_addr.to_string(), instance));
+        let forwarder = (!events_addr.is_empty())
+            .then(|| Forwarder::new(events_addr.to_string(), instance.clone()));
         EventSink {
-            recorder: Recorder::new(client, reporter),
+            client,
+            instance,
+            recent: Arc::default(),
             forwarder,
         }
     }
@@ -59,18 +86,7 @@ impl EventSink {
         message: &str,
         revision: Option<&str>,
     ) {
-        let note = truncate(message, MAX_NOTE_LEN);
-        let event = Event {
-            type_: match severity {
-                Severity::Info => EventType::Normal,
-                Severity::Error => EventType::Warning,
-            },
-            reason: reason.to_string(),
-            note: Some(note),
-            action: "Reconcile".to_string(),
-            secondary: None,
-        };
-        if let Err(err) = self.recorder.publish(&event, &ks.object_ref(&())).await {
+        if let Err(err) = self.record(ks, severity, reason, message).await {
             tracing::warn!(kustomization = %ks.name_any(), error = %err, "failed to record event");
         }
         if let Some(forwarder) = &self.forwarder {
@@ -78,6 +94,93 @@ impl EventSink {
                 .post(ks, severity, reason, message, revision)
                 .await;
         }
+    }
+
+    async fn record(
+        &self,
+        ks: &Kustomization,
+        severity: Severity,
+        reason: &str,
+        message: &str,
+    ) -> Result<(), kube::Error> {
+        let namespace = ks.namespace().unwrap_or_default();
+        let api: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
+        let now = Timestamp::now();
+        let message = truncate(message, MAX_NOTE_LEN);
+        let key = EventKey {
+            uid: ks.uid().unwrap_or_default(),
+            severity,
+            reason: reason.to_string(),
+            message: message.clone(),
+        };
+        let repeat = self.recent.lock().ok().and_then(|mut recent| {
+            recent.retain(|_, r| {
+                now.duration_since(r.last_seen).as_secs() < AGGREGATION_WINDOW_SECONDS
+            });
+            let recorded = recent.get_mut(&key)?;
+            recorded.count += 1;
+            recorded.last_seen = now;
+            Some(recorded.clone())
+        });
+        if let Some(repeat) = repeat {
+            let patch = serde_json::json!({"count": repeat.count, "lastTimestamp": Time(now)});
+            match api
+                .patch(&repeat.name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                Ok(_) => return Ok(()),
+                // The Event expired or was deleted: record it afresh.
+                Err(kube::Error::Api(status)) if status.code == 404 => {}
+                Err(err) => return Err(err),
+            }
+        }
+        let name = format!("{}.{:x}", ks.name_any(), now.as_nanosecond());
+        let event = Event {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                namespace: Some(namespace),
+                ..Default::default()
+            },
+            involved_object: ObjectReference {
+                api_version: Some(Kustomization::api_version(&()).into_owned()),
+                kind: Some("Kustomization".into()),
+                name: Some(ks.name_any()),
+                namespace: ks.namespace(),
+                uid: ks.uid(),
+                resource_version: ks.resource_version(),
+                ..Default::default()
+            },
+            reason: Some(reason.to_string()),
+            message: Some(message),
+            type_: Some(match severity {
+                Severity::Info => "Normal".into(),
+                Severity::Error => "Warning".into(),
+            }),
+            count: Some(1),
+            first_timestamp: Some(Time(now)),
+            last_timestamp: Some(Time(now)),
+            event_time: Some(MicroTime(now)),
+            action: Some("Reconcile".into()),
+            reporting_component: Some(APPLY_FIELD_MANAGER.into()),
+            reporting_instance: Some(self.instance.clone()),
+            source: Some(EventSource {
+                component: Some(APPLY_FIELD_MANAGER.into()),
+                host: None,
+            }),
+            ..Default::default()
+        };
+        api.create(&PostParams::default(), &event).await?;
+        if let Ok(mut recent) = self.recent.lock() {
+            recent.insert(
+                key,
+                Recorded {
+                    name,
+                    count: 1,
+                    last_seen: now,
+                },
+            );
+        }
+        Ok(())
     }
 }
 

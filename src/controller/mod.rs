@@ -121,26 +121,47 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
         )
     };
     let controller = build_controller(client, watch_namespace.as_deref(), &flags, &settings);
+    let (stopping, stop_requested) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        let _ = stopping.send(true);
+    });
     let reconciles = controller
-        .graceful_shutdown_on(shutdown_signal())
+        .graceful_shutdown_on(stopped(stop_requested.clone()))
         .run(reconcile_and_track, error_policy, context)
         .for_each(|result| async move {
             if let Err(err) = result {
                 tracing::debug!(error = %err, "reconcile did not complete");
             }
         });
-    match leadership {
-        Some(mut holding) => {
-            tokio::select! {
-                () = reconciles => Ok(()),
-                _ = &mut holding => Err(RunError::LeadershipLost),
+    // In-flight reconciles get a grace period to finish; one stuck in artifact download
+    // retries must not hold the process past its pod's termination grace period.
+    let grace_expired = async move {
+        stopped(stop_requested).await;
+        tokio::time::sleep(SHUTDOWN_GRACE).await;
+        tracing::warn!("in-flight reconciles did not finish within {SHUTDOWN_GRACE:?}; exiting");
+    };
+    let leadership_lost = async move {
+        match leadership {
+            Some(holding) => {
+                let _ = holding.await;
             }
+            None => std::future::pending().await,
         }
-        None => {
-            reconciles.await;
-            Ok(())
-        }
+    };
+    tokio::select! {
+        () = reconciles => Ok(()),
+        () = grace_expired => Ok(()),
+        () = leadership_lost => Err(RunError::LeadershipLost),
     }
+}
+
+/// How long in-flight reconciles may run after SIGTERM.
+const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// Resolves once a stop was requested.
+async fn stopped(mut stop_requested: tokio::sync::watch::Receiver<bool>) {
+    let _ = stop_requested.wait_for(|stop| *stop).await;
 }
 
 fn build_controller(

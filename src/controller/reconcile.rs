@@ -407,21 +407,52 @@ fn reconcile_timeout(ks: &Kustomization) -> Duration {
         .max(Duration::from_secs(30))
 }
 
+/// Adds the finalizer with a JSON patch, so that a concurrent change to other fields of the
+/// object cannot make it conflict.
 async fn add_finalizer(api: &Api<Kustomization>, ks: &Kustomization) -> Result<(), ReconcileError> {
-    let mut finalizers = ks.finalizers().to_vec();
-    finalizers.push(FINALIZER.to_string());
+    let operation = if ks.meta().finalizers.is_none() {
+        json!({"op": "add", "path": "/metadata/finalizers", "value": [FINALIZER]})
+    } else {
+        json!({"op": "add", "path": "/metadata/finalizers/-", "value": FINALIZER})
+    };
+    json_patch(api, ks, json!([operation]))
+        .await
+        .map_err(|source| ReconcileError::Kube {
+            action: "adding the finalizer",
+            source,
+        })
+}
+
+/// Removes the finalizer, testing that it is still where it was read.
+async fn remove_finalizer(
+    api: &Api<Kustomization>,
+    ks: &Kustomization,
+) -> Result<(), ReconcileError> {
+    let Some(index) = ks.finalizers().iter().position(|f| f == FINALIZER) else {
+        return Ok(());
+    };
+    let path = format!("/metadata/finalizers/{index}");
     let patch =
-        json!({"metadata": {"finalizers": finalizers, "resourceVersion": ks.resource_version()}});
-    api.patch(
-        &ks.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(&patch),
-    )
-    .await
-    .map_err(|source| ReconcileError::Kube {
-        action: "adding the finalizer",
-        source,
-    })?;
+        json!([{"op": "test", "path": path, "value": FINALIZER}, {"op": "remove", "path": path}]);
+    match json_patch(api, ks, patch).await {
+        Ok(()) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Err(source) => Err(ReconcileError::Kube {
+            action: "removing the finalizer",
+            source,
+        }),
+    }
+}
+
+async fn json_patch(
+    api: &Api<Kustomization>,
+    ks: &Kustomization,
+    patch: serde_json::Value,
+) -> Result<(), kube::Error> {
+    let patch: json_patch::Patch =
+        serde_json::from_value(patch).map_err(kube::Error::SerdeError)?;
+    api.patch::<Kustomization>(&ks.name_any(), &PatchParams::default(), &Patch::Json(patch))
+        .await?;
     Ok(())
 }
 
@@ -465,31 +496,7 @@ async fn finalize(
                 .await;
         }
     }
-    let finalizers: Vec<String> = ks
-        .finalizers()
-        .iter()
-        .filter(|f| *f != FINALIZER)
-        .cloned()
-        .collect();
-    let patch =
-        json!({"metadata": {"finalizers": finalizers, "resourceVersion": ks.resource_version()}});
-    match api
-        .patch(
-            &ks.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
-        .await
-    {
-        Ok(_) => {}
-        Err(kube::Error::Api(status)) if status.code == 404 => {}
-        Err(source) => {
-            return Err(ReconcileError::Kube {
-                action: "removing the finalizer",
-                source,
-            });
-        }
-    }
+    remove_finalizer(api, ks).await?;
     Ok(Requeue::await_change())
 }
 

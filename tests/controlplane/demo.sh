@@ -15,7 +15,8 @@
 #   KC_DEMO_PROFILE          debug (default) or release: the cargo profile to build and run
 #   KC_DEMO_CONTROLLER_BIN   use this controller binary instead of building one
 #   KC_DEMO_CONTROLLER_ARGS  extra controller arguments (word-split), appended after the demo's own:
-#                            --log-encoding=console --metrics-addr=127.0.0.1:<free> --health-addr=...
+#                            --log-encoding=console --watch-all-namespaces=false
+#                            --metrics-addr=127.0.0.1:<free> --health-addr=127.0.0.1:<free>
 #   KC_DEMO_TIMEOUT          seconds to wait for the Kustomization to be Ready (default 120)
 set -euo pipefail
 
@@ -145,10 +146,12 @@ fi
 
 # --- controller ------------------------------------------------------------------------------------
 read -r -a extra_args <<<"${KC_DEMO_CONTROLLER_ARGS:-}"
-# Free loopback ports instead of Flux's defaults (:8080, :9440), which may well be taken.
+# Free loopback ports instead of Flux's defaults (:8080, :9440), which may well be taken, and only
+# the flux-system namespace: the integration tests may share this control plane and run their own
+# controllers against their own namespaces.
 read -r METRICS_PORT HEALTH_PORT <<<"$(free_ports 2)"
 log "starting $CONTROLLER (log: $CONTROLLER_LOG)"
-RUNTIME_NAMESPACE=flux-system "$CONTROLLER" --log-encoding=console \
+RUNTIME_NAMESPACE=flux-system "$CONTROLLER" --log-encoding=console --watch-all-namespaces=false \
   --metrics-addr="127.0.0.1:$METRICS_PORT" --health-addr="127.0.0.1:$HEALTH_PORT" \
   "${extra_args[@]}" </dev/null >"$CONTROLLER_LOG" 2>&1 &
 controller_pid=$!
