@@ -183,7 +183,7 @@ until "$KUBECTL" wait kustomization.kustomize.toolkit.fluxcd.io/demo -n flux-sys
 done
 
 log "Kustomization flux-system/demo is Ready"
-"$KUBECTL" get kustomizations.kustomize.toolkit.fluxcd.io -A
+"$KUBECTL" get kustomizations.kustomize.toolkit.fluxcd.io -n flux-system
 echo
 "$KUBECTL" get namespace demo
 echo
