@@ -166,6 +166,9 @@ impl ControllerFlags {
         if !self.sops_age_secret.is_empty() {
             return refuse("sops-age-secret", "SOPS decryption");
         }
+        if self.requeue_dependency != DEFAULT_REQUEUE_DEPENDENCY {
+            return refuse("requeue-dependency", "dependsOn");
+        }
         if !self.override_manager.is_empty() {
             return refuse("override-manager", "field manager override");
         }
@@ -175,6 +178,9 @@ impl ControllerFlags {
         Ok(())
     }
 }
+
+/// Flux's default for `--requeue-dependency`.
+const DEFAULT_REQUEUE_DEPENDENCY: Duration = Duration::from_secs(30);
 
 fn parse_duration(text: &str) -> Result<Duration, String> {
     duration::parse(text).map_err(|e| e.to_string())
@@ -352,6 +358,8 @@ mod tests {
         let err = flags.validate().unwrap_err();
         assert_eq!(err.flag, "sops-age-secret");
         assert!(err.to_string().contains("--sops-age-secret"));
+        let flags = parse(&["--requeue-dependency=10s"]).unwrap();
+        assert_eq!(flags.validate().unwrap_err().flag, "requeue-dependency");
         let flags = parse(&["--feature-gates=GroupChangeLog=true"]).unwrap();
         assert_eq!(flags.validate().unwrap_err().flag, "feature-gates");
     }

@@ -1091,3 +1091,103 @@ async fn custom_resources_are_applied_after_their_definitions() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn bad_input_is_refused_with_a_clear_condition_and_nothing_applied() {
+    let f = Fixture::new("bad-input").await;
+    let ns = f.ns();
+    create_git_repository(&f.client, ns, "repo").await;
+    f.publish(
+        1,
+        &[
+            ("deploy/a.yaml", &config_map(ns, "a", "1")),
+            ("overlay/kustomization.yaml", "resources: [../deploy]\n"),
+            ("dup/one.yaml", &config_map(ns, "d", "1")),
+            ("dup/two.yaml", &config_map(ns, "d", "2")),
+        ],
+    )
+    .await;
+    let cases = [
+        (
+            "escape",
+            json!({"path": "../../etc"}),
+            "ArtifactFailed",
+            "escapes the artifact root",
+        ),
+        (
+            "missing",
+            json!({"path": "./nope"}),
+            "ArtifactFailed",
+            "not found in the artifact",
+        ),
+        (
+            "overlay",
+            json!({"path": "./overlay"}),
+            "BuildFailed",
+            "overlay/kustomization.yaml: kustomize overlays are not supported",
+        ),
+        (
+            "duplicate",
+            json!({"path": "./dup"}),
+            "BuildFailed",
+            "duplicate object ConfigMap",
+        ),
+        (
+            "post-build",
+            json!({"postBuild": {"substitute": {"x": "y"}}}),
+            "BuildFailed",
+            "spec.postBuild is not supported",
+        ),
+        (
+            "decryption",
+            json!({"decryption": {"provider": "sops"}}),
+            "BuildFailed",
+            "spec.decryption is not supported",
+        ),
+        (
+            "patches",
+            json!({"patches": [{"patch": "x"}]}),
+            "BuildFailed",
+            "spec.patches is not supported",
+        ),
+        (
+            "kubeconfig",
+            json!({"kubeConfig": {"secretRef": {"name": "remote"}}}),
+            "ReconciliationFailed",
+            "spec.kubeConfig is not supported",
+        ),
+        (
+            "wait",
+            json!({"wait": true}),
+            "HealthCheckFailed",
+            "spec.wait and spec.healthChecks are not supported",
+        ),
+    ];
+    for (name, extra, _, _) in &cases {
+        create_kustomization(&f.client, ns, name, "repo", extra.clone()).await;
+    }
+    for (name, _, expected_reason, expected_message) in &cases {
+        let (reason, message) = wait_ready_with(
+            &f.client,
+            ns,
+            name,
+            ConditionStatus::False,
+            &format!("{name}: Ready=False"),
+        )
+        .await;
+        assert_eq!(&reason, expected_reason, "{name}: {message}");
+        assert!(message.contains(expected_message), "{name}: {message}");
+    }
+    // Only `wait` gets as far as applying (its manifests are fine; the health stage is what
+    // is missing); every other case stopped before the apply stage.
+    assert_eq!(config_map_names(&f.client, ns).await, ["a"]);
+    let api = Api::<Kustomization>::namespaced(f.client.clone(), ns);
+    for (name, ..) in cases.iter().filter(|(name, ..)| *name != "wait") {
+        let status = api.get(name).await.expect("ks").status.expect("status");
+        assert!(
+            status.inventory.is_none(),
+            "{name}: no inventory without an apply"
+        );
+        assert!(status.last_applied_revision.is_none(), "{name}");
+    }
+}

@@ -122,6 +122,14 @@ pub enum ApplyError {
         /// How long we waited.
         seconds: u64,
     },
+    /// A deleted object was still there when the timeout ran out.
+    #[error("{object} was not terminated within {seconds}s")]
+    NotTerminated {
+        /// `Kind/namespace/name` of the object.
+        object: String,
+        /// How long we waited.
+        seconds: u64,
+    },
     /// Deleting an object failed.
     #[error("{object} delete failed: {source}")]
     Delete {
@@ -354,6 +362,44 @@ impl Applier {
             }
         }
         Ok(ChangeSet(changes))
+    }
+
+    /// Waits until none of `deleted` exists any more, within the applier's timeout.
+    pub async fn wait_until_deleted(&self, deleted: &[ObjectId]) -> Result<(), ApplyError> {
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        for id in deleted {
+            let resource = match self.resolver.resolve(&id.api_version(), &id.kind).await {
+                Ok(resource) => resource,
+                Err(ResolveError::NotFound { .. }) => continue,
+                Err(err) => return Err(err.into()),
+            };
+            let api: Api<DynamicObject> = if resource.namespaced {
+                Api::namespaced_with(self.client.clone(), &id.namespace, &resource.api_resource)
+            } else {
+                Api::all_with(self.client.clone(), &resource.api_resource)
+            };
+            loop {
+                match api.get_opt(&id.name).await {
+                    Ok(None) => break,
+                    Ok(Some(_)) if tokio::time::Instant::now() < deadline => {
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                    }
+                    Ok(Some(_)) => {
+                        return Err(ApplyError::NotTerminated {
+                            object: id.describe(),
+                            seconds: self.timeout.as_secs(),
+                        });
+                    }
+                    Err(source) => {
+                        return Err(ApplyError::Delete {
+                            object: id.describe(),
+                            source,
+                        });
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     async fn delete_owned(&self, id: &ObjectId) -> Result<Option<Change>, ApplyError> {

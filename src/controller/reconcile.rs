@@ -174,6 +174,7 @@ async fn run_pipeline(
     ctx: &Context,
     status: &mut KustomizationStatus,
 ) -> Result<Applied, Failure> {
+    refuse_unsupported_fields(ks)?;
     let artifact = get_artifact(ks, ctx).await?;
     let revision = artifact.revision.clone();
     status.last_attempted_revision = Some(revision.clone());
@@ -226,6 +227,33 @@ async fn run_pipeline(
         inventory: inventory.iter().map(ObjectId::to_ref).collect(),
         changes,
     })
+}
+
+/// Fields whose behaviour this controller does not have yet. Ignoring them would apply to
+/// the wrong cluster, as the wrong identity, before dependencies, or over ignored fields, so
+/// the Kustomization fails instead, naming the field.
+fn refuse_unsupported_fields(ks: &Kustomization) -> Result<(), Failure> {
+    let spec = &ks.spec;
+    let non_empty = |s: &Option<String>| s.as_deref().is_some_and(|s| !s.is_empty());
+    let unsupported = [
+        ("kubeConfig", spec.kube_config.is_some()),
+        ("serviceAccountName", non_empty(&spec.service_account_name)),
+        (
+            "dependsOn",
+            spec.depends_on.as_ref().is_some_and(|d| !d.is_empty()),
+        ),
+        (
+            "ignore",
+            spec.ignore.as_ref().is_some_and(|i| !i.is_empty()),
+        ),
+    ];
+    match unsupported.into_iter().find(|(_, used)| *used) {
+        Some((field, _)) => Err(Failure::new(
+            reason::RECONCILIATION_FAILED,
+            format!("spec.{field} is not supported by this controller yet"),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Looks up the source and its artifact, enforcing the cross-namespace policy.
@@ -484,6 +512,15 @@ async fn finalize(
             reconcile_timeout(ks),
         );
         let changes = applier.prune(&inventory).await?;
+        if policy == DeletionPolicy::WaitForTermination {
+            let deleted: Vec<ObjectId> = changes
+                .0
+                .iter()
+                .filter(|c| c.action == crate::apply::Action::Deleted)
+                .map(|c| c.id.clone())
+                .collect();
+            applier.wait_until_deleted(&deleted).await?;
+        }
         if changes.has_changes() {
             ctx.events
                 .publish(
@@ -526,6 +563,26 @@ mod tests {
         assert_eq!(
             reconcile_timeout(&ks("10m", Some("2m"))),
             Duration::from_secs(120)
+        );
+    }
+
+    #[test]
+    fn unbuilt_fields_are_refused_by_name() {
+        let mut k = ks("1m", None);
+        assert!(refuse_unsupported_fields(&k).is_ok());
+        k.spec.service_account_name = Some("deployer".into());
+        let failure = refuse_unsupported_fields(&k).unwrap_err();
+        assert_eq!(failure.reason, reason::RECONCILIATION_FAILED);
+        assert_eq!(
+            failure.message,
+            "spec.serviceAccountName is not supported by this controller yet"
+        );
+        k.spec.kube_config = Some(Default::default());
+        assert!(
+            refuse_unsupported_fields(&k)
+                .unwrap_err()
+                .message
+                .contains("spec.kubeConfig")
         );
     }
 
