@@ -11,4 +11,4 @@ KC_TEST_KUBECONFIG="$(bash "$repo/tests/controlplane/up.sh" "$state")"
 export KC_TEST_KUBECONFIG
 
 cd "$repo"
-cargo test --locked --all-targets "$@"
+cargo test --locked --all-targets --no-fail-fast "$@"
