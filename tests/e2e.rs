@@ -411,6 +411,22 @@ impl Fixture {
         self.ns.name()
     }
 
+    /// A GitRepository `repo` with `files` at revision 1, and a Kustomization `app` of its
+    /// `./deploy` that has become Ready.
+    async fn app_ready_with(&self, files: &[(&str, &str)]) {
+        create_git_repository(&self.client, self.ns(), "repo").await;
+        self.publish(1, files).await;
+        create_kustomization(&self.client, self.ns(), "app", "repo", json!({})).await;
+        wait_ready_with(
+            &self.client,
+            self.ns(),
+            "app",
+            ConditionStatus::True,
+            "revision 1 applied",
+        )
+        .await;
+    }
+
     /// A GitRepository `repo` with the given files at `revision(n)`.
     async fn publish(&self, n: u32, files: &[(&str, &str)]) {
         let (url, digest) = serve(tarball(files));
@@ -565,18 +581,8 @@ async fn applies_reports_ready_and_prunes_what_left_the_source() {
 async fn digest_mismatch_fails_without_touching_applied_objects() {
     let f = Fixture::new("digest").await;
     let ns = f.ns();
-    create_git_repository(&f.client, ns, "repo").await;
-    f.publish(1, &[("deploy/a.yaml", &config_map(ns, "a", "1"))])
+    f.app_ready_with(&[("deploy/a.yaml", &config_map(ns, "a", "1"))])
         .await;
-    create_kustomization(&f.client, ns, "app", "repo", json!({})).await;
-    wait_ready_with(
-        &f.client,
-        ns,
-        "app",
-        ConditionStatus::True,
-        "first revision applied",
-    )
-    .await;
 
     let (url, _) = serve(tarball(&[("deploy/b.yaml", &config_map(ns, "b", "2"))]));
     let wrong = format!("sha256:{}", "0".repeat(64));
@@ -640,18 +646,8 @@ async fn missing_source_then_created_becomes_ready_by_itself() {
 async fn requested_at_annotation_triggers_a_reconcile() {
     let f = Fixture::new("requested-at").await;
     let ns = f.ns();
-    create_git_repository(&f.client, ns, "repo").await;
-    f.publish(1, &[("deploy/a.yaml", &config_map(ns, "a", "1"))])
+    f.app_ready_with(&[("deploy/a.yaml", &config_map(ns, "a", "1"))])
         .await;
-    create_kustomization(&f.client, ns, "app", "repo", json!({})).await;
-    wait_ready_with(
-        &f.client,
-        ns,
-        "app",
-        ConditionStatus::True,
-        "first revision applied",
-    )
-    .await;
 
     // Drift: the object is deleted behind the controller's back; only a reconcile brings it back.
     let configmaps = Api::<ConfigMap>::namespaced(f.client.clone(), ns);
@@ -691,17 +687,11 @@ async fn requested_at_annotation_triggers_a_reconcile() {
 async fn deleting_the_kustomization_prunes_its_objects_and_releases_the_finalizer() {
     let f = Fixture::new("delete").await;
     let ns = f.ns();
-    create_git_repository(&f.client, ns, "repo").await;
-    f.publish(
-        1,
-        &[
-            ("deploy/a.yaml", &config_map(ns, "a", "1")),
-            ("deploy/b.yaml", &config_map(ns, "b", "1")),
-        ],
-    )
+    f.app_ready_with(&[
+        ("deploy/a.yaml", &config_map(ns, "a", "1")),
+        ("deploy/b.yaml", &config_map(ns, "b", "1")),
+    ])
     .await;
-    create_kustomization(&f.client, ns, "app", "repo", json!({})).await;
-    wait_ready_with(&f.client, ns, "app", ConditionStatus::True, "applied").await;
     assert_eq!(config_map_names(&f.client, ns).await, ["a", "b"]);
 
     let api = Api::<Kustomization>::namespaced(f.client.clone(), ns);
@@ -889,11 +879,8 @@ async fn change_sets_and_failures_are_recorded_as_events() {
     use k8s_openapi::api::events::v1::Event;
     let f = Fixture::new("events").await;
     let ns = f.ns();
-    create_git_repository(&f.client, ns, "repo").await;
-    f.publish(1, &[("deploy/a.yaml", &config_map(ns, "a", "1"))])
+    f.app_ready_with(&[("deploy/a.yaml", &config_map(ns, "a", "1"))])
         .await;
-    create_kustomization(&f.client, ns, "app", "repo", json!({})).await;
-    wait_ready_with(&f.client, ns, "app", ConditionStatus::True, "applied").await;
     let events: Api<Event> = Api::namespaced(f.client.clone(), ns);
     let notes = async || -> Vec<(String, String)> {
         events
@@ -965,11 +952,8 @@ async fn change_sets_and_failures_are_recorded_as_events() {
 async fn suspended_kustomizations_are_left_alone_until_resumed() {
     let f = Fixture::new("suspend").await;
     let ns = f.ns();
-    create_git_repository(&f.client, ns, "repo").await;
-    f.publish(1, &[("deploy/a.yaml", &config_map(ns, "a", "1"))])
+    f.app_ready_with(&[("deploy/a.yaml", &config_map(ns, "a", "1"))])
         .await;
-    create_kustomization(&f.client, ns, "app", "repo", json!({})).await;
-    wait_ready_with(&f.client, ns, "app", ConditionStatus::True, "applied").await;
 
     let api = Api::<Kustomization>::namespaced(f.client.clone(), ns);
     let suspend = |value: bool| json!({"spec": {"suspend": value}});
