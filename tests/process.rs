@@ -1,0 +1,174 @@
+//! The controller as a process: flags, leader election, probes and metrics.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::api::Api;
+use support::{TestNamespace, wait_for};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_kustomize-controller");
+
+/// Kills the controller when the test ends, however it ends.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+fn http_get(port: u16, path: &str) -> Result<(u16, String), String> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .map_err(|e| e.to_string())?;
+    let mut response = String::new();
+    stream
+        .read_to_string(&mut response)
+        .map_err(|e| e.to_string())?;
+    let status = response
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or(response.clone())?;
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    Ok((status, body))
+}
+
+#[test]
+fn flags_without_behaviour_are_refused_by_name() {
+    for (flag, name) in [
+        ("--sops-age-secret=age", "--sops-age-secret"),
+        (
+            "--default-service-account=deployer",
+            "--default-service-account",
+        ),
+        ("--override-manager=kubectl", "--override-manager"),
+        ("--feature-gates=DirectSourceFetch=true", "--feature-gates"),
+    ] {
+        let output = Command::new(BINARY)
+            .arg(flag)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run");
+        assert_eq!(output.status.code(), Some(2), "{flag}");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(name) && stderr.contains("not supported"),
+            "{flag}: {stderr}"
+        );
+    }
+    let output = Command::new(BINARY)
+        .arg("--feature-gates=NoSuchGate=true")
+        .output()
+        .expect("run");
+    assert!(!output.status.success());
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("unknown feature gate \"NoSuchGate\"")
+    );
+}
+
+#[test]
+fn crd_subcommand_prints_the_checked_in_crd() {
+    let output = Command::new(BINARY).arg("crd").output().expect("run");
+    assert!(output.status.success());
+    let checked_in =
+        std::fs::read(support::repo_root().join(kustomize_controller::api::crd::CRD_FILE))
+            .expect("CRD file");
+    assert!(
+        output.stdout == checked_in,
+        "`kustomize-controller crd` differs from the checked-in CRD"
+    );
+}
+
+#[tokio::test]
+async fn leader_election_probes_and_metrics() {
+    let client = support::client().await;
+    let ns = TestNamespace::new(&client, "leader").await;
+    let (health, metrics) = (free_port(), free_port());
+    let _controller = Running(
+        Command::new(BINARY)
+            .args([
+                "--log-encoding=console",
+                "--enable-leader-election",
+                "--leader-election-retry-period=1s",
+                &format!("--health-addr=127.0.0.1:{health}"),
+                &format!("--metrics-addr=127.0.0.1:{metrics}"),
+                // Watch only the (empty) test namespace: this controller must not compete
+                // with other tests' controllers.
+                "--watch-all-namespaces=false",
+            ])
+            .env("KUBECONFIG", support::kubeconfig_path())
+            .env("RUNTIME_NAMESPACE", ns.name())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the controller"),
+    );
+
+    let leases: Api<Lease> = Api::namespaced(client.clone(), ns.name());
+    let lease = wait_for(
+        Duration::from_secs(60),
+        "the leader election Lease",
+        async || match leases.get_opt("kustomize-controller-leader-election").await {
+            Ok(Some(lease)) => Ok(lease),
+            other => Err(format!("{other:?}")),
+        },
+    )
+    .await;
+    let spec = lease.spec.expect("lease spec");
+    assert!(spec.holder_identity.is_some_and(|h| !h.is_empty()));
+    assert_eq!(spec.lease_duration_seconds, Some(35));
+
+    let (status, body) = wait_for(Duration::from_secs(30), "/healthz", async || {
+        http_get(health, "/healthz")
+    })
+    .await;
+    assert_eq!((status, body.as_str()), (200, "ok"));
+    let (status, _) = http_get(health, "/readyz").expect("/readyz");
+    assert_eq!(status, 200);
+    // A reconcile (here of a Kustomization whose source does not exist) is measured.
+    let ks: kustomize_controller::api::Kustomization = serde_json::from_value(serde_json::json!({
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": {"name": "app", "namespace": ns.name()},
+        "spec": {"interval": "10m", "prune": true, "sourceRef": {"kind": "GitRepository", "name": "missing"}}
+    }))
+    .expect("kustomization");
+    Api::namespaced(client.clone(), ns.name())
+        .create(&Default::default(), &ks)
+        .await
+        .expect("create");
+    let series = format!(
+        "gotk_reconcile_duration_seconds_count{{kind=\"Kustomization\",name=\"app\",namespace=\"{}\"}}",
+        ns.name()
+    );
+    wait_for(
+        Duration::from_secs(60),
+        "the reconcile duration metric",
+        async || match http_get(metrics, "/metrics") {
+            Ok((200, body)) if body.contains(&series) => Ok(()),
+            other => Err(other),
+        },
+    )
+    .await;
+}
