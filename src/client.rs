@@ -1,17 +1,21 @@
 //! The Kubernetes client, with client-side rate limiting as client-go does it
 //! (`--kube-api-qps`, `--kube-api-burst`).
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll, ready};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
+use http::Request;
 use kube::client::ClientBuilder;
 use kube::{Client, Config};
-use tokio::time::{Instant, Sleep};
+use tokio::time::Instant;
 use tower::{Layer, Service};
 
-/// A token bucket: `burst` requests at once, refilled at `qps` per second.
+/// A token bucket: `burst` requests at once, refilled at `qps` per second. Like Go's
+/// `rate.Limiter.Reserve`, taking a token always succeeds and says how long the caller must
+/// wait before using it, so that callers are served in order.
 #[derive(Debug)]
 pub struct TokenBucket {
     capacity: f64,
@@ -32,21 +36,24 @@ impl TokenBucket {
         }
     }
 
-    /// Takes a token, or tells how long until one is available.
-    pub fn try_take(&mut self, now: Instant) -> Result<(), Duration> {
+    /// Reserves a token and returns how long to wait before it may be used.
+    pub fn reserve(&mut self, now: Instant) -> Duration {
         let elapsed = now.saturating_duration_since(self.last).as_secs_f64();
         self.last = now;
-        self.tokens = (self.tokens + elapsed * self.rate).min(self.capacity);
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
-            Ok(())
+        self.tokens = (self.tokens + elapsed * self.rate).min(self.capacity) - 1.0;
+        if self.tokens >= 0.0 {
+            Duration::ZERO
         } else {
-            Err(Duration::from_secs_f64((1.0 - self.tokens) / self.rate))
+            Duration::from_secs_f64(-self.tokens / self.rate)
         }
     }
 }
 
-/// Layer that delays requests beyond the bucket's rate.
+/// Layer that delays requests beyond the rate, with one bucket per API group and version.
+///
+/// That is the limit Flux's controller effectively has: controller-runtime gives every
+/// group-version its own REST client, and client-go gives every REST client its own
+/// `--kube-api-qps`/`--kube-api-burst` token bucket.
 pub struct RateLimitLayer {
     qps: f32,
     burst: u32,
@@ -58,47 +65,61 @@ impl<S> Layer<S> for RateLimitLayer {
     fn layer(&self, inner: S) -> RateLimit<S> {
         RateLimit {
             inner,
-            bucket: TokenBucket::new(self.qps, self.burst),
-            sleep: None,
-            permitted: false,
+            qps: self.qps,
+            burst: self.burst,
+            buckets: HashMap::new(),
         }
     }
 }
 
 /// The rate-limited service. kube's client buffers requests in front of one instance of
-/// it, so a single bucket covers every request of the process.
+/// it, so its buckets cover every request of the process.
 pub struct RateLimit<S> {
     inner: S,
-    bucket: TokenBucket,
-    sleep: Option<Pin<Box<Sleep>>>,
-    permitted: bool,
+    qps: f32,
+    burst: u32,
+    buckets: HashMap<String, TokenBucket>,
 }
 
-impl<S, R> Service<R> for RateLimit<S>
+/// `/api/v1` or `/apis/<group>/<version>`: the part of a request path that picks the REST
+/// client in client-go.
+fn group_version(path: &str) -> &str {
+    let segments = if path.starts_with("/apis/") { 3 } else { 2 };
+    let end = path
+        .match_indices('/')
+        .nth(segments)
+        .map_or(path.len(), |(i, _)| i);
+    &path[..end]
+}
+
+impl<S, B> Service<Request<B>> for RateLimit<S>
 where
-    S: Service<R>,
+    S: Service<Request<B>>,
+    S::Future: Send + 'static,
 {
     type Response = S::Response;
     type Error = S::Error;
-    type Future = S::Future;
+    type Future = Pin<Box<dyn Future<Output = Result<S::Response, S::Error>> + Send>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        while !self.permitted {
-            if let Some(sleep) = self.sleep.as_mut() {
-                ready!(Future::poll(sleep.as_mut(), cx));
-                self.sleep = None;
-            }
-            match self.bucket.try_take(Instant::now()) {
-                Ok(()) => self.permitted = true,
-                Err(wait) => self.sleep = Some(Box::pin(tokio::time::sleep(wait))),
-            }
-        }
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: R) -> Self::Future {
-        self.permitted = false;
-        self.inner.call(request)
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        let key = group_version(request.uri().path()).to_string();
+        let (qps, burst) = (self.qps, self.burst);
+        let wait = self
+            .buckets
+            .entry(key)
+            .or_insert_with(|| TokenBucket::new(qps, burst))
+            .reserve(Instant::now());
+        let response = self.inner.call(request);
+        Box::pin(async move {
+            if !wait.is_zero() {
+                tokio::time::sleep(wait).await;
+            }
+            response.await
+        })
     }
 }
 
@@ -122,24 +143,68 @@ mod tests {
         let mut bucket = TokenBucket::new(10.0, 3);
         bucket.last = start;
         for _ in 0..3 {
-            assert_eq!(bucket.try_take(start), Ok(()));
+            assert_eq!(bucket.reserve(start), Duration::ZERO);
         }
-        let wait = bucket.try_take(start).unwrap_err();
+        let wait = bucket.reserve(start);
         assert!((wait.as_secs_f64() - 0.1).abs() < 1e-9, "{wait:?}");
-        assert_eq!(bucket.try_take(start + Duration::from_millis(100)), Ok(()));
-        assert!(bucket.try_take(start + Duration::from_millis(150)).is_err());
+        // The next reservation queues behind the previous one.
+        let wait = bucket.reserve(start);
+        assert!((wait.as_secs_f64() - 0.2).abs() < 1e-9, "{wait:?}");
+        assert_eq!(
+            bucket.reserve(start + Duration::from_millis(300)),
+            Duration::ZERO
+        );
+    }
+
+    #[test]
+    fn buckets_are_per_group_version() {
+        assert_eq!(
+            group_version("/api/v1/namespaces/a/configmaps/b"),
+            "/api/v1"
+        );
+        assert_eq!(
+            group_version("/apis/apps/v1/namespaces/a/deployments"),
+            "/apis/apps/v1"
+        );
+        assert_eq!(group_version("/apis/apps/v1"), "/apis/apps/v1");
+        assert_eq!(group_version("/version"), "/version");
     }
 
     #[tokio::test(start_paused = true)]
-    async fn the_service_waits_for_a_token() {
+    async fn requests_beyond_the_burst_wait_for_a_token() {
         use tower::ServiceExt;
-        let service =
-            tower::service_fn(|_: ()| async { Ok::<_, std::convert::Infallible>(Instant::now()) });
+        let service = tower::service_fn(|_: Request<()>| async {
+            Ok::<_, std::convert::Infallible>(Instant::now())
+        });
         let mut limited = RateLimitLayer { qps: 2.0, burst: 1 }.layer(service);
+        let request = |path: &str| Request::get(path).body(()).expect("request");
         let start = Instant::now();
-        let first = limited.ready().await.unwrap().call(()).await.unwrap();
-        let second = limited.ready().await.unwrap().call(()).await.unwrap();
+        let first = limited
+            .ready()
+            .await
+            .unwrap()
+            .call(request("/api/v1/pods"))
+            .await
+            .unwrap();
+        let other_group = limited
+            .ready()
+            .await
+            .unwrap()
+            .call(request("/apis/apps/v1/deployments"))
+            .await
+            .unwrap();
+        let second = limited
+            .ready()
+            .await
+            .unwrap()
+            .call(request("/api/v1/pods"))
+            .await
+            .unwrap();
         assert_eq!(first, start);
+        assert_eq!(
+            other_group, start,
+            "another group-version has its own bucket"
+        );
         assert!(second.duration_since(start) >= Duration::from_millis(500));
     }
 }
