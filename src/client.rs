@@ -123,14 +123,41 @@ where
     }
 }
 
-/// Builds a client from `config`, limited to `qps` requests per second with bursts of
-/// `burst`. A `qps` of zero or less disables the limit.
-pub fn build(config: Config, qps: f32, burst: u32) -> Result<Client, kube::Error> {
-    let builder = ClientBuilder::try_from(config)?;
-    if qps <= 0.0 {
-        return Ok(builder.build());
+/// Response header the API server sets when API Priority and Fairness handled a request.
+const FLOW_SCHEMA_HEADER: &str = "X-Kubernetes-PF-FlowSchema-UID";
+
+/// Builds the client the way Flux's controller does: when the API server enforces API
+/// Priority and Fairness (it answers `HEAD /livez/ping` with a flow schema header), there is
+/// no client-side limit; otherwise requests are limited to `qps` per second with bursts of
+/// `burst`, per API group-version. A `qps` of zero or less disables the limit.
+pub async fn build(config: Config, qps: f32, burst: u32) -> Result<Client, kube::Error> {
+    let unlimited = ClientBuilder::try_from(config.clone())?.build();
+    if qps <= 0.0 || priority_and_fairness_enabled(&unlimited).await {
+        tracing::debug!(
+            "client-side rate limiting off: the API server enforces priority and fairness"
+        );
+        return Ok(unlimited);
     }
-    Ok(builder.with_layer(&RateLimitLayer { qps, burst }).build())
+    tracing::debug!(qps, burst, "client-side rate limiting on");
+    Ok(ClientBuilder::try_from(config)?
+        .with_layer(&RateLimitLayer { qps, burst })
+        .build())
+}
+
+/// Whether the API server enforces API Priority and Fairness.
+pub async fn priority_and_fairness_enabled(client: &Client) -> bool {
+    let Ok(request) = Request::head("/livez/ping").body(Vec::new()) else {
+        return false;
+    };
+    // Any answer counts, a 404 included: the header is set before routing.
+    match client.send(request.map(kube::client::Body::from)).await {
+        Ok(response) => response.headers().contains_key(FLOW_SCHEMA_HEADER),
+        Err(kube::Error::Api(_)) => false,
+        Err(err) => {
+            tracing::debug!(error = %err, "could not tell whether the API server enforces priority and fairness");
+            false
+        }
+    }
 }
 
 #[cfg(test)]

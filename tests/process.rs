@@ -172,3 +172,11 @@ async fn leader_election_probes_and_metrics() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn client_side_limits_are_off_when_the_server_enforces_priority_and_fairness() {
+    // kube-apiserver enables API Priority and Fairness by default, so Flux's controller (and
+    // this one) send requests without a client-side limit.
+    let client = support::client().await;
+    assert!(kustomize_controller::client::priority_and_fairness_enabled(&client).await);
+}

@@ -18,7 +18,7 @@ use kube::{Client, ResourceExt};
 use serde_json::Value;
 
 pub use inventory::{InvalidInventoryId, ObjectId};
-pub use order::{sort_for_apply, stage};
+pub use order::{sort_for_apply, stage, stage_of_kind};
 pub use resolve::{ResolveError, Resolver};
 
 use crate::api::names::{
@@ -353,13 +353,22 @@ impl Applier {
     }
 
     /// Deletes the live objects among `stale` that still carry this owner's labels and are
-    /// not protected by `prune: disabled` or `reconcile: disabled`, in reverse order.
+    /// not protected by `prune: disabled` or `reconcile: disabled`: stage by stage in
+    /// reverse apply order, `concurrency` requests at a time within a stage.
     pub async fn prune(&self, stale: &[ObjectId]) -> Result<ChangeSet, ApplyError> {
         let mut changes = Vec::new();
-        for id in stale.iter().rev() {
-            if let Some(change) = self.delete_owned(id).await? {
-                changes.push(change);
-            }
+        for stage in (1..=4).rev() {
+            let batch: Vec<_> = stale
+                .iter()
+                .rev()
+                .filter(|id| stage_of_kind(&id.kind, &self.custom_stage_kinds) == stage)
+                .map(|id| self.delete_owned(id))
+                .collect();
+            let deleted: Vec<Option<Change>> = futures::stream::iter(batch)
+                .buffered(self.concurrency)
+                .try_collect()
+                .await?;
+            changes.extend(deleted.into_iter().flatten());
         }
         Ok(ChangeSet(changes))
     }

@@ -41,7 +41,11 @@ const LAST_KINDS: [&str; 2] = [
 
 /// The stage an object is applied in (1 to 4); each stage completes before the next.
 pub fn stage(object: &Object, custom_stage_kinds: &[String]) -> u8 {
-    let kind = object.kind();
+    stage_of_kind(object.kind(), custom_stage_kinds)
+}
+
+/// The stage objects of `kind` are applied in.
+pub fn stage_of_kind(kind: &str, custom_stage_kinds: &[String]) -> u8 {
     if CLUSTER_DEFINITION_KINDS.contains(&kind) {
         1
     } else if kind.ends_with("Class") {

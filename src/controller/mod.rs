@@ -59,7 +59,7 @@ pub enum RunError {
 /// Runs the controller until SIGTERM or SIGINT.
 pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
     let config = kube::Config::infer().await?;
-    let client = crate::client::build(config, flags.kube_api_qps, flags.kube_api_burst)?;
+    let client = crate::client::build(config, flags.kube_api_qps, flags.kube_api_burst).await?;
     let metrics = Metrics::default();
     let readiness = Readiness::default();
     http::serve_probes(&flags.health_addr, readiness.clone()).await?;

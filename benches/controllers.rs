@@ -1,0 +1,299 @@
+//! Side-by-side benchmark: our kustomize-controller against Flux's Go kustomize-controller, on
+//! the same local control plane (tests/controlplane/up.sh in target/bench-controlplane).
+//!
+//! ```text
+//! cargo bench --bench controllers -- [--kustomizations N] [--objects M] [--flux PATH] [--runs R]
+//! ```
+//!
+//! For each implementation in turn (never both at once: they would fight over the same
+//! objects), on fresh namespaces: start the controller, wait for one warm-up Kustomization, then
+//! (a) create N Kustomizations, each with its own GitRepository whose artifact holds M objects,
+//! and time until all are Ready with "Applied revision"; (b) publish a new revision on every
+//! GitRepository (one object changed, one removed) and time until all report it; (delete)
+//! delete them all and time until every finalizer is released. Controller RSS and CPU come from
+//! /proc, API request counts from kube-apiserver's `apiserver_request_total` (minus the bench's
+//! own requests). The table goes to stdout and to target/bench-controllers.md.
+//!
+//! Our binary is the one cargo builds for this bench (the bench profile inherits `release`);
+//! Flux's is built once by tests/bench/install-flux-controller.sh unless `--flux` names one.
+
+#[path = "controllers/args.rs"]
+mod args;
+#[path = "controllers/artifacts.rs"]
+mod artifacts;
+#[path = "controllers/cluster.rs"]
+mod cluster;
+#[path = "controllers/process.rs"]
+mod process;
+#[path = "controllers/report.rs"]
+mod report;
+#[path = "controllers/scenario.rs"]
+mod scenario;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use clap::Parser;
+use futures::StreamExt;
+use kube::api::{Api, DynamicObject};
+use kube::runtime::{WatchStreamExt, reflector, watcher};
+
+use args::{Args, Only};
+use scenario::{Bench, Implementation};
+
+fn main() {
+    // `cargo test --all-targets` (tests/run.sh) builds and runs bench targets too, without the
+    // `--bench` flag `cargo bench` passes: do nothing then, this takes minutes.
+    if !std::env::args().any(|arg| arg == "--bench") {
+        eprintln!(
+            "controllers: not run by `cargo bench`; skipping. Run it with \
+             `cargo bench --bench controllers -- [OPTIONS]`"
+        );
+        return;
+    }
+    let args = Args::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("build the tokio runtime");
+    runtime.block_on(run(args));
+}
+
+/// Sets up, measures every implementation `--runs` times, writes the report.
+async fn run(args: Args) {
+    let repo_root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root.join("target"));
+    let implementations = implementations(&args, &repo_root);
+    for implementation in &implementations {
+        eprintln!(
+            "bench: {} = {}",
+            implementation.name,
+            implementation.binary.display()
+        );
+    }
+
+    let control_plane = cluster::ControlPlane::up(
+        &repo_root,
+        &target_dir.join("bench-controlplane"),
+        args.keep_controlplane,
+    );
+    let client = control_plane.client().await;
+    let server = artifacts::ArtifactServer::start();
+    let (kustomizations, watch) = watch_kustomizations(&client).await;
+    let work_dir = target_dir.join("bench-controllers");
+    let bench = Bench::new(
+        &control_plane,
+        client,
+        &server,
+        kustomizations,
+        &args,
+        work_dir,
+    );
+
+    let load_before = load_average();
+    let mut results = Vec::new();
+    for index in 1..=args.runs {
+        for implementation in &implementations {
+            results.push(bench.run(implementation, index).await);
+        }
+    }
+    let load_after = load_average();
+    // Before the control plane stops: a watch left open makes kube-apiserver's shutdown slow.
+    watch.abort();
+
+    let report = format!(
+        "{}\n{}{}",
+        header(&args, &implementations, &load_before, &load_after),
+        report::table(&results),
+        notes(&results)
+    );
+    println!("{report}");
+    let output = args
+        .output
+        .clone()
+        .unwrap_or_else(|| target_dir.join("bench-controllers.md"));
+    std::fs::write(&output, &report).unwrap_or_else(|e| panic!("write {}: {e}", output.display()));
+    eprintln!("bench: report written to {}", output.display());
+}
+
+/// The implementations to run, in order.
+fn implementations(args: &Args, repo_root: &Path) -> Vec<Implementation> {
+    let mut list = Vec::new();
+    if args.only != Only::Flux {
+        let binary = args
+            .ours
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_kustomize-controller")));
+        assert!(
+            binary.is_file(),
+            "our controller binary {} does not exist",
+            binary.display()
+        );
+        list.push(Implementation {
+            name: "ours",
+            binary,
+        });
+    }
+    if args.only != Only::Ours {
+        let binary = args
+            .flux
+            .clone()
+            .unwrap_or_else(|| install_flux_controller(repo_root));
+        list.push(Implementation {
+            name: "Flux",
+            binary,
+        });
+    }
+    list
+}
+
+/// Runs tests/bench/install-flux-controller.sh (a no-op once the binary is cached) and returns
+/// the path it prints.
+fn install_flux_controller(repo_root: &Path) -> PathBuf {
+    let script = repo_root.join("tests/bench/install-flux-controller.sh");
+    eprintln!(
+        "bench: getting Flux's kustomize-controller with {} (the first run builds it: minutes)",
+        script.display()
+    );
+    let output = Command::new("bash")
+        .arg(&script)
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap_or_else(|e| panic!("run {}: {e}", script.display()));
+    assert!(
+        output.status.success(),
+        "{} failed ({}); pass --flux PATH to use a binary built elsewhere",
+        script.display(),
+        output.status
+    );
+    let path = PathBuf::from(
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .trim(),
+    );
+    assert!(
+        path.is_file(),
+        "{} printed no binary path",
+        script.display()
+    );
+    path
+}
+
+/// A store of every Kustomization carrying the bench's run label, fed by a watch that runs
+/// until the returned task is aborted. Returns once the initial list is in.
+async fn watch_kustomizations(
+    client: &kube::Client,
+) -> (reflector::Store<DynamicObject>, tokio::task::JoinHandle<()>) {
+    let resource = scenario::kustomization_resource();
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+    let writer = reflector::store::Writer::new(resource);
+    let store = writer.as_reader();
+    let config = watcher::Config::default().labels(scenario::RUN_LABEL);
+    let stream = reflector(writer, watcher(api, config)).default_backoff();
+    let task = tokio::spawn(async move {
+        stream
+            .for_each(|event| async move {
+                if let Err(e) = event {
+                    eprintln!("bench: Kustomization watch error: {e}");
+                }
+            })
+            .await;
+    });
+    store
+        .wait_until_ready()
+        .await
+        .expect("the Kustomization watch stopped before its first list");
+    (store, task)
+}
+
+/// The first line of /proc/loadavg (the machine is shared: this says how busy it was).
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".to_string())
+}
+
+/// What was run, on what.
+fn header(
+    args: &Args,
+    implementations: &[Implementation],
+    load_before: &str,
+    load_after: &str,
+) -> String {
+    let mut text = format!(
+        "# kustomize-controller: ours vs Flux\n\n\
+         - {} Kustomizations x {} objects (ConfigMap, headless Service, Deployment in turn) in {} \
+         namespaces, one GitRepository each; `--concurrent={}`{}; {} run(s) per implementation, \
+         alternating\n",
+        args.kustomizations,
+        args.objects,
+        args.namespaces,
+        args.concurrent,
+        args.controller_args
+            .iter()
+            .map(|a| format!(" `{a}`"))
+            .collect::<String>(),
+        args.runs,
+    );
+    for implementation in implementations {
+        let origin = if implementation.name == "ours" && args.ours.is_none() {
+            format!(" (built by cargo from {})", source_version())
+        } else {
+            String::new()
+        };
+        text.push_str(&format!(
+            "- {}: `{}`{origin}\n",
+            implementation.name,
+            implementation.binary.display()
+        ));
+    }
+    let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
+    text.push_str(&format!(
+        "- machine: {cpus} CPUs, load average {load_before} before, {load_after} after (shared \
+         machine: CPU noise)\n\
+         - lower is better everywhere; ratio > 1 means Flux took more than ours. API requests are \
+         the controller's: apiserver_request_total minus the bench's own requests and minus \
+         Lease requests (kube-apiserver's heartbeats; leader election is off), +-1 for the \
+         bench's watch. Per-resource counts: target/bench-controllers/<run id>/requests.txt\n"
+    ));
+    text
+}
+
+/// `git describe --always --dirty` of the repository, or "an unknown revision".
+fn source_version() -> String {
+    Command::new("git")
+        .args([
+            "-C",
+            env!("CARGO_MANIFEST_DIR"),
+            "describe",
+            "--always",
+            "--dirty",
+        ])
+        .stderr(Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| format!("`{}`", String::from_utf8_lossy(&o.stdout).trim()))
+        .unwrap_or_else(|| "an unknown revision".to_string())
+}
+
+/// The runs' notes, if any, as a list under the table.
+fn notes(results: &[report::RunResult]) -> String {
+    let mut text = String::new();
+    for result in results {
+        for note in &result.notes {
+            text.push_str(&format!("- note ({}): {note}\n", result.implementation));
+        }
+    }
+    if text.is_empty() {
+        text
+    } else {
+        format!("\n{text}")
+    }
+}

@@ -1,0 +1,76 @@
+//! Command-line options of the `controllers` bench.
+
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+
+/// Runs our kustomize-controller and Flux's Go kustomize-controller, one after the other, against
+/// the same local control plane and reports how they compare.
+///
+/// Usage: `cargo bench --bench controllers -- [OPTIONS]`.
+#[derive(Debug, Parser)]
+#[command(name = "controllers")]
+pub struct Args {
+    /// How many Kustomizations to create (each with its own GitRepository).
+    #[arg(long, default_value_t = 100)]
+    pub kustomizations: usize,
+
+    /// How many objects (ConfigMaps, headless Services, Deployments in turn) each artifact holds.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(2..))]
+    pub objects: u64,
+
+    /// How many namespaces the Kustomizations are spread across.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    pub namespaces: u64,
+
+    /// Flux's kustomize-controller binary; default: built (once) by
+    /// tests/bench/install-flux-controller.sh.
+    #[arg(long)]
+    pub flux: Option<PathBuf>,
+
+    /// Our controller binary; default: the one cargo built for this bench (bench profile, which
+    /// is the release profile).
+    #[arg(long)]
+    pub ours: Option<PathBuf>,
+
+    /// How many times to run each implementation (alternating ours, Flux, ours, Flux, ...).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub runs: u64,
+
+    /// Run only one implementation.
+    #[arg(long, value_enum, default_value_t = Only::Both)]
+    pub only: Only,
+
+    /// `--concurrent` for both controllers.
+    #[arg(long, default_value_t = 4)]
+    pub concurrent: u32,
+
+    /// An extra flag passed to both controllers (repeatable), e.g. `--controller-arg=--kube-api-qps=100`.
+    #[arg(long = "controller-arg", allow_hyphen_values = true)]
+    pub controller_args: Vec<String>,
+
+    /// Seconds to wait for each phase before giving up on it.
+    #[arg(long, default_value_t = 900)]
+    pub timeout: u64,
+
+    /// Leave the control plane running at the end (stop it with tests/controlplane/down.sh).
+    #[arg(long)]
+    pub keep_controlplane: bool,
+
+    /// Where to write the markdown report; default: target/bench-controllers.md.
+    #[arg(long)]
+    pub output: Option<PathBuf>,
+
+    /// Passed by `cargo bench` to every bench binary; without it the bench does nothing (so that
+    /// `cargo test --all-targets` does not run it).
+    #[arg(long, hide = true)]
+    pub bench: bool,
+}
+
+/// Which implementations to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Only {
+    Both,
+    Ours,
+    Flux,
+}

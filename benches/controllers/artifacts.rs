@@ -1,0 +1,161 @@
+//! An in-process HTTP/1.1 server for source artifacts (tar.gz), plus the manifests they hold.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+
+use sha2::{Digest, Sha256};
+
+/// Serves registered tarballs at `/artifacts/<digest>.tar.gz`, one thread per connection.
+pub struct ArtifactServer {
+    address: String,
+    files: Arc<Mutex<HashMap<String, Arc<Vec<u8>>>>>,
+}
+
+/// Where a published artifact can be fetched, and its digest (`sha256:<hex>`).
+pub struct Artifact {
+    pub url: String,
+    pub digest: String,
+    pub size: usize,
+}
+
+impl ArtifactServer {
+    /// Binds a loopback port and starts serving in a background thread.
+    pub fn start() -> ArtifactServer {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the artifact server");
+        let address = format!(
+            "http://{}",
+            listener.local_addr().expect("artifact server address")
+        );
+        let files: Arc<Mutex<HashMap<String, Arc<Vec<u8>>>>> = Arc::default();
+        let served = files.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let files = served.clone();
+                std::thread::spawn(move || handle(stream, &files));
+            }
+        });
+        ArtifactServer { address, files }
+    }
+
+    /// Registers `tarball` and returns its URL and digest.
+    pub fn publish(&self, tarball: Vec<u8>) -> Artifact {
+        let hex = hex::encode(Sha256::digest(&tarball));
+        let path = format!("/artifacts/{hex}.tar.gz");
+        let size = tarball.len();
+        self.files
+            .lock()
+            .expect("artifact map lock")
+            .insert(path.clone(), Arc::new(tarball));
+        Artifact {
+            url: format!("{}{path}", self.address),
+            digest: format!("sha256:{hex}"),
+            size,
+        }
+    }
+}
+
+/// Answers one request: the file at the request path, or 404.
+fn handle(stream: TcpStream, files: &Mutex<HashMap<String, Arc<Vec<u8>>>>) {
+    let Ok(read_half) = stream.try_clone() else {
+        return;
+    };
+    let mut reader = BufReader::new(read_half);
+    let mut request_line = String::new();
+    if reader.read_line(&mut request_line).is_err() {
+        return;
+    }
+    loop {
+        let mut header = String::new();
+        match reader.read_line(&mut header) {
+            Ok(0) | Err(_) => break,
+            Ok(_) if header == "\r\n" || header == "\n" => break,
+            Ok(_) => {}
+        }
+    }
+    let path = request_line.split_whitespace().nth(1).unwrap_or("/");
+    let body = files.lock().expect("artifact map lock").get(path).cloned();
+    let mut stream = stream;
+    let _ = match body {
+        Some(body) => stream
+            .write_all(
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/gzip\r\nContent-Length: {}\r\n\
+                     Connection: close\r\n\r\n",
+                    body.len()
+                )
+                .as_bytes(),
+            )
+            .and_then(|()| stream.write_all(&body)),
+        None => stream
+            .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"),
+    };
+}
+
+/// A tar.gz holding the given (path, content) files.
+pub fn tarball(files: &[(String, String)]) -> Vec<u8> {
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+        Vec::new(),
+        flate2::Compression::fast(),
+    ));
+    for (path, content) in files {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(content.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        builder
+            .append_data(&mut header, path, content.as_bytes())
+            .expect("append a file to the tarball");
+    }
+    builder
+        .into_inner()
+        .expect("finish the tar stream")
+        .finish()
+        .expect("finish the gzip stream")
+}
+
+/// The kinds an artifact cycles through, in order.
+pub const KINDS: [&str; 3] = ["ConfigMap", "Service", "Deployment"];
+
+/// The files of one Kustomization's artifact at `revision` (1 or 2): `objects` objects under
+/// `deploy/`, named `<ks>-<i>`, in namespace `ns`, labelled `kc-bench/run: <run>`.
+/// Revision 2 changes object 0 (a ConfigMap) and drops the last object.
+pub fn manifests(
+    ns: &str,
+    ks: &str,
+    run: &str,
+    objects: u64,
+    revision: u32,
+) -> Vec<(String, String)> {
+    let count = if revision >= 2 { objects - 1 } else { objects };
+    (0..count)
+        .map(|i| {
+            let name = format!("{ks}-{i}");
+            let kind = KINDS[(i % KINDS.len() as u64) as usize];
+            let value = if i == 0 { revision } else { 1 };
+            (
+                format!("deploy/{name}.yaml"),
+                manifest(kind, ns, &name, run, value),
+            )
+        })
+        .collect()
+}
+
+/// One object's YAML. Services are headless: the test control plane's service CIDR is a /24.
+fn manifest(kind: &str, ns: &str, name: &str, run: &str, value: u32) -> String {
+    let metadata = format!(
+        "metadata:\n  name: {name}\n  namespace: {ns}\n  labels:\n    kc-bench/run: {run}\n    app: {name}\n"
+    );
+    match kind {
+        "ConfigMap" => format!(
+            "apiVersion: v1\nkind: ConfigMap\n{metadata}data:\n  value: \"{value}\"\n  text: |\n    some configuration for {name}\n"
+        ),
+        "Service" => format!(
+            "apiVersion: v1\nkind: Service\n{metadata}spec:\n  clusterIP: None\n  selector:\n    app: {name}\n  ports:\n  - name: http\n    port: 80\n    targetPort: 8080\n"
+        ),
+        _ => format!(
+            "apiVersion: apps/v1\nkind: Deployment\n{metadata}spec:\n  replicas: 1\n  selector:\n    matchLabels:\n      app: {name}\n  template:\n    metadata:\n      labels:\n        app: {name}\n    spec:\n      containers:\n      - name: app\n        image: ghcr.io/stefanprodan/podinfo:6.7.0\n        ports:\n        - containerPort: 8080\n        resources:\n          requests:\n            cpu: 10m\n            memory: 16Mi\n"
+        ),
+    }
+}

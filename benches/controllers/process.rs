@@ -1,0 +1,247 @@
+//! A controller subprocess and what /proc says about it (RSS, CPU time).
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// A running controller; killed on drop if it was not stopped.
+pub struct Controller {
+    child: Child,
+    pub health_port: u16,
+    pub log: PathBuf,
+    sampler: Option<Sampler>,
+}
+
+/// What to run and how.
+pub struct Launch<'a> {
+    pub binary: &'a Path,
+    pub kubeconfig: &'a Path,
+    pub concurrent: u32,
+    pub extra_args: &'a [String],
+    pub log: PathBuf,
+    pub temp_dir: PathBuf,
+}
+
+impl Controller {
+    /// Starts the binary with the flags both implementations understand, a private TMPDIR and
+    /// stdout+stderr into `launch.log`.
+    pub fn start(launch: &Launch) -> Controller {
+        let (metrics_port, health_port) = (free_port(), free_port());
+        std::fs::create_dir_all(&launch.temp_dir).expect("create the controller's TMPDIR");
+        let log = File::create(&launch.log)
+            .unwrap_or_else(|e| panic!("create {}: {e}", launch.log.display()));
+        let mut cmd = Command::new(launch.binary);
+        cmd.args([
+            "--watch-all-namespaces=true".to_string(),
+            format!("--concurrent={}", launch.concurrent),
+            "--log-level=info".to_string(),
+            "--log-encoding=json".to_string(),
+            format!("--metrics-addr=127.0.0.1:{metrics_port}"),
+            format!("--health-addr=127.0.0.1:{health_port}"),
+            "--events-addr=".to_string(),
+            "--enable-leader-election=false".to_string(),
+        ])
+        .args(launch.extra_args)
+        .env("KUBECONFIG", launch.kubeconfig)
+        .env("RUNTIME_NAMESPACE", "flux-system")
+        .env("TMPDIR", &launch.temp_dir)
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().expect("clone the log file handle"))
+        .stderr(log);
+        let child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {}: {e}", launch.binary.display()));
+        let sampler = Sampler::start(child.id());
+        Controller {
+            child,
+            health_port,
+            log: launch.log.clone(),
+            sampler: Some(sampler),
+        }
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits until `/readyz` on the health port answers 200; panics with the log tail if the
+    /// process exits or `timeout` passes first.
+    pub fn wait_healthy(&mut self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!(
+                    "the controller exited with {status} during startup; log tail:\n{}",
+                    self.log_tail(30)
+                );
+            }
+            if http_status(self.health_port, "/readyz") == Some(200) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the controller was not ready after {timeout:?}; log tail:\n{}",
+                self.log_tail(30)
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The highest RSS the sampler saw, in bytes.
+    pub fn sampled_peak_rss(&self) -> u64 {
+        self.sampler
+            .as_ref()
+            .map_or(0, |s| s.peak_rss.load(Ordering::Relaxed))
+    }
+
+    /// The last `lines` lines of the controller's log.
+    pub fn log_tail(&self, lines: usize) -> String {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let all: Vec<&str> = text.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+
+    /// Sends SIGTERM, waits up to 15 s (then SIGKILL) and stops the sampler. Returns whether it
+    /// exited by itself.
+    pub fn stop(&mut self) -> bool {
+        if let Some(sampler) = self.sampler.take() {
+            sampler.stop();
+        }
+        if matches!(self.child.try_wait(), Ok(Some(_))) {
+            return true;
+        }
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while Instant::now() < deadline {
+            if matches!(self.child.try_wait(), Ok(Some(_))) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        false
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        if matches!(self.child.try_wait(), Ok(None)) {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Samples VmRSS every 100 ms (VmHWM already holds the peak, but only while the process lives).
+struct Sampler {
+    stop: Arc<AtomicBool>,
+    peak_rss: Arc<AtomicU64>,
+    thread: JoinHandle<()>,
+}
+
+impl Sampler {
+    fn start(pid: u32) -> Sampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let peak_rss = Arc::new(AtomicU64::new(0));
+        let (stop2, peak2) = (stop.clone(), peak_rss.clone());
+        let thread = std::thread::spawn(move || {
+            while !stop2.load(Ordering::Relaxed) {
+                if let Some(mem) = memory(pid) {
+                    peak2.fetch_max(mem.rss.max(mem.hwm), Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        Sampler {
+            stop,
+            peak_rss,
+            thread,
+        }
+    }
+
+    fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = self.thread.join();
+    }
+}
+
+/// Resident memory of a process, in bytes.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Memory {
+    /// VmRSS: resident now.
+    pub rss: u64,
+    /// VmHWM: the peak resident set so far.
+    pub hwm: u64,
+}
+
+/// VmRSS and VmHWM from /proc/PID/status.
+pub fn memory(pid: u32) -> Option<Memory> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| -> Option<u64> {
+        let line = status.lines().find(|l| l.starts_with(name))?;
+        let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+        Some(kib * 1024)
+    };
+    Some(Memory {
+        rss: field("VmRSS:")?,
+        hwm: field("VmHWM:")?,
+    })
+}
+
+/// CPU time (user + system, including waited-for children) of a process, in seconds.
+pub fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces) start at field 3 (state).
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: u64 = fields
+        .get(11..15)?
+        .iter()
+        .map(|f| f.parse::<u64>().unwrap_or(0))
+        .sum();
+    Some(ticks as f64 / clock_ticks_per_second())
+}
+
+/// `getconf CLK_TCK`, 100 if that fails.
+fn clock_ticks_per_second() -> f64 {
+    static TICKS: OnceLock<f64> = OnceLock::new();
+    *TICKS.get_or_init(|| {
+        Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+            .unwrap_or(100.0)
+    })
+}
+
+/// A loopback port that was free a moment ago.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("find a free port")
+        .port()
+}
+
+/// The status code of `GET path` on 127.0.0.1:port, if it answers.
+fn http_status(port: u16, path: &str) -> Option<u16> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+    )
+    .ok()?;
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).ok()?;
+    std::str::from_utf8(&head[9..12]).ok()?.parse().ok()
+}
