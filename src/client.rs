@@ -204,29 +204,13 @@ mod tests {
             Ok::<_, std::convert::Infallible>(Instant::now())
         });
         let mut limited = RateLimitLayer { qps: 2.0, burst: 1 }.layer(service);
-        let request = |path: &str| Request::get(path).body(()).expect("request");
         let start = Instant::now();
-        let first = limited
-            .ready()
-            .await
-            .unwrap()
-            .call(request("/api/v1/pods"))
-            .await
-            .unwrap();
-        let other_group = limited
-            .ready()
-            .await
-            .unwrap()
-            .call(request("/apis/apps/v1/deployments"))
-            .await
-            .unwrap();
-        let second = limited
-            .ready()
-            .await
-            .unwrap()
-            .call(request("/api/v1/pods"))
-            .await
-            .unwrap();
+        let mut at = Vec::new();
+        for path in ["/api/v1/pods", "/apis/apps/v1/deployments", "/api/v1/pods"] {
+            let request = Request::get(path).body(()).expect("request");
+            at.push(limited.ready().await.unwrap().call(request).await.unwrap());
+        }
+        let (first, other_group, second) = (at[0], at[1], at[2]);
         assert_eq!(first, start);
         assert_eq!(
             other_group, start,

@@ -55,6 +55,15 @@ impl Failure {
             message: message.into(),
         }
     }
+
+    /// Spec fields whose behaviour this controller does not have yet; `subject` names them
+    /// with their verb (`spec.decryption is`).
+    fn unsupported(reason: &'static str, subject: &str) -> Self {
+        Failure::new(
+            reason,
+            format!("{subject} not supported by this controller yet"),
+        )
+    }
 }
 
 /// What a successful pipeline run produced.
@@ -248,9 +257,9 @@ fn refuse_unsupported_fields(ks: &Kustomization) -> Result<(), Failure> {
         ),
     ];
     match unsupported.into_iter().find(|(_, used)| *used) {
-        Some((field, _)) => Err(Failure::new(
+        Some((field, _)) => Err(Failure::unsupported(
             reason::RECONCILIATION_FAILED,
-            format!("spec.{field} is not supported by this controller yet"),
+            &format!("spec.{field} is"),
         )),
         None => Ok(()),
     }
@@ -330,9 +339,9 @@ fn build(ks: &Kustomization, root: &std::path::Path) -> Result<Vec<Object>, Fail
 /// that asks for it fails rather than applying encrypted data.
 fn decrypt(ks: &Kustomization, objects: Vec<Object>) -> Result<Vec<Object>, Failure> {
     if ks.spec.decryption.is_some() {
-        return Err(Failure::new(
+        return Err(Failure::unsupported(
             reason::BUILD_FAILED,
-            "spec.decryption is not supported by this controller yet",
+            "spec.decryption is",
         ));
     }
     Ok(objects)
@@ -342,9 +351,9 @@ fn decrypt(ks: &Kustomization, objects: Vec<Object>) -> Result<Vec<Object>, Fail
 /// Kustomization that asks for it fails rather than applying `${...}` placeholders.
 fn substitute(ks: &Kustomization, objects: Vec<Object>) -> Result<Vec<Object>, Failure> {
     if ks.spec.post_build.is_some() {
-        return Err(Failure::new(
+        return Err(Failure::unsupported(
             reason::BUILD_FAILED,
-            "spec.postBuild is not supported by this controller yet",
+            "spec.postBuild is",
         ));
     }
     Ok(objects)
@@ -376,9 +385,9 @@ fn check_health(ks: &Kustomization) -> Result<(), Failure> {
             .as_ref()
             .is_some_and(|h| !h.is_empty());
     if asks {
-        return Err(Failure::new(
+        return Err(Failure::unsupported(
             reason::HEALTH_CHECK_FAILED,
-            "spec.wait and spec.healthChecks are not supported by this controller yet",
+            "spec.wait and spec.healthChecks are",
         ));
     }
     Ok(())
