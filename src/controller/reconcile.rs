@@ -76,11 +76,23 @@ struct Applied {
 
 /// Reconciles one Kustomization.
 pub async fn reconcile(
-    ks: Arc<Kustomization>,
+    cached: Arc<Kustomization>,
     ctx: Arc<Context>,
 ) -> Result<Requeue, ReconcileError> {
-    let namespace = ks.namespace().unwrap_or_default();
+    let namespace = cached.namespace().unwrap_or_default();
     let api: Api<Kustomization> = Api::namespaced(ctx.client.clone(), &namespace);
+    // The watch cache may not hold the status this controller wrote last, and pruning
+    // against an older inventory would orphan objects: read the object itself.
+    let Some(ks) =
+        api.get_opt(&cached.name_any())
+            .await
+            .map_err(|source| ReconcileError::Kube {
+                action: "reading the Kustomization",
+                source,
+            })?
+    else {
+        return Ok(Requeue::await_change());
+    };
 
     if ks.meta().deletion_timestamp.is_some() {
         return finalize(&api, &ks, &ctx).await;
