@@ -11,6 +11,7 @@ pub mod client;
 pub mod controller;
 pub mod flags;
 pub mod http;
+pub mod kustomize;
 pub mod leader;
 pub mod manifest;
 pub mod metrics;

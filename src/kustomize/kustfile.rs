@@ -1,0 +1,512 @@
+//! The kustomization file (`kustomization.yaml`): its schema, strict parsing, and the
+//! folding of deprecated fields into their successors.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::fieldspec::FieldSpec;
+
+/// File names kustomize recognises as a kustomization, in the order it looks for them.
+pub const KUSTOMIZATION_FILE_NAMES: [&str; 3] =
+    ["kustomization.yaml", "kustomization.yml", "Kustomization"];
+
+/// `apiVersion` of kustomization files.
+pub const KUSTOMIZATION_API_VERSION: &str = "kustomize.config.k8s.io/v1beta1";
+/// `apiVersion` of component files.
+pub const COMPONENT_API_VERSION: &str = "kustomize.config.k8s.io/v1alpha1";
+
+/// Whether a kustomization file declares a Kustomization or a Component.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum KustomizationKind {
+    /// `kind: Kustomization` (or no kind).
+    #[default]
+    Kustomization,
+    /// `kind: Component`.
+    Component,
+}
+
+/// A kustomization file.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Kustomization {
+    /// `apiVersion`.
+    #[serde(default)]
+    pub api_version: String,
+    /// `kind`.
+    #[serde(default)]
+    pub kind: String,
+    /// `metadata` (informational).
+    #[serde(default)]
+    pub metadata: Option<Value>,
+    /// Custom OpenAPI schema for strategic merge patches (`openapi: {path: file}`).
+    #[serde(default)]
+    pub openapi: BTreeMap<String, String>,
+    /// `namePrefix`.
+    #[serde(default)]
+    pub name_prefix: String,
+    /// `nameSuffix`.
+    #[serde(default)]
+    pub name_suffix: String,
+    /// `namespace`.
+    #[serde(default)]
+    pub namespace: String,
+    /// `commonLabels` (deprecated but supported; selectors included).
+    #[serde(default)]
+    pub common_labels: BTreeMap<String, String>,
+    /// `labels`.
+    #[serde(default)]
+    pub labels: Vec<Label>,
+    /// `commonAnnotations`.
+    #[serde(default)]
+    pub common_annotations: BTreeMap<String, String>,
+    /// `patchesStrategicMerge` (deprecated): file paths or inline patches.
+    #[serde(default)]
+    pub patches_strategic_merge: Vec<String>,
+    /// `patchesJson6902` (deprecated).
+    #[serde(default)]
+    pub patches_json6902: Vec<Patch>,
+    /// `patches`.
+    #[serde(default)]
+    pub patches: Vec<Patch>,
+    /// `images`.
+    #[serde(default)]
+    pub images: Vec<Image>,
+    /// `imageTags` (deprecated; folded into `images`).
+    #[serde(default)]
+    pub image_tags: Vec<Image>,
+    /// `replacements`: inline replacements or `{path: file}` entries, parsed by the
+    /// replacement transformer.
+    #[serde(default)]
+    pub replacements: Vec<Value>,
+    /// `replicas`.
+    #[serde(default)]
+    pub replicas: Vec<Replica>,
+    /// `vars`.
+    #[serde(default)]
+    pub vars: Vec<Var>,
+    /// `sortOptions`.
+    #[serde(default)]
+    pub sort_options: Option<SortOptions>,
+    /// `resources`: files, directories.
+    #[serde(default)]
+    pub resources: Vec<String>,
+    /// `components`: directories holding a Component.
+    #[serde(default)]
+    pub components: Vec<String>,
+    /// `crds`: files of CustomResourceDefinitions whose OpenAPI informs name references.
+    #[serde(default)]
+    pub crds: Vec<String>,
+    /// `bases` (deprecated; folded into `resources`).
+    #[serde(default)]
+    pub bases: Vec<String>,
+    /// `configMapGenerator`.
+    #[serde(default)]
+    pub config_map_generator: Vec<GeneratorArgs>,
+    /// `secretGenerator`.
+    #[serde(default)]
+    pub secret_generator: Vec<GeneratorArgs>,
+    /// `generatorOptions`: defaults for every generator of this kustomization.
+    #[serde(default)]
+    pub generator_options: Option<GeneratorOptions>,
+    /// `helmGlobals` (refused).
+    #[serde(default)]
+    pub helm_globals: Option<Value>,
+    /// `helmCharts` (refused).
+    #[serde(default)]
+    pub helm_charts: Vec<Value>,
+    /// `helmChartInflationGenerator` (refused).
+    #[serde(default)]
+    pub helm_chart_inflation_generator: Vec<Value>,
+    /// `configurations`: transformer configuration files.
+    #[serde(default)]
+    pub configurations: Vec<String>,
+    /// `generators`: generator plugin configs (files or inline).
+    #[serde(default)]
+    pub generators: Vec<String>,
+    /// `transformers`: transformer plugin configs (files or inline).
+    #[serde(default)]
+    pub transformers: Vec<String>,
+    /// `validators`: validator plugin configs (files or inline).
+    #[serde(default)]
+    pub validators: Vec<String>,
+    /// `buildMetadata`: `originAnnotations`, `transformerAnnotations`, `managedByLabel`.
+    #[serde(default)]
+    pub build_metadata: Vec<String>,
+}
+
+/// An entry of `labels`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Label {
+    /// The labels.
+    #[serde(default)]
+    pub pairs: BTreeMap<String, String>,
+    /// Also set them in selectors (and templates).
+    #[serde(default)]
+    pub include_selectors: bool,
+    /// Also set them in pod templates (without selectors).
+    #[serde(default)]
+    pub include_templates: bool,
+    /// Extra fields to set them in.
+    #[serde(default)]
+    pub fields: Vec<FieldSpec>,
+}
+
+/// A patch target selector.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Selector {
+    /// Group regex.
+    #[serde(default)]
+    pub group: String,
+    /// Version regex.
+    #[serde(default)]
+    pub version: String,
+    /// Kind regex.
+    #[serde(default)]
+    pub kind: String,
+    /// Name regex.
+    #[serde(default)]
+    pub name: String,
+    /// Namespace regex.
+    #[serde(default)]
+    pub namespace: String,
+    /// Kubernetes label selector.
+    #[serde(default)]
+    pub label_selector: String,
+    /// Kubernetes label selector syntax over annotations.
+    #[serde(default)]
+    pub annotation_selector: String,
+}
+
+/// An entry of `patches` or `patchesJson6902`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Patch {
+    /// File holding the patch.
+    #[serde(default)]
+    pub path: String,
+    /// Inline patch text.
+    #[serde(default)]
+    pub patch: String,
+    /// Which resources to patch.
+    #[serde(default)]
+    pub target: Option<Selector>,
+    /// `allowNameChange` / `allowKindChange`.
+    #[serde(default)]
+    pub options: BTreeMap<String, bool>,
+}
+
+/// An entry of `images`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Image {
+    /// Image name to match.
+    #[serde(default)]
+    pub name: String,
+    /// Replacement name.
+    #[serde(default)]
+    pub new_name: String,
+    /// Replacement tag.
+    #[serde(default)]
+    pub new_tag: String,
+    /// Replacement digest.
+    #[serde(default)]
+    pub digest: String,
+    /// Suffix appended to the tag.
+    #[serde(default)]
+    pub tag_suffix: String,
+}
+
+/// An entry of `replicas`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Replica {
+    /// Name of the resource.
+    #[serde(default)]
+    pub name: String,
+    /// The replica count.
+    #[serde(default)]
+    pub count: i64,
+}
+
+/// An entry of `vars`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Var {
+    /// Variable name, used as `$(NAME)`.
+    pub name: String,
+    /// The object the value is read from.
+    pub objref: VarTarget,
+    /// The field the value is read from (default `metadata.name`).
+    #[serde(default)]
+    pub fieldref: Option<FieldRef>,
+}
+
+/// `objref` of a var.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct VarTarget {
+    /// `group`.
+    #[serde(default)]
+    pub group: String,
+    /// `version`.
+    #[serde(default)]
+    pub version: String,
+    /// `kind`.
+    #[serde(default)]
+    pub kind: String,
+    /// `apiVersion` (alternative to group/version).
+    #[serde(default)]
+    pub api_version: String,
+    /// `name`.
+    #[serde(default)]
+    pub name: String,
+    /// `namespace`.
+    #[serde(default)]
+    pub namespace: String,
+}
+
+/// `fieldref` of a var.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct FieldRef {
+    /// Dotted path of the field.
+    #[serde(default)]
+    pub field_path: String,
+}
+
+/// `sortOptions`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SortOptions {
+    /// `legacy` or `fifo`.
+    #[serde(default)]
+    pub order: String,
+    /// Options of the legacy order.
+    #[serde(default)]
+    pub legacy_sort_options: Option<LegacySortOptions>,
+}
+
+/// `sortOptions.legacySortOptions`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LegacySortOptions {
+    /// Kinds first, in this order.
+    #[serde(default)]
+    pub order_first: Vec<String>,
+    /// Kinds last, in this order.
+    #[serde(default)]
+    pub order_last: Vec<String>,
+}
+
+/// A `configMapGenerator` or `secretGenerator` entry.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct GeneratorArgs {
+    /// `name`.
+    #[serde(default)]
+    pub name: String,
+    /// `namespace`.
+    #[serde(default)]
+    pub namespace: String,
+    /// `behavior`: `create` (default), `merge` or `replace`.
+    #[serde(default)]
+    pub behavior: String,
+    /// `literals`: `KEY=VALUE`.
+    #[serde(default)]
+    pub literals: Vec<String>,
+    /// `files`: `path` or `key=path`.
+    #[serde(default)]
+    pub files: Vec<String>,
+    /// `envs`: dotenv files.
+    #[serde(default)]
+    pub envs: Vec<String>,
+    /// `env` (deprecated; folded into `envs`).
+    #[serde(default)]
+    pub env: String,
+    /// `options`.
+    #[serde(default)]
+    pub options: Option<GeneratorOptions>,
+    /// `type` (secrets only).
+    #[serde(default, rename = "type")]
+    pub secret_type: String,
+}
+
+/// Generator options.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct GeneratorOptions {
+    /// Labels for generated objects.
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+    /// Annotations for generated objects.
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+    /// No content-hash suffix.
+    #[serde(default)]
+    pub disable_name_suffix_hash: Option<bool>,
+    /// `immutable: true` on generated objects.
+    #[serde(default)]
+    pub immutable: Option<bool>,
+}
+
+/// Why a kustomization file is not valid.
+#[derive(Debug, thiserror::Error)]
+pub enum KustfileError {
+    /// Not YAML, or not a single map.
+    #[error("{file}: {message}")]
+    Syntax {
+        /// The file.
+        file: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A field kustomize does not know, or a field of the wrong type.
+    #[error("{file}: invalid Kustomization: {message}")]
+    Schema {
+        /// The file.
+        file: String,
+        /// The decoder's message (names the field).
+        message: String,
+    },
+    /// An `apiVersion`/`kind` kustomize does not accept.
+    #[error("{file}: {message}")]
+    Kind {
+        /// The file.
+        file: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+impl Kustomization {
+    /// Parses a kustomization file strictly (unknown fields are errors) and folds the
+    /// deprecated fields into their successors.
+    pub fn parse(text: &str, file: &str) -> Result<Self, KustfileError> {
+        let docs = super::yaml::parse_documents(text).map_err(|e| KustfileError::Syntax {
+            file: file.to_string(),
+            message: e.to_string(),
+        })?;
+        let value = match docs.len() {
+            0 => Value::Object(Default::default()),
+            1 => docs.into_iter().next().unwrap_or_default(),
+            n => {
+                return Err(KustfileError::Syntax {
+                    file: file.to_string(),
+                    message: format!("expected one YAML document, found {n}"),
+                });
+            }
+        };
+        if !value.is_object() {
+            return Err(KustfileError::Syntax {
+                file: file.to_string(),
+                message: "expected a map of kustomization fields".to_string(),
+            });
+        }
+        let mut kustomization: Kustomization =
+            serde_json::from_value(value).map_err(|e| KustfileError::Schema {
+                file: file.to_string(),
+                message: e.to_string(),
+            })?;
+        kustomization.check_kind(file)?;
+        kustomization.fold_deprecated_fields();
+        Ok(kustomization)
+    }
+
+    /// Whether this file declares a Component.
+    pub fn kustomization_kind(&self) -> KustomizationKind {
+        if self.kind == "Component" {
+            KustomizationKind::Component
+        } else {
+            KustomizationKind::Kustomization
+        }
+    }
+
+    fn check_kind(&self, file: &str) -> Result<(), KustfileError> {
+        let kind_error = |message: String| KustfileError::Kind {
+            file: file.to_string(),
+            message,
+        };
+        match self.kind.as_str() {
+            "" | "Kustomization" => {
+                if !self.api_version.is_empty() && self.api_version != KUSTOMIZATION_API_VERSION {
+                    return Err(kind_error(format!(
+                        "apiVersion for Kustomization should be {KUSTOMIZATION_API_VERSION}, not {}",
+                        self.api_version
+                    )));
+                }
+            }
+            "Component" => {
+                if self.api_version != COMPONENT_API_VERSION {
+                    return Err(kind_error(format!(
+                        "apiVersion for Component should be {COMPONENT_API_VERSION}, not {:?}",
+                        self.api_version
+                    )));
+                }
+            }
+            other => {
+                return Err(kind_error(format!(
+                    "kind should be Kustomization or Component, not {other}"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves `bases` into `resources`, `imageTags` into `images` and generator `env` into
+    /// `envs`, as kustomize does when it loads a file.
+    pub fn fold_deprecated_fields(&mut self) {
+        self.resources.append(&mut self.bases);
+        self.images.append(&mut self.image_tags);
+        for args in self
+            .config_map_generator
+            .iter_mut()
+            .chain(self.secret_generator.iter_mut())
+        {
+            if !args.env.is_empty() {
+                let env = std::mem::take(&mut args.env);
+                args.envs.push(env);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejects_unknown_fields_naming_them() {
+        let err = Kustomization::parse("resources: [a.yaml]\nresorces: [b.yaml]\n", "k.yaml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("k.yaml") && err.contains("resorces"), "{err}");
+    }
+
+    #[test]
+    fn folds_deprecated_fields() {
+        let k = Kustomization::parse(
+            "bases: [../base]\nresources: [a.yaml]\nimageTags: [{name: nginx, newTag: '1.2'}]\n\
+             configMapGenerator: [{name: c, env: a.env, envs: [b.env]}]\n",
+            "k.yaml",
+        )
+        .unwrap();
+        assert_eq!(k.resources, ["a.yaml", "../base"]);
+        assert_eq!(k.images[0].new_tag, "1.2");
+        assert_eq!(k.config_map_generator[0].envs, ["b.env", "a.env"]);
+    }
+
+    #[test]
+    fn checks_component_api_version() {
+        assert!(Kustomization::parse("kind: Component\n", "k").is_err());
+        let c = Kustomization::parse(
+            "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n",
+            "k",
+        )
+        .unwrap();
+        assert_eq!(c.kustomization_kind(), KustomizationKind::Component);
+    }
+}

@@ -1,0 +1,218 @@
+//! Reading the files a kustomization names, confined to a root directory.
+//!
+//! Every path is resolved (symlinks included) before it is read, and refused when it lands
+//! outside the root. With [`LoadRestrictions::RootOnly`] (the kustomize CLI's default) files
+//! must also lie under the directory of the kustomization that names them; directories of
+//! bases and components may still be elsewhere under the root. Flux builds with
+//! [`LoadRestrictions::None`] on a filesystem confined to the artifact root.
+
+use std::path::{Component, Path, PathBuf};
+
+/// Which files a kustomization may read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LoadRestrictions {
+    /// Files only under the kustomization's own directory.
+    #[default]
+    RootOnly,
+    /// Any file under the loader's root.
+    None,
+}
+
+/// Why a path could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    /// The path does not exist or cannot be read.
+    #[error("{path}: {source}")]
+    Io {
+        /// The path as named, relative to the root.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The path resolves outside the root.
+    #[error("{path}: resolves outside the root {root}")]
+    OutsideRoot {
+        /// The path as named.
+        path: String,
+        /// The root, as shown to users.
+        root: String,
+    },
+    /// The path is a file outside the kustomization's directory (`RootOnly`).
+    #[error(
+        "security; file '{path}' is not in or below '{dir}' (files must be under the kustomization's directory)"
+    )]
+    OutsideKustomization {
+        /// The file.
+        path: String,
+        /// The kustomization's directory.
+        dir: String,
+    },
+}
+
+/// What a path names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Entry {
+    /// A regular file (after symlinks), at this resolved path.
+    File(PathBuf),
+    /// A directory (after symlinks), at this resolved path.
+    Dir(PathBuf),
+}
+
+/// Reads files for a build, confined to `root`.
+#[derive(Clone, Debug)]
+pub struct Loader {
+    root: PathBuf,
+    restrictions: LoadRestrictions,
+}
+
+impl Loader {
+    /// A loader confined to `root` (resolved now).
+    pub fn new(root: &Path, restrictions: LoadRestrictions) -> Result<Self, LoadError> {
+        let root = root.canonicalize().map_err(|source| LoadError::Io {
+            path: root.display().to_string(),
+            source,
+        })?;
+        Ok(Loader { root, restrictions })
+    }
+
+    /// The resolved root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The load restrictions in force.
+    pub fn restrictions(&self) -> LoadRestrictions {
+        self.restrictions
+    }
+
+    /// `path` relative to the root, for messages ("." for the root itself).
+    pub fn display(&self, path: &Path) -> String {
+        match path.strip_prefix(&self.root) {
+            Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+            Ok(rel) => rel.display().to_string(),
+            Err(_) => path.display().to_string(),
+        }
+    }
+
+    /// Resolves `name` (relative to directory `dir`, or absolute) and reports what it is.
+    pub fn entry(&self, dir: &Path, name: &str) -> Result<Entry, LoadError> {
+        let joined = lexical_join(dir, name);
+        let resolved = joined.canonicalize().map_err(|source| LoadError::Io {
+            path: self.display(&joined),
+            source,
+        })?;
+        if !resolved.starts_with(&self.root) {
+            return Err(LoadError::OutsideRoot {
+                path: self.display(&joined),
+                root: self.root.display().to_string(),
+            });
+        }
+        if resolved.is_dir() {
+            Ok(Entry::Dir(resolved))
+        } else {
+            Ok(Entry::File(resolved))
+        }
+    }
+
+    /// Reads the file `name` named by the kustomization in `dir`.
+    pub fn read(&self, dir: &Path, name: &str) -> Result<Vec<u8>, LoadError> {
+        let path = match self.entry(dir, name)? {
+            Entry::File(path) => path,
+            Entry::Dir(path) => {
+                return Err(LoadError::Io {
+                    path: self.display(&path),
+                    source: std::io::Error::other("is a directory, not a file"),
+                });
+            }
+        };
+        self.check_file_restriction(dir, &path, name)?;
+        std::fs::read(&path).map_err(|source| LoadError::Io {
+            path: self.display(&path),
+            source,
+        })
+    }
+
+    /// Reads the file `name` as UTF-8 text.
+    pub fn read_text(&self, dir: &Path, name: &str) -> Result<String, LoadError> {
+        let bytes = self.read(dir, name)?;
+        String::from_utf8(bytes).map_err(|_| LoadError::Io {
+            path: self.display(&lexical_join(dir, name)),
+            source: std::io::Error::new(std::io::ErrorKind::InvalidData, "not valid UTF-8"),
+        })
+    }
+
+    /// Refuses a file outside `dir` under [`LoadRestrictions::RootOnly`].
+    pub fn check_file_restriction(
+        &self,
+        dir: &Path,
+        resolved: &Path,
+        name: &str,
+    ) -> Result<(), LoadError> {
+        if self.restrictions == LoadRestrictions::RootOnly {
+            let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
+            if !resolved.starts_with(&dir) {
+                return Err(LoadError::OutsideKustomization {
+                    path: name.to_string(),
+                    dir: self.display(&dir),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Joins `name` onto `dir` and removes `.` and `..` components without touching the disk.
+fn lexical_join(dir: &Path, name: &str) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in dir.join(name).components() {
+        match component {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn confines_reads_to_the_root() {
+        let outer = tempfile::tempdir().unwrap();
+        let root = outer.path().join("root");
+        std::fs::create_dir_all(root.join("app")).unwrap();
+        std::fs::write(outer.path().join("secret.txt"), "x").unwrap();
+        std::fs::write(root.join("app/a.yaml"), "a").unwrap();
+        std::fs::write(root.join("b.yaml"), "b").unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(outer.path().join("secret.txt"), root.join("app/link")).unwrap();
+
+        let loader = Loader::new(&root, LoadRestrictions::None).unwrap();
+        let app = root.join("app");
+        assert_eq!(loader.read(&app, "a.yaml").unwrap(), b"a");
+        assert_eq!(loader.read(&app, "../b.yaml").unwrap(), b"b");
+        assert!(matches!(
+            loader.read(&app, "../../secret.txt"),
+            Err(LoadError::OutsideRoot { .. })
+        ));
+        #[cfg(unix)]
+        assert!(matches!(
+            loader.read(&app, "link"),
+            Err(LoadError::OutsideRoot { .. })
+        ));
+
+        let strict = Loader::new(&root, LoadRestrictions::RootOnly).unwrap();
+        assert!(matches!(
+            strict.read(&app, "../b.yaml"),
+            Err(LoadError::OutsideKustomization { .. })
+        ));
+        assert_eq!(
+            strict.entry(&app, "..").unwrap(),
+            Entry::Dir(root.canonicalize().unwrap())
+        );
+    }
+}

@@ -1,0 +1,268 @@
+//! Resource selection for patch and replacement targets: anchored regexes over group,
+//! version, kind, name and namespace (matched against the original and the current id),
+//! plus Kubernetes label and annotation selectors.
+
+use regex::Regex;
+
+use super::kustfile::Selector;
+use super::resource::{ResMap, Resource};
+
+/// A selector that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SelectorError {
+    /// A field is not a valid regular expression.
+    #[error("invalid {field} regex {pattern:?} in target selector: {message}")]
+    Regex {
+        /// `group`, `version`, `kind`, `name` or `namespace`.
+        field: &'static str,
+        /// The pattern.
+        pattern: String,
+        /// The regex compiler's message.
+        message: String,
+    },
+    /// A label or annotation selector that does not parse.
+    #[error("invalid {field} {selector:?}: {message}")]
+    Label {
+        /// `labelSelector` or `annotationSelector`.
+        field: &'static str,
+        /// The selector text.
+        selector: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// A compiled [`Selector`].
+#[derive(Debug)]
+pub struct CompiledSelector {
+    group: Option<Regex>,
+    version: Option<Regex>,
+    kind: Option<Regex>,
+    name: Option<Regex>,
+    namespace: Option<Regex>,
+    labels: Vec<Requirement>,
+    annotations: Vec<Requirement>,
+}
+
+fn anchored(field: &'static str, pattern: &str) -> Result<Option<Regex>, SelectorError> {
+    if pattern.is_empty() {
+        return Ok(None);
+    }
+    Regex::new(&format!("^(?:{pattern})$"))
+        .map(Some)
+        .map_err(|e| SelectorError::Regex {
+            field,
+            pattern: pattern.to_string(),
+            message: e.to_string(),
+        })
+}
+
+fn is_match(regex: &Option<Regex>, value: &str) -> bool {
+    regex.as_ref().is_none_or(|r| r.is_match(value))
+}
+
+impl CompiledSelector {
+    /// Compiles the regexes and selectors of `selector`.
+    pub fn new(selector: &Selector) -> Result<Self, SelectorError> {
+        Ok(CompiledSelector {
+            group: anchored("group", &selector.group)?,
+            version: anchored("version", &selector.version)?,
+            kind: anchored("kind", &selector.kind)?,
+            name: anchored("name", &selector.name)?,
+            namespace: anchored("namespace", &selector.namespace)?,
+            labels: parse_label_selector(&selector.label_selector).map_err(|message| {
+                SelectorError::Label {
+                    field: "labelSelector",
+                    selector: selector.label_selector.clone(),
+                    message,
+                }
+            })?,
+            annotations: parse_label_selector(&selector.annotation_selector).map_err(
+                |message| SelectorError::Label {
+                    field: "annotationSelector",
+                    selector: selector.annotation_selector.clone(),
+                    message,
+                },
+            )?,
+        })
+    }
+
+    /// Whether `resource` is selected: namespace and name may match either the original or
+    /// the current id; group, version and kind are the current ones.
+    pub fn matches(&self, resource: &Resource) -> bool {
+        let current = resource.id();
+        let original = resource.org_id();
+        if !is_match(&self.namespace, original.effective_namespace())
+            && !is_match(&self.namespace, current.effective_namespace())
+        {
+            return false;
+        }
+        if !is_match(&self.name, &original.name) && !is_match(&self.name, &current.name) {
+            return false;
+        }
+        if !is_match(&self.group, &current.gvk.group)
+            || !is_match(&self.version, &current.gvk.version)
+            || !is_match(&self.kind, &current.gvk.kind)
+        {
+            return false;
+        }
+        let labels = resource.labels();
+        let annotations = resource.annotations();
+        self.labels.iter().all(|r| r.matches(&labels))
+            && self.annotations.iter().all(|r| r.matches(&annotations))
+    }
+}
+
+/// Indexes of the resources of `resmap` that `selector` selects, in order.
+pub fn select(resmap: &ResMap, selector: &Selector) -> Result<Vec<usize>, SelectorError> {
+    let compiled = CompiledSelector::new(selector)?;
+    Ok(resmap
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| compiled.matches(r))
+        .map(|(i, _)| i)
+        .collect())
+}
+
+/// One requirement of a Kubernetes label selector.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Requirement {
+    Exists(String),
+    NotExists(String),
+    In(String, Vec<String>),
+    NotIn(String, Vec<String>),
+}
+
+impl Requirement {
+    fn matches(&self, pairs: &[(String, String)]) -> bool {
+        let value = |key: &str| {
+            pairs
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.as_str())
+        };
+        match self {
+            Requirement::Exists(key) => value(key).is_some(),
+            Requirement::NotExists(key) => value(key).is_none(),
+            Requirement::In(key, values) => {
+                value(key).is_some_and(|v| values.iter().any(|x| x == v))
+            }
+            Requirement::NotIn(key, values) => {
+                value(key).is_none_or(|v| !values.iter().any(|x| x == v))
+            }
+        }
+    }
+}
+
+/// Splits on commas that are not inside parentheses.
+fn split_requirements(text: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut depth = 0i32;
+    let mut start = 0;
+    for (i, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&text[start..]);
+    parts
+}
+
+fn parse_set(text: &str) -> Result<Vec<String>, String> {
+    let inner = text
+        .trim()
+        .strip_prefix('(')
+        .and_then(|t| t.strip_suffix(')'))
+        .ok_or_else(|| format!("expected a parenthesised set of values, found {text:?}"))?;
+    Ok(inner
+        .split(',')
+        .map(|v| v.trim().to_string())
+        .filter(|v| !v.is_empty())
+        .collect())
+}
+
+fn checked_key(key: &str) -> Result<String, String> {
+    let key = key.trim();
+    if key.is_empty() || key.contains(char::is_whitespace) {
+        return Err(format!("invalid key {key:?}"));
+    }
+    Ok(key.to_string())
+}
+
+/// Parses the Kubernetes label selector syntax (`a=b,c!=d,e in (f,g),h notin (i),j,!k`).
+fn parse_label_selector(text: &str) -> Result<Vec<Requirement>, String> {
+    if text.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut requirements = Vec::new();
+    for part in split_requirements(text) {
+        let part = part.trim();
+        if part.is_empty() {
+            return Err("empty requirement".to_string());
+        }
+        let requirement = if let Some(key) = part.strip_prefix('!') {
+            Requirement::NotExists(checked_key(key)?)
+        } else if let Some((key, value)) = part.split_once("!=") {
+            Requirement::NotIn(checked_key(key)?, vec![value.trim().to_string()])
+        } else if let Some((key, value)) = part.split_once("==").or_else(|| part.split_once('=')) {
+            Requirement::In(checked_key(key)?, vec![value.trim().to_string()])
+        } else if let Some((key, set)) = part.split_once(" notin ") {
+            Requirement::NotIn(checked_key(key)?, parse_set(set)?)
+        } else if let Some((key, set)) = part.split_once(" in ") {
+            Requirement::In(checked_key(key)?, parse_set(set)?)
+        } else {
+            Requirement::Exists(checked_key(part)?)
+        };
+        requirements.push(requirement);
+    }
+    Ok(requirements)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn resource(value: serde_json::Value) -> Resource {
+        Resource::new(value.as_object().cloned().unwrap())
+    }
+
+    fn selector(yaml: serde_json::Value) -> Selector {
+        serde_json::from_value(yaml).unwrap()
+    }
+
+    #[test]
+    fn matches_anchored_regexes_on_original_and_current_names() {
+        let mut r = resource(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "labels": {"app": "web", "tier": "front"}}}));
+        r.set_name("prod-web");
+        let yes = |s| CompiledSelector::new(&selector(s)).unwrap().matches(&r);
+        assert!(yes(json!({"kind": "Deployment", "name": "web"})));
+        assert!(yes(json!({"name": "prod-.*"})));
+        assert!(!yes(json!({"name": "we"})));
+        assert!(yes(json!({"group": "apps", "version": "v1"})));
+        assert!(!yes(json!({"kind": "Deploy"})));
+        assert!(yes(json!({"namespace": "default"})));
+        assert!(yes(
+            json!({"labelSelector": "app=web,tier in (front, back)"})
+        ));
+        assert!(yes(
+            json!({"labelSelector": "app,!missing,tier notin (back)"})
+        ));
+        assert!(!yes(json!({"labelSelector": "app!=web"})));
+        assert!(!yes(json!({"annotationSelector": "note"})));
+    }
+
+    #[test]
+    fn rejects_bad_selectors() {
+        assert!(CompiledSelector::new(&selector(json!({"name": "("}))).is_err());
+        assert!(CompiledSelector::new(&selector(json!({"labelSelector": "a in b"}))).is_err());
+        assert!(CompiledSelector::new(&selector(json!({"labelSelector": "a,,b"}))).is_err());
+    }
+}
