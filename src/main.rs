@@ -6,6 +6,8 @@ use clap::{Parser, Subcommand};
 use kustomize_controller::flags::ControllerFlags;
 use kustomize_controller::{api, controller, telemetry};
 
+mod offline;
+
 /// Reconciles Flux Kustomizations (kustomize.toolkit.fluxcd.io/v1).
 #[derive(Parser)]
 #[command(name = "kustomize-controller", version, about)]
@@ -20,6 +22,8 @@ struct Cli {
 enum Command {
     /// Print the Kustomization CustomResourceDefinition generated from the API types.
     Crd,
+    /// Print the kustomize build of a directory, with no cluster needed.
+    Build(offline::BuildArgs),
 }
 
 fn main() -> ExitCode {
@@ -35,6 +39,7 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+        Some(Command::Build(args)) => offline::run(&args),
         None => run_controller(cli.flags),
     }
 }

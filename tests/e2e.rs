@@ -1085,7 +1085,7 @@ async fn bad_input_is_refused_with_a_clear_condition_and_nothing_applied() {
         1,
         &[
             ("deploy/a.yaml", &config_map(ns, "a", "1")),
-            ("overlay/kustomization.yaml", "resources: [../deploy]\n"),
+            ("overlay/kustomization.yaml", "resources: [../deploy]\nnamePrefx: x-\n"),
             ("dup/one.yaml", &config_map(ns, "d", "1")),
             ("dup/two.yaml", &config_map(ns, "d", "2")),
         ],
@@ -1108,13 +1108,13 @@ async fn bad_input_is_refused_with_a_clear_condition_and_nothing_applied() {
             "overlay",
             json!({"path": "./overlay"}),
             "BuildFailed",
-            "overlay/kustomization.yaml: kustomize overlays are not supported",
+            "overlay/kustomization.yaml: invalid Kustomization: unknown field `namePrefx`",
         ),
         (
             "duplicate",
             json!({"path": "./dup"}),
             "BuildFailed",
-            "duplicate object ConfigMap",
+            "already registered id: ConfigMap",
         ),
         (
             "post-build",
@@ -1132,7 +1132,7 @@ async fn bad_input_is_refused_with_a_clear_condition_and_nothing_applied() {
             "patches",
             json!({"patches": [{"patch": "x"}]}),
             "BuildFailed",
-            "spec.patches is not supported",
+            "inline patch",
         ),
         (
             "kubeconfig",

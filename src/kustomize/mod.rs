@@ -13,8 +13,9 @@ pub mod namereference;
 pub mod resource;
 pub mod selector;
 pub mod yaml;
-mod target;
+pub mod target;
 
 pub use loader::LoadRestrictions;
 pub use resource::Object;
 pub use target::{BuildError, BuildOptions, build};
+mod sort;

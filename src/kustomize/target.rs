@@ -1,10 +1,19 @@
-//! Building one kustomization directory: the accumulation of resources, generators,
-//! components and transformers in kustomize's order.
+//! Building one kustomization directory: resources (sub-kustomizations built first),
+//! configurations, generators, components, then the builtin transformers in kustomize's
+//! fixed order; and, at the top level only, hash suffixes, name-reference fixing, vars,
+//! dropping local-config objects and sorting.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use super::loader::LoadRestrictions;
-use super::resource::Object;
+use serde_json::Value;
+
+use super::config::TransformerConfig;
+use super::kustfile::{
+    KUSTOMIZATION_FILE_NAMES, Kustomization, KustomizationKind, SortOptions, Var,
+};
+use super::loader::{Entry, LoadError, LoadRestrictions, Loader};
+use super::resource::{Object, ResMap, Resource};
+use super::{generators, namereference, patch, replacements, sort, transformers, vars, yaml};
 
 /// Options of a build.
 #[derive(Clone, Debug, Default)]
@@ -13,17 +22,526 @@ pub struct BuildOptions {
     pub load_restrictions: LoadRestrictions,
 }
 
-/// Why a build failed.
+/// Why a build failed. Messages name the kustomization (directory relative to the root)
+/// and the file or entry at fault.
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
-    /// Placeholder until the accumulator lands.
+    /// A file or directory could not be read.
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    /// A directory has no kustomization file, or more than one.
     #[error("{0}")]
-    Other(String),
+    Kustomization(String),
+    /// The kustomization file is not valid.
+    #[error(transparent)]
+    Kustfile(#[from] super::kustfile::KustfileError),
+    /// A feature Flux builds without (remote bases, helm, exec plugins).
+    #[error("{dir}: {message}")]
+    Unsupported {
+        /// The kustomization directory.
+        dir: String,
+        /// What was refused.
+        message: String,
+    },
+    /// A resource file is not valid.
+    #[error("{file}: {message}")]
+    Resource {
+        /// The file.
+        file: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A step of the build failed.
+    #[error("{context}: {source}")]
+    Step {
+        /// The kustomization directory and the step.
+        context: String,
+        /// The underlying error.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+fn step<E: std::error::Error + Send + Sync + 'static>(
+    context: impl FnOnce() -> String,
+) -> impl FnOnce(E) -> BuildError {
+    move |source| BuildError::Step {
+        context: context(),
+        source: Box::new(source),
+    }
 }
 
 /// Builds the kustomization in `dir`, reading files only under `root`, and returns the
-/// objects in kustomize's FIFO order.
+/// objects in kustomize's order (FIFO unless the kustomization sets `sortOptions`).
 pub fn build(root: &Path, dir: &Path, options: &BuildOptions) -> Result<Vec<Object>, BuildError> {
-    let _ = (root, dir, options);
-    Err(BuildError::Other("not implemented".into()))
+    let loader = Loader::new(root, options.load_restrictions)?;
+    let dir = resolve_dir(&loader, dir)?;
+    let kustomization = load_kustomization(&loader, &dir)?;
+    build_kustomization(&loader, &dir, kustomization)
+}
+
+/// Builds `dir` with an already loaded (and possibly amended) top-level `kustomization`.
+pub fn build_kustomization(
+    loader: &Loader,
+    dir: &Path,
+    kustomization: Kustomization,
+) -> Result<Vec<Object>, BuildError> {
+    let here = loader.display(dir);
+    if kustomization.kustomization_kind() == KustomizationKind::Component {
+        return Err(BuildError::Kustomization(format!(
+            "{here}: a Component cannot be built on its own; list it under `components` of a Kustomization"
+        )));
+    }
+    let mut acc = Accumulator::default();
+    let target = Target {
+        loader,
+        dir: dir.to_path_buf(),
+        kustomization,
+    };
+    target.accumulate(&mut acc)?;
+
+    let resmap = &mut acc.resmap;
+    generators::apply_hash_suffixes(resmap).map_err(step(|| format!("{here}: hash suffixes")))?;
+    namereference::fix_name_references(resmap, &acc.config.name_reference)
+        .map_err(step(|| format!("{here}: name references")))?;
+    vars::resolve_vars(resmap, &acc.vars, &acc.config.var_reference)
+        .map_err(step(|| format!("{here}: vars")))?;
+    drop_local_config(resmap);
+    if let Some(sort_options) = &target.kustomization.sort_options {
+        sort::sort(resmap, sort_options).map_err(step(|| format!("{here}: sortOptions")))?;
+    }
+    Ok(acc.resmap.into_vec().into_iter().map(|r| r.obj).collect())
+}
+
+/// What a kustomization and everything below it has accumulated.
+#[derive(Debug, Default)]
+struct Accumulator {
+    resmap: ResMap,
+    config: TransformerConfig,
+    vars: Vec<Var>,
+}
+
+impl Accumulator {
+    /// Absorbs a sub-kustomization's result.
+    fn merge(&mut self, other: Accumulator, context: &str) -> Result<(), BuildError> {
+        self.resmap
+            .append_all(other.resmap)
+            .map_err(step(|| context.to_string()))?;
+        self.config.merge(other.config);
+        self.merge_vars(other.vars, context)
+    }
+
+    fn merge_vars(&mut self, incoming: Vec<Var>, context: &str) -> Result<(), BuildError> {
+        for var in incoming {
+            if self.vars.iter().any(|v| v.name == var.name) {
+                return Err(BuildError::Kustomization(format!(
+                    "{context}: var '{}' already encountered",
+                    var.name
+                )));
+            }
+            self.vars.push(var);
+        }
+        Ok(())
+    }
+}
+
+/// Resolves the directory to build and checks that it is one.
+fn resolve_dir(loader: &Loader, dir: &Path) -> Result<PathBuf, BuildError> {
+    let name = dir.to_string_lossy();
+    match loader.entry(loader.root(), &name)? {
+        Entry::Dir(path) => Ok(path),
+        Entry::File(path) => Err(BuildError::Kustomization(format!(
+            "{}: must build at directory: not a directory",
+            loader.display(&path)
+        ))),
+    }
+}
+
+/// Loads the one kustomization file of `dir`.
+pub fn load_kustomization(loader: &Loader, dir: &Path) -> Result<Kustomization, BuildError> {
+    let found: Vec<&str> = KUSTOMIZATION_FILE_NAMES
+        .iter()
+        .copied()
+        .filter(|name| dir.join(name).is_file())
+        .collect();
+    let here = loader.display(dir);
+    let name = match found.as_slice() {
+        [] => {
+            return Err(BuildError::Kustomization(format!(
+                "unable to find one of 'kustomization.yaml', 'kustomization.yml' or 'Kustomization' in directory '{here}'"
+            )));
+        }
+        [one] => *one,
+        _ => {
+            return Err(BuildError::Kustomization(format!(
+                "found multiple kustomization files under '{here}': {}",
+                found.join(", ")
+            )));
+        }
+    };
+    let text = loader.read_text(dir, name)?;
+    let file = loader.display(&dir.join(name));
+    let kustomization = Kustomization::parse(&text, &file)?;
+    if kustomization == Kustomization::parse("", &file)? {
+        return Err(BuildError::Kustomization(format!("{file}: kustomization is empty")));
+    }
+    Ok(kustomization)
+}
+
+/// Whether a `resources`/`components` entry names a remote base.
+fn is_remote(entry: &str) -> bool {
+    let lower = entry.to_ascii_lowercase();
+    ["http://", "https://", "git@", "git::", "ssh://", "github.com/", "gitlab.com/", "bitbucket.org/"]
+        .iter()
+        .any(|p| lower.starts_with(p))
+        || lower.contains("?ref=")
+        || lower.contains(".git//")
+}
+
+/// One kustomization being accumulated.
+struct Target<'a> {
+    loader: &'a Loader,
+    dir: PathBuf,
+    kustomization: Kustomization,
+}
+
+impl Target<'_> {
+    fn here(&self) -> String {
+        self.loader.display(&self.dir)
+    }
+
+    fn ctx(&self, what: &str) -> String {
+        format!("{}: {what}", self.here())
+    }
+
+    fn refuse_unsupported(&self) -> Result<(), BuildError> {
+        let k = &self.kustomization;
+        let unsupported = |message: String| BuildError::Unsupported {
+            dir: self.here(),
+            message,
+        };
+        if k.helm_globals.is_some()
+            || !k.helm_charts.is_empty()
+            || !k.helm_chart_inflation_generator.is_empty()
+        {
+            return Err(unsupported(
+                "helm charts are not supported (Flux builds kustomizations without helm)".into(),
+            ));
+        }
+        if let Some(entry) = k.resources.iter().chain(&k.components).find(|e| is_remote(e)) {
+            return Err(unsupported(format!(
+                "remote resource '{entry}' is not supported: only files inside the source artifact can be built"
+            )));
+        }
+        if !k.validators.is_empty() {
+            return Err(unsupported(
+                "validators are plugins, and plugins are disabled".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// kustomize's accumulateTarget: everything this kustomization contributes, applied to
+    /// `acc` (a fresh accumulator for a Kustomization, the parent's for a Component).
+    fn accumulate(&self, acc: &mut Accumulator) -> Result<(), BuildError> {
+        self.refuse_unsupported()?;
+        self.accumulate_resources(acc, &self.kustomization.resources)?;
+        acc.config.merge(self.transformer_config()?);
+        self.run_generators(acc)?;
+        for component in &self.kustomization.components {
+            self.accumulate_directory(acc, component, KustomizationKind::Component)?;
+        }
+        self.run_transformers(acc)?;
+        let here = self.here();
+        acc.merge_vars(self.kustomization.vars.clone(), &here)
+    }
+
+    fn accumulate_resources(
+        &self,
+        acc: &mut Accumulator,
+        entries: &[String],
+    ) -> Result<(), BuildError> {
+        for entry in entries {
+            match self.loader.entry(&self.dir, entry)? {
+                Entry::File(_) => {
+                    let text = self.loader.read_text(&self.dir, entry)?;
+                    let file = self.loader.display(&self.dir.join(entry));
+                    for resource in parse_resources(&text, &file)? {
+                        acc.resmap
+                            .append(resource)
+                            .map_err(step(|| format!("{file}: merging resources")))?;
+                    }
+                }
+                Entry::Dir(_) => {
+                    self.accumulate_directory(acc, entry, KustomizationKind::Kustomization)?
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn accumulate_directory(
+        &self,
+        acc: &mut Accumulator,
+        entry: &str,
+        expected: KustomizationKind,
+    ) -> Result<(), BuildError> {
+        let dir = match self.loader.entry(&self.dir, entry)? {
+            Entry::Dir(dir) => dir,
+            Entry::File(file) => {
+                return Err(BuildError::Kustomization(format!(
+                    "{}: component '{}' must be a directory holding a Component",
+                    self.here(),
+                    self.loader.display(&file)
+                )));
+            }
+        };
+        let kustomization = load_kustomization(self.loader, &dir)?;
+        let sub = Target {
+            loader: self.loader,
+            dir,
+            kustomization,
+        };
+        let kind = sub.kustomization.kustomization_kind();
+        match (expected, kind) {
+            (KustomizationKind::Component, KustomizationKind::Kustomization) => {
+                return Err(BuildError::Kustomization(format!(
+                    "{}: expected kind 'Component' for path '{}' but got 'Kustomization'",
+                    self.here(),
+                    sub.here()
+                )));
+            }
+            (KustomizationKind::Kustomization, KustomizationKind::Component) => {
+                return Err(BuildError::Kustomization(format!(
+                    "{}: expected kind != 'Component' for path '{}' (list components under `components`)",
+                    self.here(),
+                    sub.here()
+                )));
+            }
+            _ => {}
+        }
+        if kind == KustomizationKind::Component {
+            sub.accumulate(acc)
+        } else {
+            let mut sub_acc = Accumulator::default();
+            sub.accumulate(&mut sub_acc)?;
+            acc.merge(sub_acc, &format!("{}: merging from '{}'", self.here(), sub.here()))
+        }
+    }
+
+    /// The builtin configuration plus this kustomization's `configurations` files.
+    fn transformer_config(&self) -> Result<TransformerConfig, BuildError> {
+        let mut config = TransformerConfig::builtin();
+        for file in &self.kustomization.configurations {
+            let text = self.loader.read_text(&self.dir, file)?;
+            let shown = self.loader.display(&self.dir.join(file));
+            for doc in yaml::parse_documents(&text).map_err(step(|| shown.clone()))? {
+                let extra: TransformerConfig =
+                    serde_json::from_value(doc).map_err(step(|| shown.clone()))?;
+                config.merge(extra);
+            }
+        }
+        Ok(config)
+    }
+
+    fn run_generators(&self, acc: &mut Accumulator) -> Result<(), BuildError> {
+        let k = &self.kustomization;
+        let defaults = k.generator_options.as_ref();
+        for args in &k.config_map_generator {
+            let generated = generators::generate_config_map(args, defaults, self.loader, &self.dir)
+                .map_err(step(|| self.ctx(&format!("configMapGenerator '{}'", args.name))))?;
+            generators::add_generated(&mut acc.resmap, generated)
+                .map_err(step(|| self.ctx(&format!("configMapGenerator '{}'", args.name))))?;
+        }
+        for args in &k.secret_generator {
+            let generated = generators::generate_secret(args, defaults, self.loader, &self.dir)
+                .map_err(step(|| self.ctx(&format!("secretGenerator '{}'", args.name))))?;
+            generators::add_generated(&mut acc.resmap, generated)
+                .map_err(step(|| self.ctx(&format!("secretGenerator '{}'", args.name))))?;
+        }
+        for config in self.plugin_configs(&k.generators, "generators")? {
+            let kind = plugin_kind(&config, &self.here())?;
+            let generated = generators::generate_builtin(&kind, &config, self.loader, &self.dir)
+                .map_err(step(|| self.ctx(&format!("generator {kind}"))))?;
+            generators::add_generated(&mut acc.resmap, generated)
+                .map_err(step(|| self.ctx(&format!("generator {kind}"))))?;
+        }
+        Ok(())
+    }
+
+    fn run_transformers(&self, acc: &mut Accumulator) -> Result<(), BuildError> {
+        let k = &self.kustomization;
+        let config = acc.config.clone();
+        let resmap = &mut acc.resmap;
+        let (loader, dir) = (self.loader, self.dir.as_path());
+        patch::apply_strategic_merge_patches(resmap, &k.patches_strategic_merge, loader, dir)
+            .map_err(step(|| self.ctx("patchesStrategicMerge")))?;
+        patch::apply_patches(resmap, &k.patches, loader, dir)
+            .map_err(step(|| self.ctx("patches")))?;
+        if !k.namespace.is_empty() {
+            transformers::namespace::apply(resmap, &k.namespace, &config.name_space)
+                .map_err(step(|| self.ctx("namespace")))?;
+        }
+        if !k.name_prefix.is_empty() || !k.name_suffix.is_empty() {
+            transformers::prefix_suffix::apply(
+                resmap,
+                &k.name_prefix,
+                &k.name_suffix,
+                &config.name_prefix,
+            )
+            .map_err(step(|| self.ctx("namePrefix/nameSuffix")))?;
+        }
+        transformers::labels::apply_label_entries(resmap, &k.labels, &config)
+            .map_err(step(|| self.ctx("labels")))?;
+        if !k.common_labels.is_empty() {
+            transformers::labels::apply_common_labels(resmap, &k.common_labels, &config.common_labels)
+                .map_err(step(|| self.ctx("commonLabels")))?;
+        }
+        if !k.common_annotations.is_empty() {
+            transformers::annotations::apply(resmap, &k.common_annotations, &config.common_annotations)
+                .map_err(step(|| self.ctx("commonAnnotations")))?;
+        }
+        patch::apply_json6902_patches(resmap, &k.patches_json6902, loader, dir)
+            .map_err(step(|| self.ctx("patchesJson6902")))?;
+        if !k.replicas.is_empty() {
+            transformers::replicas::apply(resmap, &k.replicas, &config.replicas)
+                .map_err(step(|| self.ctx("replicas")))?;
+        }
+        if !k.images.is_empty() {
+            transformers::images::apply(resmap, &k.images, &config.images)
+                .map_err(step(|| self.ctx("images")))?;
+        }
+        replacements::apply_replacements(resmap, &k.replacements, loader, dir)
+            .map_err(step(|| self.ctx("replacements")))?;
+        for plugin in self.plugin_configs(&k.transformers, "transformers")? {
+            self.run_builtin_transformer(resmap, &plugin)?;
+        }
+        Ok(())
+    }
+
+    fn run_builtin_transformer(&self, resmap: &mut ResMap, config: &Object) -> Result<(), BuildError> {
+        let kind = plugin_kind(config, &self.here())?;
+        let ctx = || self.ctx(&format!("transformer {kind}"));
+        match kind.as_str() {
+            "PatchTransformer" | "PatchStrategicMergeTransformer" | "PatchJson6902Transformer" => {
+                patch::apply_builtin_patch_transformer(resmap, &kind, config, self.loader, &self.dir)
+                    .map_err(step(ctx))
+            }
+            "ReplacementTransformer" => replacements::apply_builtin_replacement_transformer(
+                resmap,
+                config,
+                self.loader,
+                &self.dir,
+            )
+            .map_err(step(ctx)),
+            "SortOrderTransformer" => {
+                let options: SortOptions = match config.get("sortOptions") {
+                    Some(value) => serde_json::from_value(value.clone()).map_err(step(ctx))?,
+                    None => SortOptions::default(),
+                };
+                sort::sort(resmap, &options).map_err(step(ctx))
+            }
+            _ => match transformers::apply_builtin(resmap, &kind, config).map_err(step(ctx))? {
+                true => Ok(()),
+                false => Err(BuildError::Unsupported {
+                    dir: self.here(),
+                    message: format!(
+                        "transformer kind '{kind}' is not a builtin transformer (plugins are disabled)"
+                    ),
+                }),
+            },
+        }
+    }
+
+    /// The plugin configuration objects of a `generators:`/`transformers:` list: each entry
+    /// is inline YAML, a file, or a kustomization directory whose output are the configs.
+    fn plugin_configs(&self, entries: &[String], field: &str) -> Result<Vec<Object>, BuildError> {
+        let mut configs = Vec::new();
+        for entry in entries {
+            let inline = yaml::parse_documents(entry)
+                .ok()
+                .filter(|docs| !docs.is_empty() && docs.iter().all(Value::is_object));
+            match inline {
+                Some(docs) => {
+                    let shown = self.ctx(&format!("inline entry of {field}"));
+                    for resource in objects_to_resources(docs, &shown)? {
+                        configs.push(resource.obj);
+                    }
+                }
+                None => {
+                    let mut acc = Accumulator::default();
+                    self.accumulate_resources(&mut acc, std::slice::from_ref(entry))?;
+                    configs.extend(acc.resmap.into_vec().into_iter().map(|r| r.obj));
+                }
+            }
+        }
+        for config in &configs {
+            let api_version = config.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+            if api_version != "builtin" {
+                return Err(BuildError::Unsupported {
+                    dir: self.here(),
+                    message: format!(
+                        "{field} entry of apiVersion '{api_version}' is an external plugin; plugins are disabled (only apiVersion: builtin is supported)"
+                    ),
+                });
+            }
+        }
+        Ok(configs)
+    }
+}
+
+fn plugin_kind(config: &Object, here: &str) -> Result<String, BuildError> {
+    config
+        .get("kind")
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| BuildError::Kustomization(format!("{here}: plugin configuration without kind")))
+}
+
+/// Parses a resource file: every document must be an object with a kind and a name; List
+/// kinds are expanded into their items.
+pub fn parse_resources(text: &str, file: &str) -> Result<Vec<Resource>, BuildError> {
+    let docs = yaml::parse_documents(text).map_err(|e| BuildError::Resource {
+        file: file.to_string(),
+        message: e.to_string(),
+    })?;
+    let mut resources = objects_to_resources(docs, file)?;
+    for resource in &mut resources {
+        resource.origin = Some(file.to_string());
+    }
+    Ok(resources)
+}
+
+fn objects_to_resources(docs: Vec<Value>, file: &str) -> Result<Vec<Resource>, BuildError> {
+    let invalid = |message: String| BuildError::Resource {
+        file: file.to_string(),
+        message,
+    };
+    let mut out = Vec::new();
+    for (index, doc) in docs.into_iter().enumerate() {
+        let Value::Object(obj) = doc else {
+            return Err(invalid(format!("document {index} is not a map of fields")));
+        };
+        let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
+        if kind.ends_with("List") && obj.get("items").is_some_and(Value::is_array) {
+            let items = obj.get("items").and_then(Value::as_array).cloned().unwrap_or_default();
+            out.extend(objects_to_resources(items, file)?);
+            continue;
+        }
+        if kind.is_empty() {
+            return Err(invalid(format!("missing kind in document {index}")));
+        }
+        let resource = Resource::new(obj);
+        if resource.name().is_empty() {
+            return Err(invalid(format!("missing metadata.name in {kind} (document {index})")));
+        }
+        out.push(resource);
+    }
+    Ok(out)
+}
+
+/// Drops objects annotated `config.kubernetes.io/local-config: "true"`.
+fn drop_local_config(resmap: &mut ResMap) {
+    resmap
+        .as_mut_vec()
+        .retain(|r| r.annotation("config.kubernetes.io/local-config") != Some("true"));
 }
