@@ -575,3 +575,79 @@ fn behavior_errors() {
     );
     assert!(add_generated(&mut resmap, elsewhere).is_err());
 }
+
+#[test]
+fn merges_follow_renamed_bases() {
+    // TestGeneratorOverlays: base1 (namePrefix p1-) <- o1 merge <- overlay merge.
+    let t = tree(&[]);
+    let mut resmap = ResMap::new();
+    run(
+        &t,
+        ".",
+        "configMapGenerator:\n- name: com1\n  behavior: create\n  literals: [from=base]\n",
+        &mut resmap,
+    );
+    for res in resmap.iter_mut() {
+        let name = format!("p1-{}", res.name());
+        res.set_name(&name);
+    }
+    run(
+        &t,
+        ".",
+        "configMapGenerator:\n- name: com1\n  behavior: merge\n  literals: [from=overlay]\n",
+        &mut resmap,
+    );
+    run(
+        &t,
+        ".",
+        "configMapGenerator:\n- name: com1\n  behavior: merge\n  literals: [foo=bar, baz=qux]\n",
+        &mut resmap,
+    );
+    assert_eq!(resmap.len(), 1);
+    assert_eq!(resmap.as_slice()[0].org_id().name, "com1");
+    apply_hash_suffixes(&mut resmap).unwrap();
+    assert_eq!(names(&resmap), ["p1-com1-8tc62428t2"]);
+}
+
+#[test]
+fn builtin_merge_into_an_empty_generated_map() {
+    // TestNamespacePropagationDoesNotBreakGeneratorMerge, before the namespace is set.
+    let t = tree(&[
+        ("base/configuration/general", b"\nBASE_LAYER_ENV=base\n"),
+        ("overlay/configuration/general", b"\nOVERLAY_ENV=overlay\n"),
+    ]);
+    let mut resmap = ResMap::new();
+    run(
+        &t,
+        "base",
+        "configMapGenerator:\n- name: general-environment\n  behavior: create\n",
+        &mut resmap,
+    );
+    let config = obj(
+        json!({"apiVersion": "builtin", "kind": "ConfigMapGenerator",
+        "metadata": {"name": "general-environment"}, "behavior": "merge",
+        "envs": ["configuration/general"]}),
+    );
+    for dir in ["base", "overlay"] {
+        let res =
+            generate_builtin("ConfigMapGenerator", &config, &t.loader, &t.root.join(dir)).unwrap();
+        add_generated(&mut resmap, res).unwrap();
+    }
+    resmap.iter_mut().for_each(|r| r.set_namespace("abc"));
+    apply_hash_suffixes(&mut resmap).unwrap();
+    assert_eq!(names(&resmap), ["general-environment-826bch2dh9"]);
+}
+
+#[test]
+fn keys_are_not_validated_as_in_kustomize() {
+    // kustomize v5.8's key validator accepts everything.
+    let t = tree(&[]);
+    let res = generate_config_map(
+        &gen_args("{name: k, literals: ['a b/c=v']}"),
+        None,
+        &t.loader,
+        &t.root,
+    )
+    .unwrap();
+    assert_eq!(res.obj["data"], json!({"a b/c": "v"}));
+}
