@@ -7,6 +7,8 @@
 pub mod config;
 mod config_defaults;
 pub mod fieldspec;
+pub mod generators;
+pub mod hash;
 pub mod kustfile;
 pub mod loader;
 pub mod namereference;
