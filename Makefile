@@ -4,7 +4,7 @@ CRD := crds/kustomize.toolkit.fluxcd.io_kustomizations.yaml
 CRD_COPIES := config/crd/bases/kustomize.toolkit.fluxcd.io_kustomizations.yaml \
               charts/kustomize-controller/crds/kustomize.toolkit.fluxcd.io_kustomizations.yaml
 
-.PHONY: build crds demo test lint controlplane-up controlplane-down
+.PHONY: build crds demo test kustomize-diff lint controlplane-up controlplane-down
 
 build:
 	cargo build --release --locked
@@ -23,6 +23,14 @@ demo:
 # target builds (first run only), starts, and stops again.
 test:
 	bash tests/run.sh
+
+# Only the differential tests: `kustomize-controller build` against the real kustomize v5.8 on
+# every fixture in tests/fixtures/kustomize (builds kustomize on first use), with the
+# informational byte-for-byte reports shown. KC_DIFF_OURS="kustomize build --reorder none"
+# checks the harness itself.
+kustomize-diff:
+	KC_DIFF_KUSTOMIZE="$$(bash tests/kustomize/install-kustomize.sh)" \
+	  cargo test --locked --test kustomize_differential -- --nocapture --test-threads=1
 
 lint:
 	cargo fmt --all -- --check

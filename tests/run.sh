@@ -9,6 +9,12 @@ bash "$repo/tests/controlplane/down.sh" "$state" >/dev/null 2>&1 || true
 trap 'bash "$repo/tests/controlplane/down.sh" "$state" >/dev/null 2>&1 || true' EXIT
 KC_TEST_KUBECONFIG="$(bash "$repo/tests/controlplane/up.sh" "$state")"
 export KC_TEST_KUBECONFIG
+# The reference kustomize that tests/kustomize_differential.rs compares our builds with (also
+# built on first use, from the Go module proxy).
+if [[ -z "${KC_DIFF_KUSTOMIZE:-}" ]]; then
+  KC_DIFF_KUSTOMIZE="$(bash "$repo/tests/kustomize/install-kustomize.sh")"
+fi
+export KC_DIFF_KUSTOMIZE
 
 cd "$repo"
 cargo test --locked --all-targets --no-fail-fast "$@"
