@@ -382,6 +382,67 @@ pub enum KustfileError {
     },
 }
 
+/// Every top-level field of a kustomization file, as spelled in the schema.
+const FIELD_NAMES: [&str; 34] = [
+    "apiVersion",
+    "kind",
+    "metadata",
+    "openapi",
+    "namePrefix",
+    "nameSuffix",
+    "namespace",
+    "commonLabels",
+    "labels",
+    "commonAnnotations",
+    "patchesStrategicMerge",
+    "patchesJson6902",
+    "patches",
+    "images",
+    "imageTags",
+    "replacements",
+    "replicas",
+    "vars",
+    "sortOptions",
+    "resources",
+    "components",
+    "crds",
+    "bases",
+    "configMapGenerator",
+    "secretGenerator",
+    "generatorOptions",
+    "helmGlobals",
+    "helmCharts",
+    "helmChartInflationGenerator",
+    "configurations",
+    "generators",
+    "transformers",
+    "validators",
+    "buildMetadata",
+];
+
+/// kustomize decodes kustomization files with Go's JSON rules, which match field names
+/// case-insensitively (`nameprefix` is `namePrefix`); spell such keys canonically.
+fn canonical_field_names(value: Value) -> Value {
+    let Value::Object(map) = value else {
+        return value;
+    };
+    let canonical = map
+        .into_iter()
+        .map(|(key, v)| {
+            let name = if FIELD_NAMES.contains(&key.as_str()) {
+                key
+            } else {
+                FIELD_NAMES
+                    .iter()
+                    .find(|f| f.eq_ignore_ascii_case(&key))
+                    .map_or(key, |f| f.to_string())
+            };
+            (name, v)
+        })
+        .collect();
+    Value::Object(canonical)
+}
+
 impl Kustomization {
     /// Parses a kustomization file strictly (unknown fields are errors) and folds the
     /// deprecated fields into their successors.
@@ -406,6 +467,7 @@ impl Kustomization {
                 message: "expected a map of kustomization fields".to_string(),
             });
         }
+        let value = canonical_field_names(value);
         let mut kustomization: Kustomization =
             serde_json::from_value(value).map_err(|e| KustfileError::Schema {
                 file: file.to_string(),
@@ -484,6 +546,12 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("k.yaml") && err.contains("resorces"), "{err}");
+    }
+
+    #[test]
+    fn matches_field_names_case_insensitively_like_go() {
+        let k = Kustomization::parse("nameprefix: p-\nNAMESPACE: x\n", "k.yaml").unwrap();
+        assert_eq!((k.name_prefix.as_str(), k.namespace.as_str()), ("p-", "x"));
     }
 
     #[test]
