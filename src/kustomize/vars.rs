@@ -1,0 +1,1 @@
+//! Vars: `$(NAME)` references expanded from fields of other objects.
