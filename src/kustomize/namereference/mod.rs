@@ -241,10 +241,10 @@ impl Update<'_> {
         let all = self.all;
         let mut list = Self::sieve(pool, |c| c.had_name(old_name), all);
         list = Self::sieve(list, |c| c.had_kind_selected_by(&self.target), all);
-        if self.spec.path.ends_with("roleRef/name") {
-            if let Some(role_ref) = &self.referrer.role_ref {
-                list = Self::sieve(list, |c| c.had_kind_selected_by(role_ref), all);
-            }
+        if self.spec.path.ends_with("roleRef/name")
+            && let Some(role_ref) = &self.referrer.role_ref
+        {
+            list = Self::sieve(list, |c| c.had_kind_selected_by(role_ref), all);
         }
         let me = self.referrer.me;
         if !me.is_cluster_scoped() {
