@@ -446,3 +446,48 @@ fn ids_print_like_kustomize() {
     };
     assert_eq!(kustomize_id_string(&id), "Secret.v1.[noGrp]/s.[noNs]");
 }
+
+#[test]
+fn subject_namespace_may_name_the_new_namespace() {
+    let mut sa = service_account("sa");
+    sa.set_namespace("system");
+    let sa = prefixed(sa, "p-");
+    let mut map = map_of(vec![
+        sa,
+        binding(
+            "ClusterRoleBinding",
+            "crb",
+            "ClusterRole",
+            json!([{"kind": "ServiceAccount", "name": "sa", "namespace": "system"}]),
+        ),
+    ]);
+    fix(&mut map).unwrap();
+    let crb = at(&map, "ClusterRoleBinding", "crb");
+    assert_eq!(
+        pointer(crb, "/subjects/0"),
+        json!({"kind": "ServiceAccount", "name": "p-sa", "namespace": "system"})
+    );
+}
+
+#[test]
+fn role_binding_subject_namespace_must_be_a_string() {
+    let mut map = map_of(vec![binding(
+        "RoleBinding",
+        "rb",
+        "Role",
+        json!([{"kind": "ServiceAccount", "name": "sa", "namespace": 7}]),
+    )]);
+    let err = fix(&mut map).unwrap_err();
+    assert!(
+        matches!(err, NameRefError::BadSubjectNamespace { .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn unrenamed_objects_are_never_candidates() {
+    let mut map = map_of(vec![cm("cfg", None), deployment("web", None, "cfg")]);
+    let before = map.clone();
+    fix(&mut map).unwrap();
+    assert_eq!(map, before);
+}
