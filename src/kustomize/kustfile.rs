@@ -273,8 +273,8 @@ pub struct VarTarget {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct FieldRef {
-    /// Dotted path of the field.
-    #[serde(default)]
+    /// Dotted path of the field (kustomize also accepts the lower-case `fieldpath`).
+    #[serde(default, alias = "fieldpath")]
     pub field_path: String,
 }
 

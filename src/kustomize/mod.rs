@@ -14,6 +14,7 @@ pub mod loader;
 pub mod namereference;
 pub mod resource;
 pub mod selector;
+pub mod vars;
 pub mod yaml;
 pub mod target;
 

@@ -175,6 +175,14 @@ pub struct Resource {
     /// The file (relative to the build root) or generator this resource came from, for
     /// `buildMetadata: [originAnnotations]` and error messages.
     pub origin: Option<String>,
+    /// Non-empty name prefixes applied by `namePrefix` transformers, innermost layer
+    /// first; name-reference fixing prefers referrals from the same layers.
+    pub name_prefixes: Vec<String>,
+    /// Non-empty name suffixes applied by `nameSuffix` transformers, innermost first.
+    pub name_suffixes: Vec<String>,
+    /// Names of the vars whose `objref` matched this resource in the kustomization that
+    /// declared them (kustomize binds a var to its object layer by layer).
+    pub ref_var_names: Vec<String>,
 }
 
 impl Resource {
