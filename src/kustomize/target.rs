@@ -252,6 +252,8 @@ impl Target<'_> {
         }
         self.run_transformers(acc)?;
         let here = self.here();
+        vars::bind_vars(&mut acc.resmap, &self.kustomization.vars)
+            .map_err(step(|| format!("{here}: vars")))?;
         acc.merge_vars(self.kustomization.vars.clone(), &here)
     }
 
