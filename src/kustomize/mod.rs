@@ -7,9 +7,13 @@
 pub mod config;
 mod config_defaults;
 pub mod fieldspec;
+pub mod json6902;
 pub mod kustfile;
 pub mod loader;
 pub mod namereference;
+pub mod patch;
 pub mod resource;
 pub mod selector;
+pub mod smp;
+pub mod smp_schema;
 pub mod yaml;
