@@ -477,8 +477,11 @@ fn valid_keys(
     (valid_keys, valid_values)
 }
 
-/// Index of the first element whose key fields exist and equal `values`.
+/// Index of the first element whose key fields exist and equal `values`; keys this tuple
+/// leaves empty are not compared (unless it leaves them all empty).
 fn find_element(list: &[Value], keys: &[String], values: &[String]) -> Option<usize> {
+    let (keys, values) = valid_keys(&[values.to_vec()], values, keys);
+    let (keys, values) = (keys.as_slice(), values.as_slice());
     if keys.first().is_none_or(String::is_empty) {
         let wanted = values.first().map_or("", String::as_str);
         return list.iter().position(|e| scalar_text(e) == wanted);
@@ -736,4 +739,211 @@ fn append_base(
         Setter::new(keys.to_vec(), values).apply(&mut items, Some(element), path)?;
     }
     Ok(items)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obj(yaml: &str) -> Object {
+        match super::super::yaml::parse_documents(yaml).unwrap().remove(0) {
+            Value::Object(map) => map,
+            other => panic!("not a map: {other}"),
+        }
+    }
+
+    fn merged(target: &str, patch: &str) -> Value {
+        let mut t = obj(target);
+        let gvk = super::super::resource::Resource::new(t.clone()).gvk();
+        strategic_merge(&mut t, &obj(patch), &gvk).unwrap();
+        Value::Object(t)
+    }
+
+    fn names(list: &Value) -> Vec<String> {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap_or("").to_string())
+            .collect()
+    }
+
+    const DEPLOY: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n\
+        spec: {replicas: 1, template: {spec: {containers: [\
+        {name: a, image: 'a:1', env: [{name: X, value: '1'}]}, {name: b, image: 'b:1'}]}}}\n";
+
+    #[test]
+    fn maps_merge_and_null_deletes() {
+        let out = merged(
+            DEPLOY,
+            "kind: Deployment\nmetadata: {name: web, labels: {x: z}}\nspec: {replicas: null, paused: true}\n",
+        );
+        assert_eq!(out["metadata"]["labels"]["x"], "z");
+        assert!(out["spec"].get("replicas").is_none());
+        assert_eq!(out["spec"]["paused"], true);
+        assert_eq!(out["spec"]["template"]["spec"]["containers"][0]["image"], "a:1");
+    }
+
+    #[test]
+    fn keyed_lists_merge_with_new_items_first() {
+        let out = merged(
+            DEPLOY,
+            "spec: {template: {spec: {containers: [{name: c, image: 'c:1'}, \
+             {name: a, image: 'a:2', env: [{name: YV, value: '2'}]}]}}}\n",
+        );
+        let containers = &out["spec"]["template"]["spec"]["containers"];
+        assert_eq!(names(containers), ["c", "a", "b"]);
+        assert_eq!(containers[1]["image"], "a:2");
+        assert_eq!(names(&containers[1]["env"]), ["YV", "X"]);
+    }
+
+    #[test]
+    fn element_and_list_directives() {
+        let out = merged(
+            DEPLOY,
+            "spec: {template: {spec: {containers: [{name: b, $patch: delete}]}}}\n",
+        );
+        assert_eq!(
+            names(&out["spec"]["template"]["spec"]["containers"]),
+            ["a"]
+        );
+        let out = merged(
+            DEPLOY,
+            "spec: {template: {spec: {containers: [{$patch: replace}, {name: z, image: z}]}}}\n",
+        );
+        let containers = &out["spec"]["template"]["spec"]["containers"];
+        assert_eq!(names(containers), ["z"]);
+        let out = merged(
+            DEPLOY,
+            "spec: {template: {spec: {containers: [{name: a, $patch: delete}, {name: b, $patch: delete}]}}}\n",
+        );
+        assert_eq!(out["spec"]["template"]["spec"]["containers"], serde_json::json!([]));
+        let out = merged(DEPLOY, "spec:\n  template:\n    $patch: delete\n");
+        assert!(out["spec"].get("template").is_none());
+        let out = merged(DEPLOY, "spec:\n  $patch: replace\n  replicas: 5\n");
+        assert_eq!(out["spec"], serde_json::json!({"replicas": 5}));
+        let out = merged(DEPLOY, "spec:\n  $patch: merge\n  replicas: 5\n");
+        assert_eq!(out["spec"]["replicas"], 5);
+        assert!(out["spec"].get("$patch").is_none());
+        let mut t = obj(DEPLOY);
+        let gvk = Gvk::from_api_version("apps/v1", "Deployment");
+        let err = strategic_merge(&mut t, &obj("spec:\n  $patch: frob\n"), &gvk).unwrap_err();
+        assert!(err.to_string().contains("frob") && err.to_string().contains("spec"));
+    }
+
+    #[test]
+    fn delete_patch_is_recognised_and_clears_the_target() {
+        let patch = obj("$patch: delete\nkind: Deployment\nmetadata: {name: web}\n");
+        assert!(is_delete_patch(&patch));
+        assert!(!is_delete_patch(&obj("kind: Deployment\n")));
+        let mut t = obj(DEPLOY);
+        strategic_merge(&mut t, &patch, &Gvk::from_api_version("apps/v1", "Deployment")).unwrap();
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn lists_without_strategy_are_replaced() {
+        let target = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: w}\n\
+            spec: {template: {spec: {tolerations: [{key: a}], \
+            containers: [{name: a, envFrom: [{configMapRef: {name: x}}]}]}}}\n";
+        let out = merged(
+            target,
+            "spec: {template: {spec: {tolerations: [{key: b}], \
+             containers: [{name: a, envFrom: [{secretRef: {name: sec}}]}]}}}\n",
+        );
+        let spec = &out["spec"]["template"]["spec"];
+        assert_eq!(spec["tolerations"], serde_json::json!([{"key": "b"}]));
+        assert_eq!(
+            spec["containers"][0]["envFrom"],
+            serde_json::json!([{"secretRef": {"name": "sec"}}])
+        );
+    }
+
+    #[test]
+    fn kinds_without_schema_replace_every_list() {
+        let crd = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, finalizers: [a]}\n\
+            spec:\n  containers: [{name: a, image: a}, {name: b, image: b}]\n";
+        let out = merged(
+            crd,
+            "metadata: {finalizers: [b]}\nspec:\n  containers: [{name: a, image: x}]\n",
+        );
+        assert_eq!(out["spec"]["containers"], serde_json::json!([{"name": "a", "image": "x"}]));
+        assert_eq!(out["metadata"]["finalizers"], serde_json::json!(["b"]));
+        let hpa = "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: h}\n\
+            spec:\n  metrics: [{type: Resource}]\n";
+        let out = merged(hpa, "spec:\n  metrics: [{type: Pods}]\n");
+        assert_eq!(out["spec"]["metrics"], serde_json::json!([{"type": "Pods"}]));
+    }
+
+    #[test]
+    fn primitive_lists_with_merge_strategy_are_unioned() {
+        let out = merged(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, finalizers: [a, b]}\n",
+            "metadata: {finalizers: [c, a]}\n",
+        );
+        assert_eq!(out["metadata"]["finalizers"], serde_json::json!(["c", "a", "b"]));
+    }
+
+    #[test]
+    fn service_ports_merge_by_port_and_protocol() {
+        let svc = "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n\
+            spec:\n  ports:\n  - {port: 80, targetPort: 8080, protocol: TCP}\n";
+        let out = merged(svc, "spec:\n  ports:\n  - {port: 443, targetPort: 8443, name: https}\n");
+        let ports = out["spec"]["ports"].as_array().unwrap();
+        assert_eq!(ports.len(), 2);
+        assert_eq!(ports[0]["port"], 443);
+        assert_eq!(ports[1]["port"], 80);
+        let out = merged(svc, "spec:\n  ports:\n  - {port: 80, targetPort: 9090, protocol: TCP}\n");
+        assert_eq!(out["spec"]["ports"], serde_json::json!([
+            {"port": 80, "targetPort": 9090, "protocol": "TCP"}]));
+        // A patch port without protocol matches no port with one (kyaml's rule).
+        let out = merged(svc, "spec:\n  ports:\n  - {port: 80, targetPort: 80}\n");
+        assert_eq!(out["spec"]["ports"], serde_json::json!([
+            {"port": 80, "targetPort": 8080, "protocol": "TCP"}]));
+    }
+
+    #[test]
+    fn container_ports_with_mixed_protocols_keep_their_order() {
+        let target = "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: s}\n\
+            spec: {template: {spec: {containers: [{name: c, ports: [\
+            {containerPort: 8500, name: http}, \
+            {containerPort: 8301, protocol: TCP, name: t}, \
+            {containerPort: 8301, protocol: UDP, name: u}, \
+            {containerPort: 8302, name: w}]}]}}}\n";
+        let before = obj(target);
+        let out = merged(target, "metadata: {labels: {a: b}}\n");
+        assert_eq!(out["spec"], before["spec"]);
+        assert_eq!(out["metadata"]["labels"]["a"], "b");
+    }
+
+    #[test]
+    fn volumes_and_nested_nulls() {
+        let target = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: w}\n\
+            spec:\n  template:\n    spec:\n      volumes:\n      - {name: v, emptyDir: {}}\n";
+        let out = merged(
+            target,
+            "spec:\n  template:\n    spec:\n      volumes:\n      - name: v\n        emptyDir: null\n        gcePersistentDisk: {pdName: d}\n",
+        );
+        assert_eq!(
+            out["spec"]["template"]["spec"]["volumes"],
+            serde_json::json!([{"name": "v", "gcePersistentDisk": {"pdName": "d"}}])
+        );
+    }
+
+    #[test]
+    fn added_maps_lose_nulls_and_directives() {
+        let out = merged(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+            "data: {a: '1', b: null}\nextra: {$patch: delete}\n",
+        );
+        assert_eq!(out["data"], serde_json::json!({"a": "1"}));
+        assert!(out.get("extra").is_none());
+    }
+
+    #[test]
+    fn type_mismatch_names_the_field() {
+        let mut t = obj(DEPLOY);
+        let gvk = Gvk::from_api_version("apps/v1", "Deployment");
+        let err = strategic_merge(&mut t, &obj("spec: {template: [1]}\n"), &gvk).unwrap_err();
+        assert!(err.to_string().contains("spec.template"), "{err}");
+    }
 }
