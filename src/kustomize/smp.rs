@@ -780,7 +780,10 @@ mod tests {
         assert_eq!(out["metadata"]["labels"]["x"], "z");
         assert!(out["spec"].get("replicas").is_none());
         assert_eq!(out["spec"]["paused"], true);
-        assert_eq!(out["spec"]["template"]["spec"]["containers"][0]["image"], "a:1");
+        assert_eq!(
+            out["spec"]["template"]["spec"]["containers"][0]["image"],
+            "a:1"
+        );
     }
 
     #[test]
@@ -802,10 +805,7 @@ mod tests {
             DEPLOY,
             "spec: {template: {spec: {containers: [{name: b, $patch: delete}]}}}\n",
         );
-        assert_eq!(
-            names(&out["spec"]["template"]["spec"]["containers"]),
-            ["a"]
-        );
+        assert_eq!(names(&out["spec"]["template"]["spec"]["containers"]), ["a"]);
         let out = merged(
             DEPLOY,
             "spec: {template: {spec: {containers: [{$patch: replace}, {name: z, image: z}]}}}\n",
@@ -816,7 +816,10 @@ mod tests {
             DEPLOY,
             "spec: {template: {spec: {containers: [{name: a, $patch: delete}, {name: b, $patch: delete}]}}}\n",
         );
-        assert_eq!(out["spec"]["template"]["spec"]["containers"], serde_json::json!([]));
+        assert_eq!(
+            out["spec"]["template"]["spec"]["containers"],
+            serde_json::json!([])
+        );
         let out = merged(DEPLOY, "spec:\n  template:\n    $patch: delete\n");
         assert!(out["spec"].get("template").is_none());
         let out = merged(DEPLOY, "spec:\n  $patch: replace\n  replicas: 5\n");
@@ -836,7 +839,12 @@ mod tests {
         assert!(is_delete_patch(&patch));
         assert!(!is_delete_patch(&obj("kind: Deployment\n")));
         let mut t = obj(DEPLOY);
-        strategic_merge(&mut t, &patch, &Gvk::from_api_version("apps/v1", "Deployment")).unwrap();
+        strategic_merge(
+            &mut t,
+            &patch,
+            &Gvk::from_api_version("apps/v1", "Deployment"),
+        )
+        .unwrap();
         assert!(t.is_empty());
     }
 
@@ -866,12 +874,18 @@ mod tests {
             crd,
             "metadata: {finalizers: [b]}\nspec:\n  containers: [{name: a, image: x}]\n",
         );
-        assert_eq!(out["spec"]["containers"], serde_json::json!([{"name": "a", "image": "x"}]));
+        assert_eq!(
+            out["spec"]["containers"],
+            serde_json::json!([{"name": "a", "image": "x"}])
+        );
         assert_eq!(out["metadata"]["finalizers"], serde_json::json!(["b"]));
         let hpa = "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: h}\n\
             spec:\n  metrics: [{type: Resource}]\n";
         let out = merged(hpa, "spec:\n  metrics: [{type: Pods}]\n");
-        assert_eq!(out["spec"]["metrics"], serde_json::json!([{"type": "Pods"}]));
+        assert_eq!(
+            out["spec"]["metrics"],
+            serde_json::json!([{"type": "Pods"}])
+        );
     }
 
     #[test]
@@ -880,25 +894,40 @@ mod tests {
             "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, finalizers: [a, b]}\n",
             "metadata: {finalizers: [c, a]}\n",
         );
-        assert_eq!(out["metadata"]["finalizers"], serde_json::json!(["c", "a", "b"]));
+        assert_eq!(
+            out["metadata"]["finalizers"],
+            serde_json::json!(["c", "a", "b"])
+        );
     }
 
     #[test]
     fn service_ports_merge_by_port_and_protocol() {
         let svc = "apiVersion: v1\nkind: Service\nmetadata: {name: s}\n\
             spec:\n  ports:\n  - {port: 80, targetPort: 8080, protocol: TCP}\n";
-        let out = merged(svc, "spec:\n  ports:\n  - {port: 443, targetPort: 8443, name: https}\n");
+        let out = merged(
+            svc,
+            "spec:\n  ports:\n  - {port: 443, targetPort: 8443, name: https}\n",
+        );
         let ports = out["spec"]["ports"].as_array().unwrap();
         assert_eq!(ports.len(), 2);
         assert_eq!(ports[0]["port"], 443);
         assert_eq!(ports[1]["port"], 80);
-        let out = merged(svc, "spec:\n  ports:\n  - {port: 80, targetPort: 9090, protocol: TCP}\n");
-        assert_eq!(out["spec"]["ports"], serde_json::json!([
-            {"port": 80, "targetPort": 9090, "protocol": "TCP"}]));
+        let out = merged(
+            svc,
+            "spec:\n  ports:\n  - {port: 80, targetPort: 9090, protocol: TCP}\n",
+        );
+        assert_eq!(
+            out["spec"]["ports"],
+            serde_json::json!([
+            {"port": 80, "targetPort": 9090, "protocol": "TCP"}])
+        );
         // A patch port without protocol matches no port with one (kyaml's rule).
         let out = merged(svc, "spec:\n  ports:\n  - {port: 80, targetPort: 80}\n");
-        assert_eq!(out["spec"]["ports"], serde_json::json!([
-            {"port": 80, "targetPort": 8080, "protocol": "TCP"}]));
+        assert_eq!(
+            out["spec"]["ports"],
+            serde_json::json!([
+            {"port": 80, "targetPort": 8080, "protocol": "TCP"}])
+        );
     }
 
     #[test]
