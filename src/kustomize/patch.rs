@@ -106,6 +106,9 @@ struct PatchOptions {
     allow_kind_change: bool,
 }
 
+/// A strategic merge patch document and the patch (file or inline) it came from.
+type SourcedPatch = (String, serde_json::Map<String, Value>);
+
 /// A loaded patch: strategic merge documents or JSON operations.
 enum Loaded {
     Smp(Vec<serde_json::Map<String, Value>>),
@@ -462,7 +465,7 @@ fn load_smp_entries(
     entries: &[String],
     loader: &Loader,
     dir: &Path,
-) -> Result<Vec<(String, serde_json::Map<String, Value>)>, PatchError> {
+) -> Result<Vec<SourcedPatch>, PatchError> {
     let mut loaded = Vec::new();
     for entry in entries {
         let (source, docs) = match parse_smp(entry) {
@@ -483,10 +486,7 @@ fn load_smp_entries(
 }
 
 /// Applies strategic merge patches, each to the one resource of its id.
-fn apply_smp_list(
-    resmap: &mut ResMap,
-    patches: &[(String, serde_json::Map<String, Value>)],
-) -> Result<(), PatchError> {
+fn apply_smp_list(resmap: &mut ResMap, patches: &[SourcedPatch]) -> Result<(), PatchError> {
     for (source, doc) in patches {
         let index = unique_target(resmap, doc, source)?;
         apply_smp_to_selected(resmap, &[index], doc, PatchOptions::default(), source)?;

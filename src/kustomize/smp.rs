@@ -601,7 +601,7 @@ impl Setter {
 fn merge_primitives(
     mut base: Vec<Value>,
     patch: Option<&[Value]>,
-    path: &mut Vec<String>,
+    path: &[String],
 ) -> Result<Vec<Value>, SmpError> {
     let mut values: Vec<String> = Vec::new();
     for item in patch.unwrap_or_default().iter().chain(base.iter()) {
