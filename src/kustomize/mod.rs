@@ -9,12 +9,16 @@ mod config_defaults;
 pub mod fieldspec;
 pub mod generators;
 pub mod hash;
+pub mod json6902;
 pub mod kustfile;
 pub mod loader;
 pub mod namereference;
+pub mod patch;
 pub mod resource;
 pub mod selector;
 pub mod vars;
+pub mod smp;
+pub mod smp_schema;
 pub mod yaml;
 pub mod target;
 
