@@ -12,4 +12,5 @@ pub mod loader;
 pub mod namereference;
 pub mod resource;
 pub mod selector;
+pub mod transformers;
 pub mod yaml;
