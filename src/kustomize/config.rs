@@ -45,8 +45,8 @@ pub struct TransformerConfig {
     /// Where `nameSuffix` applies.
     #[serde(default)]
     pub name_suffix: Vec<FieldSpec>,
-    /// Where `namespace` applies.
-    #[serde(default)]
+    /// Where `namespace` applies (the `namespace` key of a configuration file).
+    #[serde(default, rename = "namespace")]
     pub name_space: Vec<FieldSpec>,
     /// Where `commonLabels` / `labels` apply.
     #[serde(default)]

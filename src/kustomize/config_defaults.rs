@@ -403,6 +403,19 @@ mod tests {
     }
 
     #[test]
+    fn configuration_files_use_kustomize_keys() {
+        let text = "namespace:\n- path: spec/ns\n  kind: Thing\nlabels:\n- path: spec/sel\n  create: true\nvolumeClaimTemplateLabels:\n- path: spec/claims/metadata/labels\n";
+        let docs = crate::kustomize::yaml::parse_documents(text).unwrap();
+        let config: TransformerConfig = serde_json::from_value(docs[0].clone()).unwrap();
+        assert_eq!(
+            config.name_space,
+            [FieldSpec::for_kind("Thing", "spec/ns", false)]
+        );
+        assert_eq!(config.labels, [FieldSpec::any_kind("spec/sel", true)]);
+        assert_eq!(config.volume_claim_template_labels.len(), 1);
+    }
+
+    #[test]
     fn builtin_tables_are_filled() {
         let config = builtin_field_specs();
         assert_eq!(

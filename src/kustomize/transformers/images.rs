@@ -357,6 +357,24 @@ mod tests {
     }
 
     #[test]
+    fn tag_suffix_lands_twice_on_pod_template_containers_like_kustomize() {
+        // kustomize runs its any-depth container pass and then the field-spec pass, and
+        // the suffixed image still matches the name (kubernetes-sigs/kustomize#4814).
+        let entry = Image {
+            tag_suffix: "-alpine".into(),
+            ..image("redis")
+        };
+        let mut map = resmap(vec![json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d"},
+            "spec": {"template": {"spec": {"containers": [{"name": "r", "image": "redis:6"}]}}}})]);
+        set_image(&mut map, &entry, &TransformerConfig::builtin().images).unwrap();
+        assert_eq!(
+            map.as_slice()[0].obj["spec"]["template"]["spec"]["containers"][0]["image"],
+            json!("redis:6-alpine-alpine")
+        );
+    }
+
+    #[test]
     fn image_fields_are_never_created() {
         let entry = Image {
             new_tag: "v2".into(),
