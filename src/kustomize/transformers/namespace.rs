@@ -349,6 +349,21 @@ mod tests {
     }
 
     #[test]
+    fn cluster_scope_is_per_api_version() {
+        use crate::kustomize::resource::Gvk;
+        assert!(
+            Gvk::from_api_version("rbac.authorization.k8s.io/v1", "ClusterRole")
+                .is_cluster_scoped()
+        );
+        assert!(
+            !Gvk::from_api_version("rbac.authorization.k8s.io/v1alpha1", "ClusterRole")
+                .is_cluster_scoped()
+        );
+        assert!(!Gvk::from_api_version("example.com/v1", "Namespace").is_cluster_scoped());
+        assert!(Gvk::from_api_version("v1", "PersistentVolume").is_cluster_scoped());
+    }
+
+    #[test]
     fn parses_subject_modes() {
         assert_eq!(
             RoleBindingSubjects::parse(""),
