@@ -45,15 +45,21 @@ pub struct TransformerConfig {
     /// Where `nameSuffix` applies.
     #[serde(default)]
     pub name_suffix: Vec<FieldSpec>,
-    /// Where `namespace` applies.
-    #[serde(default)]
+    /// Where `namespace` applies (the `namespace` key of a configuration file).
+    #[serde(default, rename = "namespace")]
     pub name_space: Vec<FieldSpec>,
     /// Where `commonLabels` / `labels` apply.
     #[serde(default)]
     pub common_labels: Vec<FieldSpec>,
+    /// Extra fields every `labels` entry applies to (selectors and templates of custom kinds).
+    #[serde(default)]
+    pub labels: Vec<FieldSpec>,
     /// Where `labels` with `includeTemplates` apply.
     #[serde(default)]
     pub template_labels: Vec<FieldSpec>,
+    /// Where `labels` with `includeVolumeClaimTemplates` apply.
+    #[serde(default)]
+    pub volume_claim_template_labels: Vec<FieldSpec>,
     /// Where `commonAnnotations` apply.
     #[serde(default)]
     pub common_annotations: Vec<FieldSpec>,
@@ -93,7 +99,12 @@ impl TransformerConfig {
         extend(&mut self.name_suffix, other.name_suffix);
         extend(&mut self.name_space, other.name_space);
         extend(&mut self.common_labels, other.common_labels);
+        extend(&mut self.labels, other.labels);
         extend(&mut self.template_labels, other.template_labels);
+        extend(
+            &mut self.volume_claim_template_labels,
+            other.volume_claim_template_labels,
+        );
         extend(&mut self.common_annotations, other.common_annotations);
         extend(&mut self.var_reference, other.var_reference);
         extend(&mut self.images, other.images);

@@ -149,6 +149,9 @@ pub struct Label {
     /// Also set them in pod templates (without selectors).
     #[serde(default)]
     pub include_templates: bool,
+    /// Also set them in StatefulSet `volumeClaimTemplates` metadata (without selectors).
+    #[serde(default)]
+    pub include_volume_claim_templates: bool,
     /// Extra fields to set them in.
     #[serde(default)]
     pub fields: Vec<FieldSpec>,

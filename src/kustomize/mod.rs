@@ -19,6 +19,7 @@ pub mod selector;
 pub mod vars;
 pub mod smp;
 pub mod smp_schema;
+pub mod transformers;
 pub mod yaml;
 pub mod target;
 

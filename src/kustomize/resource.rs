@@ -48,11 +48,48 @@ impl Gvk {
             && (self.kind.is_empty() || self.kind == other.kind)
     }
 
-    /// Whether objects of this kind are cluster-scoped, as far as kustomize knows: the
-    /// built-in cluster-scoped kinds of the Kubernetes API. Unknown kinds (custom
-    /// resources included) are namespaced.
+    /// Whether objects of this type are cluster-scoped, as far as kustomize knows: the
+    /// built-in cluster-scoped types of its embedded Kubernetes schema, matched on the exact
+    /// `apiVersion` and kind. Anything else (custom resources, a `Namespace` kind of another
+    /// group, unknown versions) is namespaced.
     pub fn is_cluster_scoped(&self) -> bool {
-        is_cluster_scoped_kind(&self.kind)
+        cluster_scoped_api_versions(&self.kind).contains(&self.api_version().as_str())
+    }
+}
+
+/// The `apiVersion`s in which kustomize's schema knows `kind` as cluster-scoped.
+fn cluster_scoped_api_versions(kind: &str) -> &'static [&'static str] {
+    const ADMISSION: &[&str] = &[
+        "admissionregistration.k8s.io/v1",
+        "admissionregistration.k8s.io/v1beta1",
+    ];
+    const RBAC: &[&str] = &[
+        "rbac.authorization.k8s.io/v1",
+        "rbac.authorization.k8s.io/v1beta1",
+    ];
+    const STORAGE: &[&str] = &["storage.k8s.io/v1", "storage.k8s.io/v1beta1"];
+    match kind {
+        "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration" => ADMISSION,
+        "ValidatingAdmissionPolicy" | "ValidatingAdmissionPolicyBinding" => {
+            &["admissionregistration.k8s.io/v1"]
+        }
+        "CustomResourceDefinition" => &["apiextensions.k8s.io/v1", "apiextensions.k8s.io/v1beta1"],
+        "APIService" => &[
+            "apiregistration.k8s.io/v1",
+            "apiregistration.k8s.io/v1beta1",
+        ],
+        "CertificateSigningRequest" => &["certificates.k8s.io/v1", "certificates.k8s.io/v1beta1"],
+        "FlowSchema" | "PriorityLevelConfiguration" => &["flowcontrol.apiserver.k8s.io/v1beta1"],
+        "IngressClass" => &["networking.k8s.io/v1", "networking.k8s.io/v1beta1"],
+        "RuntimeClass" => &["node.k8s.io/v1", "node.k8s.io/v1beta1"],
+        "PodSecurityPolicy" => &["policy/v1beta1"],
+        "ClusterRole" | "ClusterRoleBinding" => RBAC,
+        "PriorityClass" => &["scheduling.k8s.io/v1", "scheduling.k8s.io/v1beta1"],
+        "CSIDriver" | "CSINode" | "StorageClass" | "VolumeAttachment" => STORAGE,
+        "ComponentStatus" | "Namespace" | "Node" | "NodeProxyOptions" | "PersistentVolume" => {
+            &["v1"]
+        }
+        _ => &[],
     }
 }
 
