@@ -380,36 +380,32 @@ impl Target<'_> {
         patch::apply_patches(resmap, &k.patches, loader, dir)
             .map_err(step(|| self.ctx("patches")))?;
         if !k.namespace.is_empty() {
-            transformers::namespace::apply(resmap, &k.namespace, &config.name_space)
+            let options = transformers::NamespaceOptions::default();
+            transformers::set_namespace(resmap, &k.namespace, &options, &config.name_space)
                 .map_err(step(|| self.ctx("namespace")))?;
         }
-        if !k.name_prefix.is_empty() || !k.name_suffix.is_empty() {
-            transformers::prefix_suffix::apply(
-                resmap,
-                &k.name_prefix,
-                &k.name_suffix,
-                &config.name_prefix,
-            )
-            .map_err(step(|| self.ctx("namePrefix/nameSuffix")))?;
+        if !k.name_prefix.is_empty() {
+            transformers::add_name_prefix(resmap, &k.name_prefix, &config.name_prefix)
+                .map_err(step(|| self.ctx("namePrefix")))?;
         }
-        transformers::labels::apply_label_entries(resmap, &k.labels, &config)
+        if !k.name_suffix.is_empty() {
+            transformers::add_name_suffix(resmap, &k.name_suffix, &config.name_suffix)
+                .map_err(step(|| self.ctx("nameSuffix")))?;
+        }
+        transformers::apply_kustomization_labels(resmap, &k.labels, &k.common_labels, &config)
             .map_err(step(|| self.ctx("labels")))?;
-        if !k.common_labels.is_empty() {
-            transformers::labels::apply_common_labels(resmap, &k.common_labels, &config.common_labels)
-                .map_err(step(|| self.ctx("commonLabels")))?;
-        }
         if !k.common_annotations.is_empty() {
-            transformers::annotations::apply(resmap, &k.common_annotations, &config.common_annotations)
+            transformers::add_annotations(resmap, &k.common_annotations, &config.common_annotations)
                 .map_err(step(|| self.ctx("commonAnnotations")))?;
         }
         patch::apply_json6902_patches(resmap, &k.patches_json6902, loader, dir)
             .map_err(step(|| self.ctx("patchesJson6902")))?;
         if !k.replicas.is_empty() {
-            transformers::replicas::apply(resmap, &k.replicas, &config.replicas)
+            transformers::set_all_replicas(resmap, &k.replicas, &config.replicas)
                 .map_err(step(|| self.ctx("replicas")))?;
         }
         if !k.images.is_empty() {
-            transformers::images::apply(resmap, &k.images, &config.images)
+            transformers::set_images(resmap, &k.images, &config.images)
                 .map_err(step(|| self.ctx("images")))?;
         }
         replacements::apply_replacements(resmap, &k.replacements, loader, dir)
@@ -523,7 +519,7 @@ fn objects_to_resources(docs: Vec<Value>, file: &str) -> Result<Vec<Resource>, B
         let Value::Object(obj) = doc else {
             return Err(invalid(format!("document {index} is not a map of fields")));
         };
-        let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
+        let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
         if kind.ends_with("List") && obj.get("items").is_some_and(Value::is_array) {
             let items = obj.get("items").and_then(Value::as_array).cloned().unwrap_or_default();
             out.extend(objects_to_resources(items, file)?);
