@@ -10,6 +10,7 @@ pub mod fieldspec;
 pub mod kustfile;
 pub mod loader;
 pub mod namereference;
+pub mod replacements;
 pub mod resource;
 pub mod selector;
 pub mod yaml;
