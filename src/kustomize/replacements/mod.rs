@@ -127,9 +127,7 @@ pub enum ReplacementError {
         selector: String,
     },
     /// `options.delimiter` on a source field that is a map or a list.
-    #[error(
-        "delimiter option can only be used with scalar nodes (replacement source {selector})"
-    )]
+    #[error("delimiter option can only be used with scalar nodes (replacement source {selector})")]
     SourceNotScalar {
         /// The source selector.
         selector: String,
@@ -141,10 +139,12 @@ pub enum ReplacementError {
         index: usize,
     },
     /// A target selector that does not compile.
-    #[error("replacement {index}: error creating target selector: {source}")]
+    #[error("replacement {index}: error creating target selector {selector}: {source}")]
     Selector {
         /// Position of the replacement.
         index: usize,
+        /// The `select` part of the target.
+        selector: String,
         /// The selector error.
         source: SelectorError,
     },
@@ -297,7 +297,11 @@ fn load_entry(
     Ok(vec![replacement])
 }
 
-fn load_file(file: &str, loader: &Loader, dir: &Path) -> Result<Vec<Replacement>, ReplacementError> {
+fn load_file(
+    file: &str,
+    loader: &Loader,
+    dir: &Path,
+) -> Result<Vec<Replacement>, ReplacementError> {
     let file_error = |message: String| ReplacementError::File {
         path: file.to_string(),
         message,
@@ -380,12 +384,11 @@ fn source_value(
     }
     let segments = path::split_path(&source.field_path);
     let root = Value::Object(object.obj.clone());
-    let found = path::lookup(&root, &segments).map_err(|message| {
-        ReplacementError::SourceLookup {
+    let found =
+        path::lookup(&root, &segments).map_err(|message| ReplacementError::SourceLookup {
             selector: source.describe(),
             message,
-        }
-    })?;
+        })?;
     let value = match found {
         None | Some(Value::Null) => None,
         Some(Value::Object(m)) if m.is_empty() => None,
@@ -589,8 +592,12 @@ fn apply_target(
         .select
         .as_ref()
         .ok_or(ReplacementError::NoSelect { index })?;
-    let filter = TargetFilter::new(select, &target.reject)
-        .map_err(|source| ReplacementError::Selector { index, source })?;
+    let filter =
+        TargetFilter::new(select, &target.reject).map_err(|source| ReplacementError::Selector {
+            index,
+            selector: types::describe_selector(select),
+            source,
+        })?;
     let default_paths = [DEFAULT_FIELD_PATH.to_string()];
     let field_paths: &[String] = if target.field_paths.is_empty() {
         &default_paths

@@ -230,9 +230,7 @@ impl Walker<'_, '_> {
     fn kind_before(&self, rest: &[String]) -> NodeKind {
         match rest.first() {
             None => self.create.unwrap_or(NodeKind::Scalar),
-            Some(next) if is_list_matcher(next) || index_segment(next).is_some() => {
-                NodeKind::List
-            }
+            Some(next) if is_list_matcher(next) || index_segment(next).is_some() => NodeKind::List,
             Some(_) => NodeKind::Map,
         }
     }
@@ -621,10 +619,9 @@ mod tests {
             walk(&mut doc, &segs(r"data.c\.yaml.top.key"), None, &mut visit),
             Ok(1)
         );
-        let reparsed = crate::kustomize::yaml::parse_documents(
-            doc["data"]["c.yaml"].as_str().unwrap(),
-        )
-        .unwrap();
+        let reparsed =
+            crate::kustomize::yaml::parse_documents(doc["data"]["c.yaml"].as_str().unwrap())
+                .unwrap();
         assert_eq!(reparsed[0], json!({"top": {"key": "new"}}));
         assert!(matches!(
             walk(&mut doc, &segs(r"data.inline.k.v.deeper"), None, &mut visit),

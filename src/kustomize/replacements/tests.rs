@@ -328,7 +328,10 @@ fn source_must_match_exactly_one_object() {
         APP,
         "- source: {kind: ConfigMap, name: nope}\n  targets: [{select: {kind: Deployment}}]\n",
     );
-    assert_eq!(err, "nothing selected by ConfigMap.[noVer].[noGrp]/nope.[noNs]");
+    assert_eq!(
+        err,
+        "nothing selected by ConfigMap.[noVer].[noGrp]/nope.[noNs]"
+    );
     let err = run_err(
         APP,
         "- source: {group: apps}\n  targets: [{select: {kind: Deployment}}]\n",
@@ -392,10 +395,19 @@ fn targets_select_by_regex_labels_and_reject() {
             .map(|o| o["metadata"]["annotations"]["m"] == json!("hit"))
             .collect::<Vec<_>>()
     };
-    assert_eq!(set_marker("select: {kind: .*Set|Deployment}"), [false, true, true]);
+    assert_eq!(
+        set_marker("select: {kind: .*Set|Deployment}"),
+        [false, true, true]
+    );
     assert_eq!(set_marker("select: {kind: Set}"), [false, false, false]);
-    assert_eq!(set_marker("select: {group: apps, version: v1}"), [false, true, true]);
-    assert_eq!(set_marker("select: {labelSelector: tier=back}"), [false, false, true]);
+    assert_eq!(
+        set_marker("select: {group: apps, version: v1}"),
+        [false, true, true]
+    );
+    assert_eq!(
+        set_marker("select: {labelSelector: tier=back}"),
+        [false, false, true]
+    );
     assert_eq!(
         set_marker("select: {}\n    reject: [{kind: ConfigMap}, {labelSelector: tier=front}]"),
         [false, false, true]
@@ -406,8 +418,14 @@ fn targets_select_by_regex_labels_and_reject() {
         [false, true, false]
     );
     // Target namespaces compare as written: an unset namespace is not "default".
-    assert_eq!(set_marker("select: {namespace: default}"), [false, false, false]);
-    assert_eq!(set_marker("select: {namespace: da.*}"), [false, false, true]);
+    assert_eq!(
+        set_marker("select: {namespace: default}"),
+        [false, false, false]
+    );
+    assert_eq!(
+        set_marker("select: {namespace: da.*}"),
+        [false, false, true]
+    );
 }
 
 #[test]
@@ -470,11 +488,20 @@ fn missing_target_fields() {
     assert!(err.contains("or create"), "{err}");
     let out = run_ok(
         APP,
-        &target("spec.template.spec.containers.*.env.[name=EXTRA].value", true),
+        &target(
+            "spec.template.spec.containers.*.env.[name=EXTRA].value",
+            true,
+        ),
     );
     let containers = &out[1]["spec"]["template"]["spec"]["containers"];
-    assert_eq!(containers[0]["env"][2], json!({"name": "EXTRA", "value": "v"}));
-    assert_eq!(containers[1]["env"], json!([{"name": "EXTRA", "value": "v"}]));
+    assert_eq!(
+        containers[0]["env"][2],
+        json!({"name": "EXTRA", "value": "v"})
+    );
+    assert_eq!(
+        containers[1]["env"],
+        json!([{"name": "EXTRA", "value": "v"}])
+    );
 }
 
 #[test]
@@ -551,10 +578,16 @@ fn malformed_replacements() {
     assert!(err.contains("mutually exclusive"));
     let err = run_err(APP, "- sourceValue: x\n  targets: [{fieldPaths: [a]}]\n");
     assert!(err.contains("target must specify resources to select"));
-    let err = run_err(APP, "- sourceValue: x\n  targets: [{select: {name: \"(\"}}]\n");
+    let err = run_err(
+        APP,
+        "- sourceValue: x\n  targets: [{select: {name: \"(\"}}]\n",
+    );
     assert!(err.contains("invalid name regex"), "{err}");
     let err = run_err(APP, "- sourceValue: x\n  bogus: 1\n  targets: []\n");
-    assert!(err.contains("replacements entry 0") && err.contains("bogus"), "{err}");
+    assert!(
+        err.contains("replacements entry 0") && err.contains("bogus"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -583,11 +616,25 @@ fn entries_from_files() {
     let both = entries("- path: one.yaml\n  source: {kind: ConfigMap}\n");
     let err = apply_replacements(&mut map, &both, &loader, dir.path()).unwrap_err();
     assert!(matches!(err, ReplacementError::PathAndInline { index: 0 }));
-    let err = apply_replacements(&mut map, &entries("- path: scalar.yaml\n"), &loader, dir.path())
-        .unwrap_err();
-    assert!(err.to_string().starts_with("replacements file scalar.yaml:"), "{err}");
-    let err = apply_replacements(&mut map, &entries("- path: absent.yaml\n"), &loader, dir.path())
-        .unwrap_err();
+    let err = apply_replacements(
+        &mut map,
+        &entries("- path: scalar.yaml\n"),
+        &loader,
+        dir.path(),
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("replacements file scalar.yaml:"),
+        "{err}"
+    );
+    let err = apply_replacements(
+        &mut map,
+        &entries("- path: absent.yaml\n"),
+        &loader,
+        dir.path(),
+    )
+    .unwrap_err();
     assert!(matches!(err, ReplacementError::Load { .. }));
 }
 
@@ -622,7 +669,8 @@ replacements:
         map.as_slice()[2].obj["spec"]["template"]["spec"],
         map.as_slice()[1].obj["spec"]["template"]["spec"]
     );
-    let bad = json!({"kind": "ReplacementTransformer", "metadata": {"name": "x"}, "replacements": 3});
+    let bad =
+        json!({"kind": "ReplacementTransformer", "metadata": {"name": "x"}, "replacements": 3});
     let err = apply_builtin_replacement_transformer(
         &mut map,
         bad.as_object().unwrap(),
@@ -630,8 +678,16 @@ replacements:
         dir.path(),
     )
     .unwrap_err();
-    assert_eq!(err.to_string(), "ReplacementTransformer x: replacements must be a list");
+    assert_eq!(
+        err.to_string(),
+        "ReplacementTransformer x: replacements must be a list"
+    );
     let empty = json!({"kind": "ReplacementTransformer"});
-    apply_builtin_replacement_transformer(&mut map, empty.as_object().unwrap(), &loader, dir.path())
-        .unwrap();
+    apply_builtin_replacement_transformer(
+        &mut map,
+        empty.as_object().unwrap(),
+        &loader,
+        dir.path(),
+    )
+    .unwrap();
 }

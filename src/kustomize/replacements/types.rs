@@ -188,13 +188,15 @@ impl SourceSelector {
             out.push(':');
             out.push_str(&self.field_path);
         }
-        if let Some(options) = &self.options {
-            if !options.delimiter.is_empty() || options.create {
-                out.push_str(&format!(
-                    ":{}({}), create={}",
-                    options.delimiter, options.index, options.create
-                ));
-            }
+        if let Some(options) = self
+            .options
+            .as_ref()
+            .filter(|o| !o.delimiter.is_empty() || o.create)
+        {
+            out.push_str(&format!(
+                ":{}({}), create={}",
+                options.delimiter, options.index, options.create
+            ));
         }
         out
     }
@@ -268,7 +270,10 @@ mod tests {
             field_path: "data.HOST".into(),
             ..Default::default()
         };
-        assert_eq!(s.describe(), "ConfigMap.[noVer].[noGrp]/cm.*.[noNs]:data.HOST");
+        assert_eq!(
+            s.describe(),
+            "ConfigMap.[noVer].[noGrp]/cm.*.[noNs]:data.HOST"
+        );
         let with_options = SourceSelector {
             options: Some(FieldOptions {
                 delimiter: "-".into(),
@@ -277,6 +282,10 @@ mod tests {
             }),
             ..s
         };
-        assert!(with_options.describe().ends_with(":data.HOST:-(2), create=false"));
+        assert!(
+            with_options
+                .describe()
+                .ends_with(":data.HOST:-(2), create=false")
+        );
     }
 }
