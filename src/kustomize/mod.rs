@@ -14,6 +14,7 @@ pub mod kustfile;
 pub mod loader;
 pub mod namereference;
 pub mod patch;
+pub mod replacements;
 pub mod resource;
 pub mod selector;
 pub mod vars;
