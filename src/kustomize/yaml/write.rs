@@ -408,9 +408,9 @@ fn format_number(n: &Number) -> String {
     n.as_f64().map_or_else(|| n.to_string(), format_float)
 }
 
-/// Go's `strconv.FormatFloat(f, 'g', -1, 64)` (shortest digits; exponent form below 1e-4 and
-/// from 1e21... no: from 1e6 upwards with at least two exponent digits), with `.0` appended
-/// when the result would otherwise read back as an integer.
+/// Go's `strconv.FormatFloat(f, 'g', -1, 64)`: shortest digits, exponent form (signed, at
+/// least two digits) below 1e-4 and from 1e6 up; `.0` is appended when the result would
+/// otherwise read back as an integer.
 pub(super) fn format_float(f: f64) -> String {
     // `{:e}` gives the shortest round-tripping digits: "1.2345e-7", "1e21", "-5e0".
     let sci = format!("{f:e}");
