@@ -1,0 +1,346 @@
+//! YAML text to JSON values, resolving scalars like go-yaml v3 and expanding anchors, aliases
+//! and `<<` merge keys like kyaml's `DeAnchor`.
+
+use std::borrow::Cow;
+
+use granit_parser::{Event, Options, Parser, ScalarStyle, ScanError, Span, Tag};
+use serde_json::{Map, Value};
+
+use super::YamlError;
+use super::scalar::{Plain, resolve_plain};
+
+/// Upper bound on nodes copied by alias expansion in one stream (guards against "billion
+/// laughs" documents).
+const MAX_ALIAS_NODES: usize = 5_000_000;
+
+const CORE_TAG_PREFIX: &str = "tag:yaml.org,2002:";
+
+/// Parses every document of `text`; documents that are empty or null are dropped.
+pub(super) fn parse_documents(text: &str) -> Result<Vec<Value>, YamlError> {
+    let mut options = Options::default();
+    options.emit_comments = false;
+    let parser = Parser::new_from_str_with_options(text, options);
+    let mut builder = Builder::default();
+    for event in parser {
+        let (event, span) = event.map_err(scan_error)?;
+        builder.event(event, &span)?;
+    }
+    Ok(builder.docs)
+}
+
+fn scan_error(e: ScanError) -> YamlError {
+    let mark = e.marker();
+    YamlError(format!(
+        "line {}, column {}: {}",
+        mark.line(),
+        mark.col() + 1,
+        e.info()
+    ))
+}
+
+fn err_at(span: &Span, msg: impl std::fmt::Display) -> YamlError {
+    YamlError(format!(
+        "line {}, column {}: {msg}",
+        span.start.line(),
+        span.start.col() + 1
+    ))
+}
+
+/// A map key waiting for its value.
+enum Key {
+    Normal(String, usize),
+    Merge,
+}
+
+enum Frame {
+    Seq {
+        items: Vec<Value>,
+        anchor: usize,
+    },
+    Map {
+        map: Map<String, Value>,
+        /// Line of each key of `map`, in insertion order (for duplicate-key errors).
+        lines: Vec<usize>,
+        key: Option<Key>,
+        merge: Option<(Value, usize)>,
+        anchor: usize,
+    },
+}
+
+#[derive(Default)]
+struct Builder {
+    docs: Vec<Value>,
+    stack: Vec<Frame>,
+    /// Anchored values by anchor id (ids are small, dense and per stream).
+    anchors: Vec<Option<(Value, usize)>>,
+    alias_budget: usize,
+}
+
+impl Builder {
+    fn event(&mut self, event: Event<'_>, span: &Span) -> Result<(), YamlError> {
+        match event {
+            Event::Scalar(text, style, anchor, tag) => {
+                if self.expecting_key() {
+                    let key = scalar_key(text, style, tag.as_deref(), span);
+                    return self.complete_key(key, anchor, span);
+                }
+                let value = scalar_value(&text, style, tag.as_deref(), span)?;
+                self.complete(value, anchor, span)
+            }
+            Event::Alias(id) => {
+                let (value, size) = self
+                    .anchors
+                    .get(id)
+                    .and_then(Option::as_ref)
+                    .ok_or_else(|| err_at(span, "unknown anchor"))?;
+                self.alias_budget += size;
+                if self.alias_budget > MAX_ALIAS_NODES {
+                    return Err(err_at(span, "document contains excessive aliasing"));
+                }
+                let value = value.clone();
+                if self.expecting_key() {
+                    let key = key_from_value(&value, span)?;
+                    return self.complete_key(Key::Normal(key, span.start.line()), 0, span);
+                }
+                self.complete(value, 0, span)
+            }
+            Event::SequenceStart(_, anchor, _) => {
+                self.no_collection_key(span)?;
+                self.stack.push(Frame::Seq {
+                    items: Vec::new(),
+                    anchor,
+                });
+                Ok(())
+            }
+            Event::MappingStart(_, anchor, _) => {
+                self.no_collection_key(span)?;
+                self.stack.push(Frame::Map {
+                    map: Map::new(),
+                    lines: Vec::new(),
+                    key: None,
+                    merge: None,
+                    anchor,
+                });
+                Ok(())
+            }
+            Event::SequenceEnd | Event::MappingEnd => self.close(span),
+            Event::DocumentStart(..) => {
+                self.anchors.clear();
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn expecting_key(&self) -> bool {
+        matches!(self.stack.last(), Some(Frame::Map { key: None, .. }))
+    }
+
+    fn no_collection_key(&self, span: &Span) -> Result<(), YamlError> {
+        if self.expecting_key() {
+            return Err(err_at(span, "mapping keys must be scalars"));
+        }
+        Ok(())
+    }
+
+    fn complete_key(&mut self, key: Key, anchor: usize, span: &Span) -> Result<(), YamlError> {
+        if anchor != 0
+            && let Key::Normal(k, _) = &key
+        {
+            self.remember(anchor, Value::String(k.clone()));
+        }
+        if let Some(Frame::Map { key: slot, .. }) = self.stack.last_mut() {
+            *slot = Some(key);
+            return Ok(());
+        }
+        Err(err_at(span, "internal error: key outside a mapping"))
+    }
+
+    fn remember(&mut self, anchor: usize, value: Value) {
+        if self.anchors.len() <= anchor {
+            self.anchors.resize_with(anchor + 1, || None);
+        }
+        let size = node_count(&value);
+        self.anchors[anchor] = Some((value, size));
+    }
+
+    /// A finished node: store its anchor and hand it to the enclosing collection.
+    fn complete(&mut self, value: Value, anchor: usize, span: &Span) -> Result<(), YamlError> {
+        if anchor != 0 {
+            self.remember(anchor, value.clone());
+        }
+        match self.stack.last_mut() {
+            None => {
+                if !value.is_null() {
+                    self.docs.push(value);
+                }
+                Ok(())
+            }
+            Some(Frame::Seq { items, .. }) => {
+                items.push(value);
+                Ok(())
+            }
+            Some(Frame::Map {
+                map,
+                lines,
+                key,
+                merge,
+                ..
+            }) => match key.take() {
+                Some(Key::Merge) => {
+                    if merge.is_some() {
+                        return Err(err_at(span, "mapping key \"<<\" already defined"));
+                    }
+                    *merge = Some((value, span.start.line()));
+                    Ok(())
+                }
+                Some(Key::Normal(k, line)) => insert_unique(map, lines, k, line, value),
+                None => Err(err_at(span, "internal error: value without a key")),
+            },
+        }
+    }
+
+    fn close(&mut self, span: &Span) -> Result<(), YamlError> {
+        let (value, anchor) = match self.stack.pop() {
+            Some(Frame::Seq { items, anchor }) => (Value::Array(items), anchor),
+            Some(Frame::Map {
+                map, merge, anchor, ..
+            }) => {
+                let map = match merge {
+                    Some((sources, line)) => apply_merge(map, sources, line)?,
+                    None => map,
+                };
+                (Value::Object(map), anchor)
+            }
+            None => return Err(err_at(span, "internal error: unbalanced collection end")),
+        };
+        self.complete(value, anchor, span)
+    }
+}
+
+fn insert_unique(
+    map: &mut Map<String, Value>,
+    lines: &mut Vec<usize>,
+    key: String,
+    line: usize,
+    value: Value,
+) -> Result<(), YamlError> {
+    if map.contains_key(&key) {
+        let pos = map.keys().position(|k| *k == key).unwrap_or(0);
+        let first = lines.get(pos).copied().unwrap_or(0);
+        return Err(YamlError(format!(
+            "line {line}: mapping key {key:?} already defined at line {first}"
+        )));
+    }
+    map.insert(key, value);
+    lines.push(line);
+    Ok(())
+}
+
+/// kyaml's merge: the map's own keys keep their place and win; merged-in keys follow, taken
+/// from the last source first so that earlier sources win.
+fn apply_merge(
+    mut own: Map<String, Value>,
+    sources: Value,
+    line: usize,
+) -> Result<Map<String, Value>, YamlError> {
+    let sources = match sources {
+        Value::Object(m) => vec![m],
+        Value::Array(items) => items
+            .into_iter()
+            .map(|v| match v {
+                Value::Object(m) => Ok(m),
+                _ => Err(YamlError(format!(
+                    "line {line}: map merge requires map or sequence of maps as the value"
+                ))),
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        _ => {
+            return Err(YamlError(format!(
+                "line {line}: map merge requires map or sequence of maps as the value"
+            )));
+        }
+    };
+    let mut merged = Map::new();
+    for source in sources.into_iter().rev() {
+        merged.extend(source);
+    }
+    for (k, v) in merged {
+        if !own.contains_key(&k) {
+            own.insert(k, v);
+        }
+    }
+    Ok(own)
+}
+
+fn node_count(v: &Value) -> usize {
+    match v {
+        Value::Array(a) => 1 + a.iter().map(node_count).sum::<usize>(),
+        Value::Object(m) => 1 + m.values().map(node_count).sum::<usize>(),
+        _ => 1,
+    }
+}
+
+fn core_suffix(tag: &Tag) -> Option<&str> {
+    (tag.handle() == CORE_TAG_PREFIX).then(|| tag.suffix())
+}
+
+fn scalar_key(text: Cow<'_, str>, style: ScalarStyle, tag: Option<&Tag>, span: &Span) -> Key {
+    if style == ScalarStyle::Plain && tag.is_none() && text == "<<" {
+        return Key::Merge;
+    }
+    Key::Normal(text.into_owned(), span.start.line())
+}
+
+fn key_from_value(v: &Value, span: &Span) -> Result<String, YamlError> {
+    match v {
+        Value::String(s) => Ok(s.clone()),
+        Value::Null => Ok("null".to_owned()),
+        Value::Bool(b) => Ok(b.to_string()),
+        Value::Number(n) => Ok(n.to_string()),
+        _ => Err(err_at(span, "mapping keys must be scalars")),
+    }
+}
+
+/// The value of a scalar node: quoted and block scalars are strings; plain ones are resolved;
+/// explicit core tags are honoured (`!!binary` keeps its base64 text); other tags keep the text.
+fn scalar_value(
+    text: &str,
+    style: ScalarStyle,
+    tag: Option<&Tag>,
+    span: &Span,
+) -> Result<Value, YamlError> {
+    let Some(tag) = tag else {
+        if style == ScalarStyle::Plain {
+            return Ok(resolve_plain(text).into_value(text));
+        }
+        return Ok(Value::String(text.to_owned()));
+    };
+    let Some(suffix) = core_suffix(tag) else {
+        return Ok(Value::String(text.to_owned()));
+    };
+    let resolved = resolve_plain(text);
+    let ok = match (suffix, resolved) {
+        ("null", Plain::Null)
+        | ("bool", Plain::Bool(_))
+        | ("int", Plain::Int(_) | Plain::Uint(_))
+        | ("float", Plain::Float(_) | Plain::NonFinite(_)) => true,
+        ("float", Plain::Int(i)) => return Ok(float_value(i as f64, text)),
+        ("float", Plain::Uint(u)) => return Ok(float_value(u as f64, text)),
+        ("null" | "bool" | "int" | "float", _) => false,
+        _ => return Ok(Value::String(text.to_owned())),
+    };
+    if !ok {
+        return Err(err_at(
+            span,
+            format!("cannot decode {text:?} as a !!{suffix}"),
+        ));
+    }
+    Ok(resolved.into_value(text))
+}
+
+fn float_value(f: f64, text: &str) -> Value {
+    serde_json::Number::from_f64(f)
+        .map(Value::Number)
+        .unwrap_or_else(|| Value::String(text.to_owned()))
+}
