@@ -82,5 +82,6 @@ fn read_kustomization(file: &Path) -> Result<Kustomization, String> {
         .into_iter()
         .find(|d| d.get("kind").and_then(|k| k.as_str()) == Some("Kustomization"))
         .ok_or_else(|| format!("{}: no Kustomization object found", file.display()))?;
-    serde_json::from_value(doc).map_err(|e| format!("{}: invalid Kustomization: {e}", file.display()))
+    serde_json::from_value(doc)
+        .map_err(|e| format!("{}: invalid Kustomization: {e}", file.display()))
 }

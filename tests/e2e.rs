@@ -1085,7 +1085,10 @@ async fn bad_input_is_refused_with_a_clear_condition_and_nothing_applied() {
         1,
         &[
             ("deploy/a.yaml", &config_map(ns, "a", "1")),
-            ("overlay/kustomization.yaml", "resources: [../deploy]\nnamePrefx: x-\n"),
+            (
+                "overlay/kustomization.yaml",
+                "resources: [../deploy]\nnamePrefx: x-\n",
+            ),
             ("dup/one.yaml", &config_map(ns, "d", "1")),
             ("dup/two.yaml", &config_map(ns, "d", "2")),
         ],

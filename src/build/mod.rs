@@ -249,9 +249,17 @@ mod tests {
     fn generates_a_kustomization_from_plain_manifests() {
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), "b.yaml", &cm("b"));
-        write(dir.path(), "a/z.yml", &format!("{}---\n{}", cm("a1"), cm("a2")));
+        write(
+            dir.path(),
+            "a/z.yml",
+            &format!("{}---\n{}", cm("a1"), cm("a2")),
+        );
         write(dir.path(), "a/readme.md", "not yaml");
-        write(dir.path(), "sub/kustomization.yaml", "resources: [c.yaml]\nnamePrefix: sub-\n");
+        write(
+            dir.path(),
+            "sub/kustomization.yaml",
+            "resources: [c.yaml]\nnamePrefix: sub-\n",
+        );
         write(dir.path(), "sub/c.yaml", &cm("c"));
         write(dir.path(), "sub/ignored.yaml", &cm("never-listed"));
         let objects = build(dir.path(), dir.path(), &KustomizationSpec::default()).unwrap();
@@ -293,7 +301,9 @@ mod tests {
             components: Some(vec!["missing".into()]),
             ..Default::default()
         };
-        let err = build(dir.path(), dir.path(), &spec).unwrap_err().to_string();
+        let err = build(dir.path(), dir.path(), &spec)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("missing"), "{err}");
     }
 
@@ -310,7 +320,11 @@ mod tests {
         let outer = tempfile::tempdir().unwrap();
         let root = outer.path().join("artifact");
         write(outer.path(), "secret.yaml", &cm("secret"));
-        write(&root, "app/kustomization.yaml", "resources: [../../secret.yaml]\n");
+        write(
+            &root,
+            "app/kustomization.yaml",
+            "resources: [../../secret.yaml]\n",
+        );
         let err = build(&root, &root.join("app"), &KustomizationSpec::default()).unwrap_err();
         assert!(err.to_string().contains("outside"), "{err}");
     }

@@ -450,9 +450,11 @@ impl Kustomization {
     /// Parses a kustomization file strictly (unknown fields are errors) and folds the
     /// deprecated fields into their successors.
     pub fn parse(text: &str, file: &str) -> Result<Self, KustfileError> {
-        let docs = super::yaml::parse_documents(text).map_err(|e| KustfileError::Syntax {
-            file: file.to_string(),
-            message: e.to_string(),
+        let docs = super::yaml::parse_documents_last_key_wins(text).map_err(|e| {
+            KustfileError::Syntax {
+                file: file.to_string(),
+                message: e.to_string(),
+            }
         })?;
         let value = match docs.len() {
             0 => Value::Object(Default::default()),
@@ -505,7 +507,7 @@ impl Kustomization {
                 }
             }
             "Component" => {
-                if self.api_version != COMPONENT_API_VERSION {
+                if !self.api_version.is_empty() && self.api_version != COMPONENT_API_VERSION {
                     return Err(kind_error(format!(
                         "apiVersion for Component should be {COMPONENT_API_VERSION}, not {:?}",
                         self.api_version
@@ -572,7 +574,7 @@ mod tests {
 
     #[test]
     fn checks_component_api_version() {
-        assert!(Kustomization::parse("kind: Component\n", "k").is_err());
+        assert!(Kustomization::parse("apiVersion: v1\nkind: Component\n", "k").is_err());
         let c = Kustomization::parse(
             "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n",
             "k",

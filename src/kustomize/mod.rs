@@ -17,12 +17,12 @@ pub mod patch;
 pub mod replacements;
 pub mod resource;
 pub mod selector;
-pub mod vars;
 pub mod smp;
 pub mod smp_schema;
-pub mod transformers;
-pub mod yaml;
 pub mod target;
+pub mod transformers;
+pub mod vars;
+pub mod yaml;
 
 pub use loader::LoadRestrictions;
 pub use resource::Object;

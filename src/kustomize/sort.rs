@@ -43,7 +43,9 @@ pub enum SortError {
     #[error("the field 'sortOptions.order' must be one of [fifo, legacy], not {0:?}")]
     Order(String),
     /// `legacySortOptions` given with `order: fifo`.
-    #[error("the field 'sortOptions.legacySortOptions' is set but the selected sort order is 'fifo', not 'legacy'")]
+    #[error(
+        "the field 'sortOptions.legacySortOptions' is set but the selected sort order is 'fifo', not 'legacy'"
+    )]
     LegacyOptionsWithFifo,
 }
 
@@ -79,7 +81,13 @@ fn type_order(kind: &str, options: &LegacySortOptions) -> i64 {
 }
 
 fn legacy_gvk_key(gvk: &Gvk) -> String {
-    let or = |s: &str, empty: &str| if s.is_empty() { empty.to_string() } else { s.to_string() };
+    let or = |s: &str, empty: &str| {
+        if s.is_empty() {
+            empty.to_string()
+        } else {
+            s.to_string()
+        }
+    };
     format!(
         "{}_{}_{}",
         or(&gvk.group, "~G"),
@@ -89,7 +97,13 @@ fn legacy_gvk_key(gvk: &Gvk) -> String {
 }
 
 fn legacy_id_key(id: &ResId) -> String {
-    let or = |s: &str, empty: &str| if s.is_empty() { empty.to_string() } else { s.to_string() };
+    let or = |s: &str, empty: &str| {
+        if s.is_empty() {
+            empty.to_string()
+        } else {
+            s.to_string()
+        }
+    };
     let gvk = format!(
         "{}.{}.{}",
         or(&id.gvk.kind, "[noKind]"),
@@ -103,7 +117,10 @@ fn sort_legacy(resmap: &mut ResMap, options: &LegacySortOptions) {
     resmap.as_mut_vec().sort_by(|a, b| {
         let (a, b) = (a.id(), b.id());
         if a.gvk != b.gvk {
-            let (ia, ib) = (type_order(&a.gvk.kind, options), type_order(&b.gvk.kind, options));
+            let (ia, ib) = (
+                type_order(&a.gvk.kind, options),
+                type_order(&b.gvk.kind, options),
+            );
             if ia != ib {
                 return ia.cmp(&ib);
             }
@@ -111,7 +128,11 @@ fn sort_legacy(resmap: &mut ResMap, options: &LegacySortOptions) {
             let namespace_pair = a.gvk.kind == "Namespace"
                 && b.gvk.kind == "Namespace"
                 && (a.gvk.group.is_empty() || b.gvk.group.is_empty());
-            return if namespace_pair { kb.cmp(&ka) } else { ka.cmp(&kb) };
+            return if namespace_pair {
+                kb.cmp(&ka)
+            } else {
+                ka.cmp(&kb)
+            };
         }
         legacy_id_key(&a).cmp(&legacy_id_key(&b))
     });
@@ -127,19 +148,26 @@ mod tests {
         let mut map = ResMap::new();
         for (api_version, kind, name) in objects {
             let obj = json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name}});
-            map.append(Resource::new(obj.as_object().cloned().unwrap())).unwrap();
+            map.append(Resource::new(obj.as_object().cloned().unwrap()))
+                .unwrap();
         }
         map
     }
 
     fn names(map: &ResMap) -> Vec<String> {
-        map.iter().map(|r| format!("{}/{}", r.kind(), r.name())).collect()
+        map.iter()
+            .map(|r| format!("{}/{}", r.kind(), r.name()))
+            .collect()
     }
 
     #[test]
     fn legacy_order_puts_kinds_in_apply_order() {
         let mut map = resmap(&[
-            ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration", "w"),
+            (
+                "admissionregistration.k8s.io/v1",
+                "ValidatingWebhookConfiguration",
+                "w",
+            ),
             ("apps/v1", "Deployment", "b"),
             ("example.com/v1", "Widget", "x"),
             ("apps/v1", "Deployment", "a"),
@@ -167,13 +195,29 @@ mod tests {
     #[test]
     fn fifo_keeps_order_and_rejects_legacy_options() {
         let mut map = resmap(&[("v1", "Service", "s"), ("v1", "Namespace", "n")]);
-        sort(&mut map, &SortOptions { order: "fifo".into(), legacy_sort_options: None }).unwrap();
+        sort(
+            &mut map,
+            &SortOptions {
+                order: "fifo".into(),
+                legacy_sort_options: None,
+            },
+        )
+        .unwrap();
         assert_eq!(names(&map), ["Service/s", "Namespace/n"]);
         let bad = SortOptions {
             order: "fifo".into(),
             legacy_sort_options: Some(LegacySortOptions::default()),
         };
         assert!(sort(&mut map, &bad).is_err());
-        assert!(sort(&mut map, &SortOptions { order: "random".into(), legacy_sort_options: None }).is_err());
+        assert!(
+            sort(
+                &mut map,
+                &SortOptions {
+                    order: "random".into(),
+                    legacy_sort_options: None
+                }
+            )
+            .is_err()
+        );
     }
 }

@@ -8,9 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::config::TransformerConfig;
-use super::kustfile::{
-    KUSTOMIZATION_FILE_NAMES, Kustomization, KustomizationKind, SortOptions, Var,
-};
+use super::kustfile::{KUSTOMIZATION_FILE_NAMES, Kustomization, KustomizationKind, Var};
 use super::loader::{Entry, LoadError, LoadRestrictions, Loader};
 use super::resource::{Object, ResMap, Resource};
 use super::{generators, namereference, patch, replacements, sort, transformers, vars, yaml};
@@ -86,11 +84,6 @@ pub fn build_kustomization(
     kustomization: Kustomization,
 ) -> Result<Vec<Object>, BuildError> {
     let here = loader.display(dir);
-    if kustomization.kustomization_kind() == KustomizationKind::Component {
-        return Err(BuildError::Kustomization(format!(
-            "{here}: a Component cannot be built on its own; list it under `components` of a Kustomization"
-        )));
-    }
     let mut acc = Accumulator::default();
     let target = Target {
         loader,
@@ -182,7 +175,9 @@ pub fn load_kustomization(loader: &Loader, dir: &Path) -> Result<Kustomization, 
     let file = loader.display(&dir.join(name));
     let kustomization = Kustomization::parse(&text, &file)?;
     if kustomization == Kustomization::parse("", &file)? {
-        return Err(BuildError::Kustomization(format!("{file}: kustomization is empty")));
+        return Err(BuildError::Kustomization(format!(
+            "{file}: kustomization is empty"
+        )));
     }
     Ok(kustomization)
 }
@@ -190,9 +185,18 @@ pub fn load_kustomization(loader: &Loader, dir: &Path) -> Result<Kustomization, 
 /// Whether a `resources`/`components` entry names a remote base.
 fn is_remote(entry: &str) -> bool {
     let lower = entry.to_ascii_lowercase();
-    ["http://", "https://", "git@", "git::", "ssh://", "github.com/", "gitlab.com/", "bitbucket.org/"]
-        .iter()
-        .any(|p| lower.starts_with(p))
+    [
+        "http://",
+        "https://",
+        "git@",
+        "git::",
+        "ssh://",
+        "github.com/",
+        "gitlab.com/",
+        "bitbucket.org/",
+    ]
+    .iter()
+    .any(|p| lower.starts_with(p))
         || lower.contains("?ref=")
         || lower.contains(".git//")
 }
@@ -227,7 +231,12 @@ impl Target<'_> {
                 "helm charts are not supported (Flux builds kustomizations without helm)".into(),
             ));
         }
-        if let Some(entry) = k.resources.iter().chain(&k.components).find(|e| is_remote(e)) {
+        if let Some(entry) = k
+            .resources
+            .iter()
+            .chain(&k.components)
+            .find(|e| is_remote(e))
+        {
             return Err(unsupported(format!(
                 "remote resource '{entry}' is not supported: only files inside the source artifact can be built"
             )));
@@ -326,7 +335,10 @@ impl Target<'_> {
         } else {
             let mut sub_acc = Accumulator::default();
             sub.accumulate(&mut sub_acc)?;
-            acc.merge(sub_acc, &format!("{}: merging from '{}'", self.here(), sub.here()))
+            acc.merge(
+                sub_acc,
+                &format!("{}: merging from '{}'", self.here(), sub.here()),
+            )
         }
     }
 
@@ -350,15 +362,21 @@ impl Target<'_> {
         let defaults = k.generator_options.as_ref();
         for args in &k.config_map_generator {
             let generated = generators::generate_config_map(args, defaults, self.loader, &self.dir)
-                .map_err(step(|| self.ctx(&format!("configMapGenerator '{}'", args.name))))?;
-            generators::add_generated(&mut acc.resmap, generated)
-                .map_err(step(|| self.ctx(&format!("configMapGenerator '{}'", args.name))))?;
+                .map_err(step(|| {
+                    self.ctx(&format!("configMapGenerator '{}'", args.name))
+                }))?;
+            generators::add_generated(&mut acc.resmap, generated).map_err(step(|| {
+                self.ctx(&format!("configMapGenerator '{}'", args.name))
+            }))?;
         }
         for args in &k.secret_generator {
             let generated = generators::generate_secret(args, defaults, self.loader, &self.dir)
-                .map_err(step(|| self.ctx(&format!("secretGenerator '{}'", args.name))))?;
-            generators::add_generated(&mut acc.resmap, generated)
-                .map_err(step(|| self.ctx(&format!("secretGenerator '{}'", args.name))))?;
+                .map_err(step(|| {
+                    self.ctx(&format!("secretGenerator '{}'", args.name))
+                }))?;
+            generators::add_generated(&mut acc.resmap, generated).map_err(step(|| {
+                self.ctx(&format!("secretGenerator '{}'", args.name))
+            }))?;
         }
         for config in self.plugin_configs(&k.generators, "generators")? {
             let kind = plugin_kind(&config, &self.here())?;
@@ -395,8 +413,12 @@ impl Target<'_> {
         transformers::apply_kustomization_labels(resmap, &k.labels, &k.common_labels, &config)
             .map_err(step(|| self.ctx("labels")))?;
         if !k.common_annotations.is_empty() {
-            transformers::add_annotations(resmap, &k.common_annotations, &config.common_annotations)
-                .map_err(step(|| self.ctx("commonAnnotations")))?;
+            transformers::add_annotations(
+                resmap,
+                &k.common_annotations,
+                &config.common_annotations,
+            )
+            .map_err(step(|| self.ctx("commonAnnotations")))?;
         }
         patch::apply_json6902_patches(resmap, &k.patches_json6902, loader, dir)
             .map_err(step(|| self.ctx("patchesJson6902")))?;
@@ -416,13 +438,23 @@ impl Target<'_> {
         Ok(())
     }
 
-    fn run_builtin_transformer(&self, resmap: &mut ResMap, config: &Object) -> Result<(), BuildError> {
+    fn run_builtin_transformer(
+        &self,
+        resmap: &mut ResMap,
+        config: &Object,
+    ) -> Result<(), BuildError> {
         let kind = plugin_kind(config, &self.here())?;
         let ctx = || self.ctx(&format!("transformer {kind}"));
         match kind.as_str() {
             "PatchTransformer" | "PatchStrategicMergeTransformer" | "PatchJson6902Transformer" => {
-                patch::apply_builtin_patch_transformer(resmap, &kind, config, self.loader, &self.dir)
-                    .map_err(step(ctx))
+                patch::apply_builtin_patch_transformer(
+                    resmap,
+                    &kind,
+                    config,
+                    self.loader,
+                    &self.dir,
+                )
+                .map_err(step(ctx))
             }
             "ReplacementTransformer" => replacements::apply_builtin_replacement_transformer(
                 resmap,
@@ -431,13 +463,6 @@ impl Target<'_> {
                 &self.dir,
             )
             .map_err(step(ctx)),
-            "SortOrderTransformer" => {
-                let options: SortOptions = match config.get("sortOptions") {
-                    Some(value) => serde_json::from_value(value.clone()).map_err(step(ctx))?,
-                    None => SortOptions::default(),
-                };
-                sort::sort(resmap, &options).map_err(step(ctx))
-            }
             _ => match transformers::apply_builtin(resmap, &kind, config).map_err(step(ctx))? {
                 true => Ok(()),
                 false => Err(BuildError::Unsupported {
@@ -473,7 +498,10 @@ impl Target<'_> {
             }
         }
         for config in &configs {
-            let api_version = config.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+            let api_version = config
+                .get("apiVersion")
+                .and_then(Value::as_str)
+                .unwrap_or("");
             if api_version != "builtin" {
                 return Err(BuildError::Unsupported {
                     dir: self.here(),
@@ -492,7 +520,9 @@ fn plugin_kind(config: &Object, here: &str) -> Result<String, BuildError> {
         .get("kind")
         .and_then(Value::as_str)
         .map(str::to_string)
-        .ok_or_else(|| BuildError::Kustomization(format!("{here}: plugin configuration without kind")))
+        .ok_or_else(|| {
+            BuildError::Kustomization(format!("{here}: plugin configuration without kind"))
+        })
 }
 
 /// Parses a resource file: every document must be an object with a kind and a name; List
@@ -519,22 +549,52 @@ fn objects_to_resources(docs: Vec<Value>, file: &str) -> Result<Vec<Resource>, B
         let Value::Object(obj) = doc else {
             return Err(invalid(format!("document {index} is not a map of fields")));
         };
-        let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
+        let kind = obj
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         if kind.ends_with("List") && obj.get("items").is_some_and(Value::is_array) {
-            let items = obj.get("items").and_then(Value::as_array).cloned().unwrap_or_default();
+            let items = obj
+                .get("items")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
             out.extend(objects_to_resources(items, file)?);
             continue;
         }
         if kind.is_empty() {
             return Err(invalid(format!("missing kind in document {index}")));
         }
-        let resource = Resource::new(obj);
+        let mut resource = Resource::new(obj);
+        stringify_metadata_values(&mut resource);
         if resource.name().is_empty() {
-            return Err(invalid(format!("missing metadata.name in {kind} (document {index})")));
+            return Err(invalid(format!(
+                "missing metadata.name in {kind} (document {index})"
+            )));
         }
         out.push(resource);
     }
     Ok(out)
+}
+
+/// Label and annotation values are strings; kustomize reads `port: 8080` or `happy: true`
+/// under them as the strings "8080" and "true".
+fn stringify_metadata_values(resource: &mut Resource) {
+    let Some(Value::Object(meta)) = resource.obj.get_mut("metadata") else {
+        return;
+    };
+    for field in ["labels", "annotations"] {
+        if let Some(Value::Object(map)) = meta.get_mut(field) {
+            for value in map.values_mut() {
+                match value {
+                    Value::Bool(b) => *value = Value::String(b.to_string()),
+                    Value::Number(n) => *value = Value::String(n.to_string()),
+                    _ => {}
+                }
+            }
+        }
+    }
 }
 
 /// Drops objects annotated `config.kubernetes.io/local-config: "true"`.

@@ -22,6 +22,8 @@
 //! (`1.0`) so that they read back as floats.
 
 mod read;
+
+pub use read::DuplicateKeys;
 mod scalar;
 mod write;
 
@@ -34,7 +36,13 @@ pub struct YamlError(pub String);
 
 /// Parses every document of a YAML stream; empty documents (and null ones) are dropped.
 pub fn parse_documents(text: &str) -> Result<Vec<Value>, YamlError> {
-    read::parse_documents(text)
+    read::parse_documents(text, DuplicateKeys::Error)
+}
+
+/// Parses like [`parse_documents`], but a key repeated in one map keeps its last value, as
+/// kustomize does when it reads a kustomization file.
+pub fn parse_documents_last_key_wins(text: &str) -> Result<Vec<Value>, YamlError> {
+    read::parse_documents(text, DuplicateKeys::LastWins)
 }
 
 /// Serialises one document (no `---` separator); the text ends with a newline.

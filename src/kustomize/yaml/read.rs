@@ -13,14 +13,30 @@ use super::scalar::{Plain, resolve_plain};
 /// laughs" documents).
 const MAX_ALIAS_NODES: usize = 5_000_000;
 
+/// What a repeated key in one map means.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum DuplicateKeys {
+    /// An error (kyaml, which reads resources).
+    #[default]
+    Error,
+    /// The last value wins (sigs.k8s.io/yaml, which reads kustomization files).
+    LastWins,
+}
+
 const CORE_TAG_PREFIX: &str = "tag:yaml.org,2002:";
 
 /// Parses every document of `text`; documents that are empty or null are dropped.
-pub(super) fn parse_documents(text: &str) -> Result<Vec<Value>, YamlError> {
+pub(super) fn parse_documents(
+    text: &str,
+    duplicate_keys: DuplicateKeys,
+) -> Result<Vec<Value>, YamlError> {
     let mut options = Options::default();
     options.emit_comments = false;
     let parser = Parser::new_from_str_with_options(text, options);
-    let mut builder = Builder::default();
+    let mut builder = Builder {
+        duplicate_keys,
+        ..Builder::default()
+    };
     for event in parser {
         let (event, span) = event.map_err(scan_error)?;
         builder.event(event, &span)?;
@@ -69,6 +85,7 @@ enum Frame {
 
 #[derive(Default)]
 struct Builder {
+    duplicate_keys: DuplicateKeys,
     docs: Vec<Value>,
     stack: Vec<Frame>,
     /// Anchored values by anchor id (ids are small, dense and per stream).
@@ -187,6 +204,13 @@ impl Builder {
                 merge,
                 ..
             }) => match key.take() {
+                Some(Key::Normal(k, _)) if self.duplicate_keys == DuplicateKeys::LastWins => {
+                    if !map.contains_key(&k) {
+                        lines.push(0);
+                    }
+                    map.insert(k, value);
+                    Ok(())
+                }
                 Some(Key::Merge) => {
                     if merge.is_some() {
                         return Err(err_at(span, "mapping key \"<<\" already defined"));
