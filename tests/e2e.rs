@@ -923,7 +923,7 @@ async fn change_sets_and_failures_are_recorded_as_events() {
         wait_ready_with(&f.client, ns, "app", ConditionStatus::False, "BuildFailed").await;
     assert_eq!(reason, "BuildFailed");
     assert!(
-        message.starts_with("deploy/a.yaml: invalid YAML"),
+        message.starts_with("failed to decode Kubernetes YAML from deploy/a.yaml"),
         "{message}"
     );
     wait_for(WAIT, "the failure event", async || {

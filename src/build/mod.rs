@@ -162,13 +162,18 @@ fn overlay_spec(k: &mut Kustomization, dir: &Path, spec: &KustomizationSpec) {
         });
     }
     for image in spec.images.iter().flatten() {
-        k.images.push(kustfile::Image {
+        let image = kustfile::Image {
             name: image.name.clone(),
             new_name: image.new_name.clone().unwrap_or_default(),
             new_tag: image.new_tag.clone().unwrap_or_default(),
             digest: image.digest.clone().unwrap_or_default(),
             tag_suffix: String::new(),
-        });
+        };
+        // Flux replaces an entry for the same image rather than adding a second one.
+        match k.images.iter_mut().find(|i| i.name == image.name) {
+            Some(existing) => *existing = image,
+            None => k.images.push(image),
+        }
     }
     let ignore_missing = spec.ignore_missing_components.unwrap_or(false);
     for component in spec.components.iter().flatten() {

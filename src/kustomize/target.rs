@@ -102,7 +102,31 @@ pub fn build_kustomization(
     if let Some(sort_options) = &target.kustomization.sort_options {
         sort::sort(resmap, sort_options).map_err(step(|| format!("{here}: sortOptions")))?;
     }
-    Ok(acc.resmap.into_vec().into_iter().map(|r| r.obj).collect())
+    Ok(acc
+        .resmap
+        .into_vec()
+        .into_iter()
+        .map(|r| {
+            let mut obj = Value::Object(r.obj);
+            sort_keys(&mut obj);
+            match obj {
+                Value::Object(map) => map,
+                _ => Object::new(),
+            }
+        })
+        .collect())
+}
+
+/// Sorts map keys at every level, as kustomize's output (JSON turned into YAML) has them.
+fn sort_keys(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.sort_keys();
+            map.values_mut().for_each(sort_keys);
+        }
+        Value::Array(items) => items.iter_mut().for_each(sort_keys),
+        _ => {}
+    }
 }
 
 /// What a kustomization and everything below it has accumulated.

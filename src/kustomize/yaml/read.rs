@@ -7,7 +7,7 @@ use granit_parser::{Event, Options, Parser, ScalarStyle, ScanError, Span, Tag};
 use serde_json::{Map, Value};
 
 use super::YamlError;
-use super::scalar::{Plain, resolve_plain};
+use super::scalar::{Plain, go_timestamp, resolve_plain};
 
 /// Upper bound on nodes copied by alias expansion in one stream (guards against "billion
 /// laughs" documents).
@@ -336,7 +336,13 @@ fn scalar_value(
 ) -> Result<Value, YamlError> {
     let Some(tag) = tag else {
         if style == ScalarStyle::Plain {
-            return Ok(resolve_plain(text).into_value(text));
+            return Ok(match resolve_plain(text) {
+                Plain::Str => match go_timestamp(text) {
+                    Some(normalized) => Value::String(normalized),
+                    None => Value::String(text.to_owned()),
+                },
+                resolved => resolved.into_value(text),
+            });
         }
         return Ok(Value::String(text.to_owned()));
     };

@@ -65,6 +65,86 @@ pub(super) fn resolve_plain(s: &str) -> Plain {
     }
 }
 
+/// An untagged plain timestamp as kustomize passes it on: go-yaml v3 decodes it into a
+/// `time.Time`, which JSON prints in RFC 3339 with nanoseconds (`2024-01-01` becomes
+/// `2024-01-01T00:00:00Z`). `None` when `s` is not one of go-yaml's timestamp forms.
+pub(super) fn go_timestamp(s: &str) -> Option<String> {
+    if !s.as_bytes().first()?.is_ascii_digit() {
+        return None;
+    }
+    let (date, rest) = match s.find(['T', 't', ' ']) {
+        Some(i) => (&s[..i], Some((&s[i..i + 1], &s[i + 1..]))),
+        None => (s, None),
+    };
+    let mut parts = date.split('-');
+    let year = fixed_digits(parts.next()?, 4)?;
+    let month = short_number(parts.next()?)?;
+    let day = short_number(parts.next()?)?;
+    if parts.next().is_some() || !(1..=12).contains(&month) || day < 1 || day > days_in(year, month) {
+        return None;
+    }
+    let date = format!("{year:04}-{month:02}-{day:02}");
+    let Some((separator, time)) = rest else {
+        return Some(format!("{date}T00:00:00Z"));
+    };
+    let (clock, zone) = if separator == " " {
+        (time, "Z".to_string())
+    } else {
+        let split = time.find(['Z', '+', '-'])?;
+        let zone = &time[split..];
+        let zone = match zone {
+            "Z" | "+00:00" => "Z".to_string(),
+            _ => {
+                let (sign, hm) = zone.split_at(1);
+                let (h, m) = hm.split_once(':')?;
+                let (h, m) = (fixed_digits(h, 2)?, fixed_digits(m, 2)?);
+                if h > 23 || m > 59 {
+                    return None;
+                }
+                format!("{sign}{h:02}:{m:02}")
+            }
+        };
+        (&time[..split], zone)
+    };
+    let (hms, fraction) = match clock.split_once('.') {
+        Some((hms, fraction)) => (hms, Some(fraction)),
+        None => (clock, None),
+    };
+    let mut fields = hms.split(':');
+    let hour = short_number(fields.next()?)?;
+    let minute = short_number(fields.next()?)?;
+    let second = short_number(fields.next()?)?;
+    if fields.next().is_some() || hour > 23 || minute > 59 || second > 59 {
+        return None;
+    }
+    let fraction = match fraction {
+        Some(f) if !f.is_empty() && f.len() <= 9 && f.bytes().all(|b| b.is_ascii_digit()) => {
+            let trimmed = f.trim_end_matches('0');
+            if trimmed.is_empty() { String::new() } else { format!(".{trimmed}") }
+        }
+        Some(_) => return None,
+        None => String::new(),
+    };
+    Some(format!("{date}T{hour:02}:{minute:02}:{second:02}{fraction}{zone}"))
+}
+
+fn fixed_digits(s: &str, len: usize) -> Option<u32> {
+    (s.len() == len && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse().ok())?
+}
+
+fn short_number(s: &str) -> Option<u32> {
+    (matches!(s.len(), 1 | 2) && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse().ok())?
+}
+
+fn days_in(year: u32, month: u32) -> u32 {
+    match month {
+        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
 fn resolve_number(s: &str) -> Plain {
     let owned;
     let plain = if s.contains('_') {
@@ -213,6 +293,25 @@ pub(super) fn reads_as_non_string(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timestamps_come_out_as_go_prints_them() {
+        let cases = [
+            ("2024-01-01", Some("2024-01-01T00:00:00Z")),
+            ("2001-12-14t21:59:43.10-05:00", Some("2001-12-14T21:59:43.1-05:00")),
+            ("2001-12-14T21:59:43Z", Some("2001-12-14T21:59:43Z")),
+            ("2001-12-14 21:59:43.10", Some("2001-12-14T21:59:43.1Z")),
+            ("2024-2-3", Some("2024-02-03T00:00:00Z")),
+            ("2024-02-30", None),
+            ("2001-12-14 21:59:43.10 -5", None),
+            ("24-01-01", None),
+            ("1.20", None),
+            ("v2024-01-01", None),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(go_timestamp(input).as_deref(), expected, "{input}");
+        }
+    }
 
     #[test]
     fn resolver_table() {

@@ -29,7 +29,7 @@ fn scalars_resolve_like_go_yaml_v3() {
         v,
         json!({"a": null, "b": null, "c": null, "d": "yes", "e": "on", "f": true, "g": 493,
                "h": 31, "i": 15, "j": 1000, "k": 1.5, "l": ".inf", "m": "-.inf", "n": ".nan",
-               "o": "0755", "p": "true", "q": "x\n", "r": "a b", "s": 1e20, "t": "2001-12-14",
+               "o": "0755", "p": "true", "q": "x\n", "r": "a b", "s": 1e20, "t": "2001-12-14T00:00:00Z",
                "u": 1000.0})
     );
 }
