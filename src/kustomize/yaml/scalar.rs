@@ -80,7 +80,8 @@ pub(super) fn go_timestamp(s: &str) -> Option<String> {
     let year = fixed_digits(parts.next()?, 4)?;
     let month = short_number(parts.next()?)?;
     let day = short_number(parts.next()?)?;
-    if parts.next().is_some() || !(1..=12).contains(&month) || day < 1 || day > days_in(year, month) {
+    if parts.next().is_some() || !(1..=12).contains(&month) || day < 1 || day > days_in(year, month)
+    {
         return None;
     }
     let date = format!("{year:04}-{month:02}-{day:02}");
@@ -120,12 +121,18 @@ pub(super) fn go_timestamp(s: &str) -> Option<String> {
     let fraction = match fraction {
         Some(f) if !f.is_empty() && f.len() <= 9 && f.bytes().all(|b| b.is_ascii_digit()) => {
             let trimmed = f.trim_end_matches('0');
-            if trimmed.is_empty() { String::new() } else { format!(".{trimmed}") }
+            if trimmed.is_empty() {
+                String::new()
+            } else {
+                format!(".{trimmed}")
+            }
         }
         Some(_) => return None,
         None => String::new(),
     };
-    Some(format!("{date}T{hour:02}:{minute:02}:{second:02}{fraction}{zone}"))
+    Some(format!(
+        "{date}T{hour:02}:{minute:02}:{second:02}{fraction}{zone}"
+    ))
 }
 
 fn fixed_digits(s: &str, len: usize) -> Option<u32> {
@@ -138,7 +145,9 @@ fn short_number(s: &str) -> Option<u32> {
 
 fn days_in(year: u32, month: u32) -> u32 {
     match month {
-        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
+        2 if (year.is_multiple_of(4) && !year.is_multiple_of(100)) || year.is_multiple_of(400) => {
+            29
+        }
         2 => 28,
         4 | 6 | 9 | 11 => 30,
         _ => 31,
@@ -298,7 +307,10 @@ mod tests {
     fn timestamps_come_out_as_go_prints_them() {
         let cases = [
             ("2024-01-01", Some("2024-01-01T00:00:00Z")),
-            ("2001-12-14t21:59:43.10-05:00", Some("2001-12-14T21:59:43.1-05:00")),
+            (
+                "2001-12-14t21:59:43.10-05:00",
+                Some("2001-12-14T21:59:43.1-05:00"),
+            ),
             ("2001-12-14T21:59:43Z", Some("2001-12-14T21:59:43Z")),
             ("2001-12-14 21:59:43.10", Some("2001-12-14T21:59:43.1Z")),
             ("2024-2-3", Some("2024-02-03T00:00:00Z")),
