@@ -691,7 +691,7 @@ mod tests {
                 {"name": "app", "image": "app:1"}]}}}}));
         deploy.needs_hash_suffix = true;
         deploy.behavior = Behavior::Merge;
-        deploy.origin = Some("deploy.yaml".into());
+        deploy.origin = Some(crate::kustomize::resource::Origin::file("deploy.yaml"));
         m.append(deploy).unwrap();
         m.append(resource(
             json!({"apiVersion": "apps/v1", "kind": "Deployment",
@@ -752,7 +752,10 @@ mod tests {
         assert_eq!(web.obj["spec"]["replicas"], 3);
         assert!(web.needs_hash_suffix);
         assert_eq!(web.behavior, Behavior::Merge);
-        assert_eq!(web.origin.as_deref(), Some("deploy.yaml"));
+        assert_eq!(
+            web.origin.as_ref().map(|o| o.path.as_str()),
+            Some("deploy.yaml")
+        );
         assert!(web.prev_ids.is_empty());
         assert_eq!(find(&m, "cm").obj["data"], json!({"a": "1", "b": "2"}));
         assert_eq!(find(&m, "worker").obj["spec"]["replicas"], 1);

@@ -196,6 +196,84 @@ pub enum Behavior {
     Replace,
 }
 
+/// The plugin (builtin or configured) that generated or transformed a resource.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PluginId {
+    /// `apiVersion` of the plugin configuration (`builtin` for builtins).
+    pub api_version: String,
+    /// Its kind (`ConfigMapGenerator`, `PrefixTransformer`, ...).
+    pub kind: String,
+    /// `metadata.name` of a configuration object, if any.
+    pub name: String,
+    /// `metadata.namespace` of a configuration object, if any.
+    pub namespace: String,
+}
+
+/// Where a resource came from, or which plugin touched it, as kustomize records it in the
+/// `config.kubernetes.io/origin` and `alpha.config.kubernetes.io/transformations`
+/// annotations. Paths are relative to the top-level kustomization.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Origin {
+    /// The file a resource was read from.
+    pub path: String,
+    /// The file that configured the generator or transformer.
+    pub configured_in: String,
+    /// The generator or transformer.
+    pub configured_by: Option<PluginId>,
+}
+
+impl Origin {
+    /// A resource read from `path`.
+    pub fn file(path: impl Into<String>) -> Self {
+        Origin {
+            path: path.into(),
+            ..Origin::default()
+        }
+    }
+
+    /// A resource generated, or a change made, by `plugin` configured in `configured_in`.
+    pub fn plugin(configured_in: impl Into<String>, plugin: PluginId) -> Self {
+        Origin {
+            configured_in: configured_in.into(),
+            configured_by: Some(plugin),
+            ..Origin::default()
+        }
+    }
+
+    /// A builtin plugin of `kind` configured by the kustomization file `configured_in`.
+    pub fn builtin(configured_in: impl Into<String>, kind: &str) -> Self {
+        Origin::plugin(
+            configured_in,
+            PluginId {
+                api_version: "builtin".into(),
+                kind: kind.into(),
+                ..PluginId::default()
+            },
+        )
+    }
+
+    /// The fields as kustomize serialises them (empty fields left out).
+    pub fn to_value(&self) -> Value {
+        let mut map = Map::new();
+        let put = |map: &mut Map<String, Value>, key: &str, value: &str| {
+            if !value.is_empty() {
+                map.insert(key.into(), Value::String(value.into()));
+            }
+        };
+        put(&mut map, "path", &self.path);
+        put(&mut map, "configuredIn", &self.configured_in);
+        if let Some(plugin) = &self.configured_by {
+            let mut by = Map::new();
+            put(&mut by, "apiVersion", &plugin.api_version);
+            put(&mut by, "kind", &plugin.kind);
+            put(&mut by, "name", &plugin.name);
+            put(&mut by, "namespace", &plugin.namespace);
+            map.insert("configuredBy".into(), Value::Object(by));
+        }
+        Value::Object(map)
+    }
+}
+
 /// One resource of a build.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Resource {
@@ -209,9 +287,11 @@ pub struct Resource {
     pub needs_hash_suffix: bool,
     /// Ids of resources whose fields reference this one by name (kustomize's `refBy`).
     pub ref_by: Vec<ResId>,
-    /// The file (relative to the build root) or generator this resource came from, for
-    /// `buildMetadata: [originAnnotations]` and error messages.
-    pub origin: Option<String>,
+    /// Where this resource came from, for `buildMetadata: [originAnnotations]`.
+    pub origin: Option<Origin>,
+    /// The transformers that ran over this resource, for
+    /// `buildMetadata: [transformerAnnotations]`.
+    pub transformations: Vec<Origin>,
     /// Non-empty name prefixes applied by `namePrefix` transformers, innermost layer
     /// first; name-reference fixing prefers referrals from the same layers.
     pub name_prefixes: Vec<String>,

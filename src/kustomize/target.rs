@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::config::TransformerConfig;
 use super::kustfile::{KUSTOMIZATION_FILE_NAMES, Kustomization, KustomizationKind, Var};
 use super::loader::{Entry, LoadError, LoadRestrictions, Loader};
-use super::resource::{Object, ResMap, Resource};
+use super::resource::{Object, Origin, PluginId, ResMap, Resource};
 use super::{generators, namereference, patch, replacements, sort, transformers, vars, yaml};
 
 /// Options of a build.
@@ -85,10 +85,14 @@ pub fn build_kustomization(
 ) -> Result<Vec<Object>, BuildError> {
     let here = loader.display(dir);
     let mut acc = Accumulator::default();
+    let metadata = BuildMetadata::from(&kustomization.build_metadata);
     let target = Target {
         loader,
         dir: dir.to_path_buf(),
+        kustfile: kustomization_file_name(dir).to_string(),
         kustomization,
+        top: dir,
+        record: metadata.any(),
     };
     target.accumulate(&mut acc)?;
 
@@ -99,6 +103,7 @@ pub fn build_kustomization(
     vars::resolve_vars(resmap, &acc.vars, &acc.config.var_reference)
         .map_err(step(|| format!("{here}: vars")))?;
     drop_local_config(resmap);
+    metadata.annotate(resmap);
     if let Some(sort_options) = &target.kustomization.sort_options {
         sort::sort(resmap, sort_options).map_err(step(|| format!("{here}: sortOptions")))?;
     }
@@ -127,6 +132,82 @@ fn sort_keys(value: &mut Value) {
         Value::Array(items) => items.iter_mut().for_each(sort_keys),
         _ => {}
     }
+}
+
+/// Which `buildMetadata` annotations the top-level kustomization asks for.
+#[derive(Clone, Copy, Debug, Default)]
+struct BuildMetadata {
+    origins: bool,
+    transformations: bool,
+}
+
+const ORIGIN_ANNOTATION: &str = "config.kubernetes.io/origin";
+const TRANSFORMATIONS_ANNOTATION: &str = "alpha.config.kubernetes.io/transformations";
+
+impl BuildMetadata {
+    fn from(options: &[String]) -> Self {
+        BuildMetadata {
+            origins: options.iter().any(|o| o == "originAnnotations"),
+            transformations: options.iter().any(|o| o == "transformerAnnotations"),
+        }
+    }
+
+    /// Whether origins and transformations are tracked at all (kustomize tracks both as
+    /// soon as any build metadata is asked for).
+    fn any(&self) -> bool {
+        self.origins || self.transformations
+    }
+
+    /// Writes the asked-for annotations.
+    fn annotate(&self, resmap: &mut ResMap) {
+        for resource in resmap.iter_mut() {
+            if self.origins {
+                if let Some(origin) = resource.origin.clone() {
+                    let text = yaml::to_yaml(&origin.to_value());
+                    resource.set_metadata_entry("annotations", ORIGIN_ANNOTATION, &text);
+                }
+            }
+            if self.transformations && !resource.transformations.is_empty() {
+                let list = Value::Array(
+                    resource
+                        .transformations
+                        .iter()
+                        .map(Origin::to_value)
+                        .collect(),
+                );
+                let text = yaml::to_yaml(&list);
+                resource.set_metadata_entry("annotations", TRANSFORMATIONS_ANNOTATION, &text);
+            }
+        }
+    }
+}
+
+/// The name of the kustomization file in `dir` (`kustomization.yaml` for a generated one).
+fn kustomization_file_name(dir: &Path) -> &'static str {
+    KUSTOMIZATION_FILE_NAMES
+        .iter()
+        .copied()
+        .find(|name| dir.join(name).is_file())
+        .unwrap_or(KUSTOMIZATION_FILE_NAMES[0])
+}
+
+/// `to` relative to the directory `from`, lexically (both absolute and resolved).
+fn relative_path(from: &Path, to: &Path) -> String {
+    let from: Vec<_> = from.components().collect();
+    let to_parts: Vec<_> = to.components().collect();
+    let common = from
+        .iter()
+        .zip(&to_parts)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let mut out = PathBuf::new();
+    for _ in common..from.len() {
+        out.push("..");
+    }
+    for part in &to_parts[common..] {
+        out.push(part.as_os_str());
+    }
+    out.to_string_lossy().into_owned()
 }
 
 /// What a kustomization and everything below it has accumulated.
@@ -229,10 +310,35 @@ fn is_remote(entry: &str) -> bool {
 struct Target<'a> {
     loader: &'a Loader,
     dir: PathBuf,
+    /// File name of the kustomization file in `dir`.
+    kustfile: String,
     kustomization: Kustomization,
+    /// The top-level kustomization's directory, which origins are relative to.
+    top: &'a Path,
+    /// Whether origins and transformations are recorded (`buildMetadata`).
+    record: bool,
 }
 
 impl Target<'_> {
+    /// `path` relative to the top-level kustomization, as origins name files.
+    fn from_top(&self, path: &Path) -> String {
+        relative_path(self.top, path)
+    }
+
+    /// This kustomization's file, relative to the top-level kustomization.
+    fn kustfile_from_top(&self) -> String {
+        self.from_top(&self.dir.join(&self.kustfile))
+    }
+
+    /// Records that the builtin transformer `kind`, configured by this kustomization, ran
+    /// over every resource (`times` for transformers configured once per entry).
+    fn record_builtin(&self, resmap: &mut ResMap, kind: &str, times: usize) {
+        if self.record && times > 0 {
+            let origin = Origin::builtin(self.kustfile_from_top(), kind);
+            record_transformation(resmap, &origin, times);
+        }
+    }
+
     fn here(&self) -> String {
         self.loader.display(&self.dir)
     }
@@ -297,10 +403,12 @@ impl Target<'_> {
     ) -> Result<(), BuildError> {
         for entry in entries {
             match self.loader.entry(&self.dir, entry)? {
-                Entry::File(_) => {
+                Entry::File(path) => {
                     let text = self.loader.read_text(&self.dir, entry)?;
                     let file = self.loader.display(&self.dir.join(entry));
-                    for resource in parse_resources(&text, &file)? {
+                    let origin = self.record.then(|| Origin::file(self.from_top(&path)));
+                    for mut resource in parse_resources(&text, &file)? {
+                        resource.origin = origin.clone();
                         acc.resmap
                             .append(resource)
                             .map_err(step(|| format!("{file}: merging resources")))?;
@@ -333,8 +441,11 @@ impl Target<'_> {
         let kustomization = load_kustomization(self.loader, &dir)?;
         let sub = Target {
             loader: self.loader,
+            kustfile: kustomization_file_name(&dir).to_string(),
             dir,
             kustomization,
+            top: self.top,
+            record: self.record,
         };
         let kind = sub.kustomization.kustomization_kind();
         match (expected, kind) {
@@ -384,30 +495,33 @@ impl Target<'_> {
     fn run_generators(&self, acc: &mut Accumulator) -> Result<(), BuildError> {
         let k = &self.kustomization;
         let defaults = k.generator_options.as_ref();
+        let builtin = |kind: &str| {
+            self.record
+                .then(|| Origin::builtin(self.kustfile_from_top(), kind))
+        };
         for args in &k.config_map_generator {
-            let generated = generators::generate_config_map(args, defaults, self.loader, &self.dir)
-                .map_err(step(|| {
-                    self.ctx(&format!("configMapGenerator '{}'", args.name))
-                }))?;
-            generators::add_generated(&mut acc.resmap, generated).map_err(step(|| {
-                self.ctx(&format!("configMapGenerator '{}'", args.name))
-            }))?;
+            let ctx = || self.ctx(&format!("configMapGenerator '{}'", args.name));
+            let mut generated =
+                generators::generate_config_map(args, defaults, self.loader, &self.dir)
+                    .map_err(step(ctx))?;
+            generated.origin = builtin("ConfigMapGenerator");
+            generators::add_generated(&mut acc.resmap, generated).map_err(step(ctx))?;
         }
         for args in &k.secret_generator {
-            let generated = generators::generate_secret(args, defaults, self.loader, &self.dir)
-                .map_err(step(|| {
-                    self.ctx(&format!("secretGenerator '{}'", args.name))
-                }))?;
-            generators::add_generated(&mut acc.resmap, generated).map_err(step(|| {
-                self.ctx(&format!("secretGenerator '{}'", args.name))
-            }))?;
+            let ctx = || self.ctx(&format!("secretGenerator '{}'", args.name));
+            let mut generated = generators::generate_secret(args, defaults, self.loader, &self.dir)
+                .map_err(step(ctx))?;
+            generated.origin = builtin("SecretGenerator");
+            generators::add_generated(&mut acc.resmap, generated).map_err(step(ctx))?;
         }
-        for config in self.plugin_configs(&k.generators, "generators")? {
+        for (config, origin) in self.plugin_configs(&k.generators, "generators")? {
             let kind = plugin_kind(&config, &self.here())?;
-            let generated = generators::generate_builtin(&kind, &config, self.loader, &self.dir)
-                .map_err(step(|| self.ctx(&format!("generator {kind}"))))?;
-            generators::add_generated(&mut acc.resmap, generated)
-                .map_err(step(|| self.ctx(&format!("generator {kind}"))))?;
+            let ctx = || self.ctx(&format!("generator {kind}"));
+            let mut generated =
+                generators::generate_builtin(&kind, &config, self.loader, &self.dir)
+                    .map_err(step(ctx))?;
+            generated.origin = origin;
+            generators::add_generated(&mut acc.resmap, generated).map_err(step(ctx))?;
         }
         Ok(())
     }
@@ -419,23 +533,31 @@ impl Target<'_> {
         let (loader, dir) = (self.loader, self.dir.as_path());
         patch::apply_strategic_merge_patches(resmap, &k.patches_strategic_merge, loader, dir)
             .map_err(step(|| self.ctx("patchesStrategicMerge")))?;
+        let psm = usize::from(!k.patches_strategic_merge.is_empty());
+        self.record_builtin(resmap, "PatchStrategicMergeTransformer", psm);
         patch::apply_patches(resmap, &k.patches, loader, dir)
             .map_err(step(|| self.ctx("patches")))?;
+        self.record_builtin(resmap, "PatchTransformer", k.patches.len());
         if !k.namespace.is_empty() {
             let options = transformers::NamespaceOptions::default();
             transformers::set_namespace(resmap, &k.namespace, &options, &config.name_space)
                 .map_err(step(|| self.ctx("namespace")))?;
+            self.record_builtin(resmap, "NamespaceTransformer", 1);
         }
         if !k.name_prefix.is_empty() {
             transformers::add_name_prefix(resmap, &k.name_prefix, &config.name_prefix)
                 .map_err(step(|| self.ctx("namePrefix")))?;
+            self.record_builtin(resmap, "PrefixTransformer", 1);
         }
         if !k.name_suffix.is_empty() {
             transformers::add_name_suffix(resmap, &k.name_suffix, &config.name_suffix)
                 .map_err(step(|| self.ctx("nameSuffix")))?;
+            self.record_builtin(resmap, "SuffixTransformer", 1);
         }
         transformers::apply_kustomization_labels(resmap, &k.labels, &k.common_labels, &config)
             .map_err(step(|| self.ctx("labels")))?;
+        let label_transformers = k.labels.len() + usize::from(!k.common_labels.is_empty());
+        self.record_builtin(resmap, "LabelTransformer", label_transformers);
         if !k.common_annotations.is_empty() {
             transformers::add_annotations(
                 resmap,
@@ -443,21 +565,30 @@ impl Target<'_> {
                 &config.common_annotations,
             )
             .map_err(step(|| self.ctx("commonAnnotations")))?;
+            self.record_builtin(resmap, "AnnotationsTransformer", 1);
         }
         patch::apply_json6902_patches(resmap, &k.patches_json6902, loader, dir)
             .map_err(step(|| self.ctx("patchesJson6902")))?;
+        self.record_builtin(resmap, "PatchJson6902Transformer", k.patches_json6902.len());
         if !k.replicas.is_empty() {
             transformers::set_all_replicas(resmap, &k.replicas, &config.replicas)
                 .map_err(step(|| self.ctx("replicas")))?;
+            self.record_builtin(resmap, "ReplicaCountTransformer", k.replicas.len());
         }
         if !k.images.is_empty() {
             transformers::set_images(resmap, &k.images, &config.images)
                 .map_err(step(|| self.ctx("images")))?;
+            self.record_builtin(resmap, "ImageTagTransformer", k.images.len());
         }
         replacements::apply_replacements(resmap, &k.replacements, loader, dir)
             .map_err(step(|| self.ctx("replacements")))?;
-        for plugin in self.plugin_configs(&k.transformers, "transformers")? {
+        let replacement = usize::from(!k.replacements.is_empty());
+        self.record_builtin(resmap, "ReplacementTransformer", replacement);
+        for (plugin, origin) in self.plugin_configs(&k.transformers, "transformers")? {
             self.run_builtin_transformer(resmap, &plugin)?;
+            if let Some(origin) = origin {
+                record_transformation(resmap, &origin, 1);
+            }
         }
         Ok(())
     }
@@ -501,8 +632,42 @@ impl Target<'_> {
 
     /// The plugin configuration objects of a `generators:`/`transformers:` list: each entry
     /// is inline YAML, a file, or a kustomization directory whose output are the configs.
-    fn plugin_configs(&self, entries: &[String], field: &str) -> Result<Vec<Object>, BuildError> {
-        let mut configs = Vec::new();
+    /// The plugin configuration objects of a `generators:`/`transformers:` list: each entry
+    /// is inline YAML, a file, or a kustomization directory whose output are the configs.
+    /// Each comes with the origin kustomize records for what the plugin does (when
+    /// build metadata is tracked).
+    fn plugin_configs(
+        &self,
+        entries: &[String],
+        field: &str,
+    ) -> Result<Vec<(Object, Option<Origin>)>, BuildError> {
+        let mut configs: Vec<(Object, Option<Origin>)> = Vec::new();
+        let plugin_origin = |config: &Object, configured_in: String| {
+            let meta = |key: &str| {
+                config
+                    .get("metadata")
+                    .and_then(|m| m.get(key))
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string()
+            };
+            let text = |key: &str| {
+                config
+                    .get(key)
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string()
+            };
+            Origin::plugin(
+                configured_in,
+                PluginId {
+                    api_version: text("apiVersion"),
+                    kind: text("kind"),
+                    name: meta("name"),
+                    namespace: meta("namespace"),
+                },
+            )
+        };
         for entry in entries {
             let inline = yaml::parse_documents(entry)
                 .ok()
@@ -511,17 +676,26 @@ impl Target<'_> {
                 Some(docs) => {
                     let shown = self.ctx(&format!("inline entry of {field}"));
                     for resource in objects_to_resources(docs, &shown)? {
-                        configs.push(resource.obj);
+                        let origin = self
+                            .record
+                            .then(|| plugin_origin(&resource.obj, self.kustfile_from_top()));
+                        configs.push((resource.obj, origin));
                     }
                 }
                 None => {
                     let mut acc = Accumulator::default();
                     self.accumulate_resources(&mut acc, std::slice::from_ref(entry))?;
-                    configs.extend(acc.resmap.into_vec().into_iter().map(|r| r.obj));
+                    for resource in acc.resmap.into_vec() {
+                        let origin = resource
+                            .origin
+                            .as_ref()
+                            .map(|o| plugin_origin(&resource.obj, o.path.clone()));
+                        configs.push((resource.obj, origin));
+                    }
                 }
             }
         }
-        for config in &configs {
+        for (config, _) in &configs {
             let api_version = config
                 .get("apiVersion")
                 .and_then(Value::as_str)
@@ -556,11 +730,7 @@ pub fn parse_resources(text: &str, file: &str) -> Result<Vec<Resource>, BuildErr
         file: file.to_string(),
         message: e.to_string(),
     })?;
-    let mut resources = objects_to_resources(docs, file)?;
-    for resource in &mut resources {
-        resource.origin = Some(file.to_string());
-    }
-    Ok(resources)
+    objects_to_resources(docs, file)
 }
 
 fn objects_to_resources(docs: Vec<Value>, file: &str) -> Result<Vec<Resource>, BuildError> {
@@ -617,6 +787,15 @@ fn stringify_metadata_values(resource: &mut Resource) {
                     _ => {}
                 }
             }
+        }
+    }
+}
+
+/// Appends `origin` to the transformations of every resource, `times` times.
+fn record_transformation(resmap: &mut ResMap, origin: &Origin, times: usize) {
+    for resource in resmap.iter_mut() {
+        for _ in 0..times {
+            resource.transformations.push(origin.clone());
         }
     }
 }

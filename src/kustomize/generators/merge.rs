@@ -89,6 +89,7 @@ fn combine(old: &Resource, mut new: Resource, merge_data: bool) -> Resource {
         needs_hash_suffix: old.needs_hash_suffix && new.needs_hash_suffix,
         ref_by: old.ref_by.clone(),
         origin,
+        transformations: old.transformations.clone(),
         name_prefixes: old.name_prefixes.clone(),
         name_suffixes: old.name_suffixes.clone(),
         ref_var_names: old.ref_var_names.clone(),

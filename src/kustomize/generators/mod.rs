@@ -347,7 +347,6 @@ fn generate(
         obj,
         behavior: parse_behavior(&args.behavior),
         needs_hash_suffix: !options.disable_name_suffix_hash,
-        origin: Some(generator),
         ..Resource::default()
     })
 }

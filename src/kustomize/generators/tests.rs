@@ -94,7 +94,6 @@ fn secret_generator_reads_envs_literals_and_files() {
     );
     assert!(secret.needs_hash_suffix);
     assert_eq!(secret.behavior, Behavior::Create);
-    assert_eq!(secret.origin.as_deref(), Some("secretGenerator bob"));
     apply_hash_suffixes(&mut resmap).unwrap();
     assert_eq!(names(&resmap), ["bob-bh645k7tmg"]);
 }
@@ -492,10 +491,6 @@ fn merge_and_replace_keep_position_name_and_metadata() {
     assert_eq!(
         merged.obj["metadata"]["annotations"]["note"],
         "This is a test annotation"
-    );
-    assert_eq!(
-        merged.origin.as_deref(),
-        Some("secretGenerator secret-in-base")
     );
     apply_hash_suffixes(&mut resmap).unwrap();
     assert_eq!(
