@@ -4,7 +4,7 @@ CRD := crds/kustomize.toolkit.fluxcd.io_kustomizations.yaml
 CRD_COPIES := config/crd/bases/kustomize.toolkit.fluxcd.io_kustomizations.yaml \
               charts/kustomize-controller/crds/kustomize.toolkit.fluxcd.io_kustomizations.yaml
 
-.PHONY: build crds demo test kustomize-diff lint controlplane-up controlplane-down
+.PHONY: build crds demo test kustomize-diff conformance lint controlplane-up controlplane-down
 
 build:
 	cargo build --release --locked
@@ -31,6 +31,11 @@ test:
 kustomize-diff:
 	KC_DIFF_KUSTOMIZE="$$(bash tests/kustomize/install-kustomize.sh)" \
 	  cargo test --locked --test kustomize_differential -- --nocapture --test-threads=1
+
+# Scores the kustomize engine on ../shared/conformance/kustomize (when present) and fails
+# on a regression against tests/kustomize/conformance-passing.txt.
+conformance:
+	bash tests/kustomize/conformance.sh
 
 lint:
 	cargo fmt --all -- --check
