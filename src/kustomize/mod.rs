@@ -5,6 +5,7 @@
 //! parallel.
 
 pub mod config;
+pub mod crds;
 mod config_defaults;
 pub mod fieldspec;
 pub mod generators;
