@@ -85,7 +85,9 @@ pub struct TransformerConfig {
 pub enum ConfigError {
     /// The same field (by kind selector and path) is listed once with `create: true` and
     /// once without.
-    #[error("failed to merge {table} fieldSpec: conflicting fieldspecs for path '{path}' of {selector} (create {existing} vs {incoming})")]
+    #[error(
+        "failed to merge {table} fieldSpec: conflicting fieldspecs for path '{path}' of {selector} (create {existing} vs {incoming})"
+    )]
     ConflictingFieldSpecs {
         /// The table, e.g. `namePrefix`.
         table: &'static str,
@@ -257,4 +259,170 @@ fn stable_sort_string(gvk: &Gvk) -> String {
 
 fn show_gvk(gvk: &Gvk) -> String {
     format!("{}/{}/{}", gvk.group, gvk.version, gvk.kind)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gvk(group: &str, version: &str, kind: &str) -> Gvk {
+        Gvk {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+        }
+    }
+
+    fn prefix_config(specs: Vec<FieldSpec>) -> TransformerConfig {
+        TransformerConfig {
+            name_prefix: specs,
+            ..TransformerConfig::default()
+        }
+    }
+
+    #[test]
+    fn wildcard_spec_is_dropped_behind_kind_specific_ones() {
+        // TestIssue4884: a configuration file names two kinds for `metadata/name`. Merged
+        // with the builtin table the wildcard sorts last; merging that into the (empty)
+        // accumulated configuration then drops it.
+        let mut files = TransformerConfig::default();
+        let mut file = prefix_config(vec![
+            FieldSpec::for_kind("Secretish", "metadata/name", false),
+            FieldSpec::for_kind("Hostish", "metadata/name", false),
+        ]);
+        file.sort();
+        files.merge(file).unwrap();
+        let mut config = TransformerConfig::builtin();
+        config.merge(files).unwrap();
+        assert_eq!(
+            config.name_prefix,
+            [
+                FieldSpec::for_kind("Hostish", "metadata/name", false),
+                FieldSpec::for_kind("Secretish", "metadata/name", false),
+                FieldSpec::any_kind("metadata/name", false),
+            ]
+        );
+        let mut acc = TransformerConfig::default();
+        acc.merge(config).unwrap();
+        assert_eq!(
+            acc.name_prefix,
+            [
+                FieldSpec::for_kind("Hostish", "metadata/name", false),
+                FieldSpec::for_kind("Secretish", "metadata/name", false),
+            ]
+        );
+    }
+
+    #[test]
+    fn builtin_alone_survives_the_accumulator_merge() {
+        let mut acc = TransformerConfig::default();
+        acc.merge(TransformerConfig::builtin()).unwrap();
+        acc.merge(TransformerConfig::builtin()).unwrap();
+        assert_eq!(
+            acc.name_prefix,
+            [FieldSpec::any_kind("metadata/name", false)]
+        );
+        assert_eq!(acc.images.len(), TransformerConfig::builtin().images.len());
+    }
+
+    #[test]
+    fn kind_specific_spec_is_kept_after_a_wildcard() {
+        let mut config = prefix_config(vec![FieldSpec::any_kind("spec/x", false)]);
+        config
+            .merge(prefix_config(vec![
+                FieldSpec::for_kind("Thing", "spec/x", false),
+                FieldSpec::any_kind("spec/x", false),
+                FieldSpec::any_kind("spec/y", false),
+            ]))
+            .unwrap();
+        assert_eq!(
+            config.name_prefix,
+            [
+                FieldSpec::for_kind("Thing", "spec/x", false),
+                FieldSpec::any_kind("spec/x", false),
+                FieldSpec::any_kind("spec/y", false),
+            ]
+        );
+    }
+
+    #[test]
+    fn conflicting_create_is_an_error() {
+        let mut config = prefix_config(vec![FieldSpec::for_kind("Thing", "spec/x", false)]);
+        let err = config
+            .merge(prefix_config(vec![FieldSpec::any_kind("spec/x", true)]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("namePrefix"), "{err}");
+        assert!(err.contains("spec/x"), "{err}");
+        assert!(err.contains("Thing"), "{err}");
+    }
+
+    #[test]
+    fn selectors_sort_in_kustomize_order() {
+        let mut specs = [
+            gvk("", "", ""),
+            gvk("", "", "Zebra"),
+            gvk("", "", "ValidatingWebhookConfiguration"),
+            gvk("apps", "", "Zebra"),
+            gvk("", "v1", "Zebra"),
+            gvk("", "", "Deployment"),
+            gvk("", "", "Namespace"),
+            gvk("", "", "Apple"),
+        ];
+        specs.sort_by(gvk_order);
+        let kinds: Vec<String> = specs
+            .iter()
+            .map(|g| format!("{}/{}/{}", g.group, g.version, g.kind))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "//Namespace",
+                "//Deployment",
+                "apps//Zebra",
+                "/v1/Zebra",
+                "//Apple",
+                "//Zebra",
+                "//",
+                "//ValidatingWebhookConfiguration",
+            ]
+        );
+    }
+
+    #[test]
+    fn name_references_merge_by_exact_kind_and_sort() {
+        let backref = |version: &str, kind: &str, path: &str| NameBackReference {
+            group: String::new(),
+            version: version.into(),
+            kind: kind.into(),
+            referrers: vec![FieldSpec::for_kind("User", path, false)],
+        };
+        let mut config = TransformerConfig {
+            name_reference: vec![backref("v1", "Widget", "spec/a")],
+            ..TransformerConfig::default()
+        };
+        config
+            .merge(TransformerConfig {
+                name_reference: vec![
+                    backref("v1", "Widget", "spec/b"),
+                    backref("", "Widget", "spec/c"),
+                    backref("v1", "Secret", "spec/d"),
+                ],
+                ..TransformerConfig::default()
+            })
+            .unwrap();
+        let summary: Vec<(String, String, usize)> = config
+            .name_reference
+            .iter()
+            .map(|b| (b.version.clone(), b.kind.clone(), b.referrers.len()))
+            .collect();
+        assert_eq!(
+            summary,
+            [
+                ("v1".into(), "Secret".into(), 1),
+                ("v1".into(), "Widget".into(), 2),
+                ("".into(), "Widget".into(), 1),
+            ]
+        );
+    }
 }

@@ -115,7 +115,11 @@ pub fn config_from_definitions(
 
 /// The kind of a Go type name: what follows its last `.`.
 fn kind_of_type(type_name: &str) -> String {
-    type_name.rsplit('.').next().unwrap_or(type_name).to_string()
+    type_name
+        .rsplit('.')
+        .next()
+        .unwrap_or(type_name)
+        .to_string()
 }
 
 /// `properties` of a definition's schema (`Schema` or, as Go's decoder also accepts,
@@ -233,6 +237,10 @@ mod tests {
             .collect()
     }
 
+    fn of_kind(specs: &[FieldSpec], kind: &str) -> Vec<FieldSpec> {
+        specs.iter().filter(|s| s.kind == kind).cloned().collect()
+    }
+
     #[test]
     fn object_refs_become_name_references_of_the_kind() {
         let config = config_from_definitions(&definitions(DEFINITIONS)).unwrap();
@@ -241,31 +249,37 @@ mod tests {
             .iter()
             .find(|b| b.kind == "Secret")
             .unwrap();
-        assert_eq!(secret.version, "v1");
+        assert_eq!((secret.group.as_str(), secret.version.as_str()), ("", "v1"));
         assert_eq!(
-            secret.referrers,
+            of_kind(&secret.referrers, "Widget"),
             [FieldSpec::for_kind("Widget", "spec/secretRef/name", false)]
         );
         assert_eq!(
-            referrers(&config, "Gear"),
+            of_kind(&referrers(&config, "Gear"), "Widget"),
             [FieldSpec::for_kind("Widget", "spec/gear/gearName", false)]
         );
+        // A kind without an api version is no reference.
+        assert!(!secret.referrers.iter().any(|s| s.path.contains("kindOnly")));
     }
 
     #[test]
     fn labels_annotations_and_identity_fields_are_added() {
         let config = config_from_definitions(&definitions(DEFINITIONS)).unwrap();
         assert_eq!(
-            config.common_labels,
+            of_kind(&config.common_labels, "Widget"),
             [FieldSpec::for_kind("Widget", "spec/selector", false)]
         );
         assert_eq!(
-            config.common_annotations,
+            of_kind(&config.common_annotations, "Widget"),
             [FieldSpec::for_kind("Widget", "spec/notes", false)]
         );
         assert_eq!(
-            config.name_prefix,
+            of_kind(&config.name_prefix, "Widget"),
             [FieldSpec::for_kind("Widget", "spec/handle", false)]
+        );
+        assert_eq!(
+            of_kind(&config.name_prefix, "Gear"),
+            [FieldSpec::for_kind("Gear", "owner/spec/handle", false)]
         );
     }
 
@@ -274,10 +288,11 @@ mod tests {
         let config = config_from_definitions(&definitions(DEFINITIONS)).unwrap();
         // Gear is a kind of its own; its `owner` leads back into Widget's spec, whose
         // references are then recorded for Gear too, but Widget is not entered twice.
-        assert!(
-            referrers(&config, "Secret")
-                .contains(&FieldSpec::for_kind("Gear", "owner/spec/secretRef/name", false))
-        );
+        assert!(referrers(&config, "Secret").contains(&FieldSpec::for_kind(
+            "Gear",
+            "owner/spec/secretRef/name",
+            false
+        )));
         assert!(
             !referrers(&config, "Gear")
                 .iter()

@@ -5,8 +5,8 @@
 //! parallel.
 
 pub mod config;
-pub mod crds;
 mod config_defaults;
+pub mod crds;
 pub mod fieldspec;
 pub mod generators;
 pub mod hash;

@@ -257,8 +257,12 @@ impl Target<'_> {
         self.refuse_unsupported()?;
         self.accumulate_resources(acc, &self.kustomization.resources)?;
         let config = self.transformer_config()?;
-        acc.config.merge(config).map_err(step(|| self.ctx("configurations")))?;
-        let crds = super::crds::config_from_crd_files(self.loader, &self.dir, &self.kustomization.crds).map_err(step(|| self.ctx("crds")))?;
+        acc.config
+            .merge(config)
+            .map_err(step(|| self.ctx("configurations")))?;
+        let crds =
+            super::crds::config_from_crd_files(self.loader, &self.dir, &self.kustomization.crds)
+                .map_err(step(|| self.ctx("crds")))?;
         acc.config.merge(crds).map_err(step(|| self.ctx("crds")))?;
         self.run_generators(acc)?;
         for component in &self.kustomization.components {
@@ -362,7 +366,9 @@ impl Target<'_> {
             }
         }
         if !self.kustomization.configurations.is_empty() {
-            config.merge(files).map_err(step(|| self.ctx("configurations")))?;
+            config
+                .merge(files)
+                .map_err(step(|| self.ctx("configurations")))?;
         }
         Ok(config)
     }
