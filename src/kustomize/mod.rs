@@ -6,6 +6,7 @@
 
 pub mod config;
 mod config_defaults;
+pub mod crds;
 pub mod fieldspec;
 pub mod generators;
 pub mod hash;

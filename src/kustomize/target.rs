@@ -224,7 +224,9 @@ impl Accumulator {
         self.resmap
             .append_all(other.resmap)
             .map_err(step(|| context.to_string()))?;
-        self.config.merge(other.config);
+        self.config
+            .merge(other.config)
+            .map_err(step(|| context.to_string()))?;
         self.merge_vars(other.vars, context)
     }
 
@@ -384,7 +386,14 @@ impl Target<'_> {
     fn accumulate(&self, acc: &mut Accumulator) -> Result<(), BuildError> {
         self.refuse_unsupported()?;
         self.accumulate_resources(acc, &self.kustomization.resources)?;
-        acc.config.merge(self.transformer_config()?);
+        let config = self.transformer_config()?;
+        acc.config
+            .merge(config)
+            .map_err(step(|| self.ctx("configurations")))?;
+        let crds =
+            super::crds::config_from_crd_files(self.loader, &self.dir, &self.kustomization.crds)
+                .map_err(step(|| self.ctx("crds")))?;
+        acc.config.merge(crds).map_err(step(|| self.ctx("crds")))?;
         self.run_generators(acc)?;
         for component in &self.kustomization.components {
             self.accumulate_directory(acc, component, KustomizationKind::Component)?;
@@ -480,14 +489,21 @@ impl Target<'_> {
     /// The builtin configuration plus this kustomization's `configurations` files.
     fn transformer_config(&self) -> Result<TransformerConfig, BuildError> {
         let mut config = TransformerConfig::builtin();
+        let mut files = TransformerConfig::default();
         for file in &self.kustomization.configurations {
             let text = self.loader.read_text(&self.dir, file)?;
             let shown = self.loader.display(&self.dir.join(file));
             for doc in yaml::parse_documents(&text).map_err(step(|| shown.clone()))? {
-                let extra: TransformerConfig =
+                let mut extra: TransformerConfig =
                     serde_json::from_value(doc).map_err(step(|| shown.clone()))?;
-                config.merge(extra);
+                extra.sort();
+                files.merge(extra).map_err(step(|| shown.clone()))?;
             }
+        }
+        if !self.kustomization.configurations.is_empty() {
+            config
+                .merge(files)
+                .map_err(step(|| self.ctx("configurations")))?;
         }
         Ok(config)
     }

@@ -2,6 +2,7 @@
 //! builtin `ConfigMapGenerator`/`SecretGenerator` plugin configs of `generators:`), with
 //! kustomize's create/merge/replace behaviors.
 
+mod iam;
 mod kv;
 mod merge;
 
@@ -16,6 +17,7 @@ use super::loader::{LoadError, Loader};
 use super::resource::{Behavior, Object, Resource};
 
 pub use super::hash::{apply_hash_suffixes, hash_suffix};
+pub use iam::generate_iam_policy;
 pub use merge::add_generated;
 
 /// Why a generator could not produce its object or add it to the build.
@@ -73,10 +75,10 @@ pub enum GeneratorError {
         /// The repeated key.
         key: String,
     },
-    /// A builtin generator plugin config does not decode.
+    /// A builtin generator plugin config does not decode or is not usable.
     #[error("{kind} plugin config {name:?}: {message}")]
     PluginConfig {
-        /// `ConfigMapGenerator` or `SecretGenerator`.
+        /// The plugin kind, e.g. `SecretGenerator`.
         kind: String,
         /// `metadata.name` of the config, if any.
         name: String,
@@ -85,7 +87,7 @@ pub enum GeneratorError {
     },
     /// `generate_builtin` was asked for a kind it does not know.
     #[error(
-        "unknown builtin generator kind {0:?} (expected ConfigMapGenerator or SecretGenerator)"
+        "unknown builtin generator kind {0:?} (expected ConfigMapGenerator, SecretGenerator or IAMPolicyGenerator)"
     )]
     UnknownBuiltin(String),
     /// Behavior `merge` or `replace` with nothing to merge into or replace.
@@ -168,8 +170,9 @@ pub fn generate_secret(
 }
 
 /// Generates the object of a builtin generator plugin config (an entry of `generators:`
-/// with `apiVersion: builtin` and kind `ConfigMapGenerator` or `SecretGenerator`).
-/// Unknown fields are ignored and `generatorOptions` do not apply, as in kustomize.
+/// with `apiVersion: builtin` and kind `ConfigMapGenerator`, `SecretGenerator` or
+/// `IAMPolicyGenerator`). Unknown fields are ignored and `generatorOptions` do not apply,
+/// as in kustomize.
 pub fn generate_builtin(
     kind: &str,
     config: &Object,
@@ -179,6 +182,7 @@ pub fn generate_builtin(
     let generator_kind = match kind {
         "ConfigMapGenerator" => Kind::ConfigMap,
         "SecretGenerator" => Kind::Secret,
+        "IAMPolicyGenerator" => return generate_iam_policy(config),
         other => return Err(GeneratorError::UnknownBuiltin(other.to_string())),
     };
     let plugin: PluginConfig =

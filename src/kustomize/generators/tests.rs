@@ -279,6 +279,28 @@ fn builtin_plugin_configs() {
 }
 
 #[test]
+fn builtin_dispatches_iam_policy_generator() {
+    // TestGkeGeneratorWithNamespace.
+    let t = tree(&[]);
+    let config = obj(json!({
+        "apiVersion": "builtin", "kind": "IAMPolicyGenerator", "metadata": {"name": "gen"},
+        "cloud": "gke", "kubernetesService": {"namespace": "team", "name": "runner"},
+        "serviceAccount": {"name": "gsa", "projectId": "p"}
+    }));
+    let res = generate_builtin("IAMPolicyGenerator", &config, &t.loader, &t.root).unwrap();
+    assert_eq!(res.obj["kind"], "ServiceAccount");
+    assert_eq!(res.name(), "runner");
+    assert_eq!(res.namespace(), "team");
+    assert_eq!(
+        res.obj["metadata"]["annotations"]["iam.gke.io/gcp-service-account"],
+        "gsa@p.iam.gserviceaccount.com"
+    );
+    let mut resmap = ResMap::new();
+    add_generated(&mut resmap, res).unwrap();
+    assert_eq!(names(&resmap), ["runner"]);
+}
+
+#[test]
 fn options_merge_labels_and_switches() {
     // TestGeneratorOptionsWithBases: base disables the hash, the overlay does not.
     let t = tree(&[]);

@@ -165,4 +165,31 @@ mod tests {
         assert_eq!(res.obj["data"]["ref"], json!("p-x"));
         assert_eq!(res.name(), "p-c");
     }
+
+    #[test]
+    fn configured_kinds_replace_the_wildcard_name_spec() {
+        // TestIssue4884_UseLocalConfigAsNameRefSource: once a configuration names kinds for
+        // `metadata/name`, kustomize's config merge leaves only those specs, so other kinds
+        // keep their names and the named kinds are prefixed once.
+        let mut files = TransformerConfig::default();
+        files
+            .merge(TransformerConfig {
+                name_prefix: vec![FieldSpec::for_kind("Host", "metadata/name", false)],
+                ..TransformerConfig::default()
+            })
+            .unwrap();
+        let mut config = TransformerConfig::builtin();
+        config.merge(files).unwrap();
+        let mut accumulated = TransformerConfig::default();
+        accumulated.merge(config).unwrap();
+        let mut map = resmap(vec![
+            json!({"apiVersion": "local/v1", "kind": "Host", "metadata": {"name": "h"}}),
+            json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"}}),
+        ]);
+        add_name_prefix(&mut map, "p-", &accumulated.name_prefix).unwrap();
+        let names: Vec<_> = map.iter().map(|r| r.name().to_string()).collect();
+        assert_eq!(names, ["p-h", "s"]);
+        assert_eq!(map.as_slice()[0].name_prefixes, ["p-"]);
+        assert!(map.as_slice()[1].name_prefixes.is_empty());
+    }
 }
