@@ -72,7 +72,6 @@ pub fn generate_iam_policy(config: &Object) -> Result<Resource, GeneratorError> 
     }
     Ok(Resource {
         obj: gke_service_account(&args),
-        origin: Some(format!("IAMPolicyGenerator {config_name}")),
         ..Resource::default()
     })
 }
