@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::config::TransformerConfig;
 use super::kustfile::{KUSTOMIZATION_FILE_NAMES, Kustomization, KustomizationKind, Var};
 use super::loader::{Entry, LoadError, LoadRestrictions, Loader};
+use super::openapi::OpenApiChoice;
 use super::resource::{Object, ResMap, Resource};
 use super::{generators, namereference, patch, replacements, sort, transformers, vars, yaml};
 
@@ -85,11 +86,14 @@ pub fn build_kustomization(
 ) -> Result<Vec<Object>, BuildError> {
     let here = loader.display(dir);
     let mut acc = Accumulator::default();
+    let openapi = OpenApiChoice::new();
     let target = Target {
         loader,
         dir: dir.to_path_buf(),
         kustomization,
+        openapi: &openapi,
     };
+    target.consider_openapi()?;
     target.accumulate(&mut acc)?;
 
     let resmap = &mut acc.resmap;
@@ -206,6 +210,8 @@ struct Target<'a> {
     loader: &'a Loader,
     dir: PathBuf,
     kustomization: Kustomization,
+    /// The build's OpenAPI choice (the first kustomization with `openapi` sets it).
+    openapi: &'a OpenApiChoice,
 }
 
 impl Target<'_> {
@@ -215,6 +221,13 @@ impl Target<'_> {
 
     fn ctx(&self, what: &str) -> String {
         format!("{}: {what}", self.here())
+    }
+
+    /// Lets this kustomization's `openapi` field choose the build's schema.
+    fn consider_openapi(&self) -> Result<(), BuildError> {
+        self.openapi
+            .consider(&self.kustomization.openapi, self.loader, &self.dir)
+            .map_err(step(|| self.ctx("openapi")))
     }
 
     fn refuse_unsupported(&self) -> Result<(), BuildError> {
@@ -311,7 +324,9 @@ impl Target<'_> {
             loader: self.loader,
             dir,
             kustomization,
+            openapi: self.openapi,
         };
+        sub.consider_openapi()?;
         let kind = sub.kustomization.kustomization_kind();
         match (expected, kind) {
             (KustomizationKind::Component, KustomizationKind::Kustomization) => {
@@ -390,12 +405,17 @@ impl Target<'_> {
 
     fn run_transformers(&self, acc: &mut Accumulator) -> Result<(), BuildError> {
         let k = &self.kustomization;
+        // Transformer directories are loaded (and may choose the OpenAPI schema) before any
+        // transformer runs, as in kustomize.
+        let plugins = self.plugin_configs(&k.transformers, "transformers")?;
+        let schemas = self.openapi.schemas();
         let config = acc.config.clone();
         let resmap = &mut acc.resmap;
         let (loader, dir) = (self.loader, self.dir.as_path());
-        patch::apply_strategic_merge_patches(resmap, &k.patches_strategic_merge, loader, dir)
+        let smp = &k.patches_strategic_merge;
+        patch::apply_strategic_merge_patches(resmap, smp, loader, dir, schemas)
             .map_err(step(|| self.ctx("patchesStrategicMerge")))?;
-        patch::apply_patches(resmap, &k.patches, loader, dir)
+        patch::apply_patches(resmap, &k.patches, loader, dir, schemas)
             .map_err(step(|| self.ctx("patches")))?;
         if !k.namespace.is_empty() {
             let options = transformers::NamespaceOptions::default();
@@ -432,8 +452,8 @@ impl Target<'_> {
         }
         replacements::apply_replacements(resmap, &k.replacements, loader, dir)
             .map_err(step(|| self.ctx("replacements")))?;
-        for plugin in self.plugin_configs(&k.transformers, "transformers")? {
-            self.run_builtin_transformer(resmap, &plugin)?;
+        for plugin in &plugins {
+            self.run_builtin_transformer(resmap, plugin)?;
         }
         Ok(())
     }
@@ -453,6 +473,7 @@ impl Target<'_> {
                     config,
                     self.loader,
                     &self.dir,
+                    self.openapi.schemas(),
                 )
                 .map_err(step(ctx))
             }
