@@ -14,6 +14,7 @@ pub mod json6902;
 pub mod kustfile;
 pub mod loader;
 pub mod namereference;
+pub mod openapi;
 pub mod patch;
 pub mod replacements;
 pub mod resource;

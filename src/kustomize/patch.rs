@@ -12,7 +12,8 @@ use super::kustfile::{Patch, Selector};
 use super::loader::{LoadError, Loader};
 use super::resource::{ResId, ResMap, Resource};
 use super::selector::{SelectorError, select};
-use super::smp::{SmpError, strategic_merge};
+use super::smp::{SmpError, strategic_merge_with};
+use super::smp_schema::SchemaSet;
 
 /// Why a patch could not be loaded or applied.
 #[derive(Debug, thiserror::Error)]
@@ -222,7 +223,7 @@ impl PatchTransformer {
         })
     }
 
-    fn transform(&self, resmap: &mut ResMap) -> Result<(), PatchError> {
+    fn transform(&self, resmap: &mut ResMap, schemas: SchemaSet<'_>) -> Result<(), PatchError> {
         match &self.loaded {
             Loaded::Smp(docs) => match &self.target {
                 Some(target) => {
@@ -242,12 +243,26 @@ impl PatchTransformer {
                             patch: self.source.clone(),
                             source,
                         })?;
-                    apply_smp_to_selected(resmap, &selected, doc, self.options, &self.source)
+                    apply_smp_to_selected(
+                        resmap,
+                        &selected,
+                        doc,
+                        self.options,
+                        &self.source,
+                        schemas,
+                    )
                 }
                 None => {
                     for doc in docs {
                         let index = unique_target(resmap, doc, &self.source)?;
-                        apply_smp_at(resmap, index, doc.clone(), self.options, &self.source)?;
+                        apply_smp_at(
+                            resmap,
+                            index,
+                            doc.clone(),
+                            self.options,
+                            &self.source,
+                            schemas,
+                        )?;
                     }
                     check_unique_ids(resmap, &self.source)
                 }
@@ -305,11 +320,12 @@ fn apply_smp_at(
     patch: serde_json::Map<String, Value>,
     options: PatchOptions,
     source: &str,
+    schemas: SchemaSet<'_>,
 ) -> Result<(), PatchError> {
     let Some(resource) = resmap.as_mut_vec().get_mut(index) else {
         return Ok(());
     };
-    let deleted = apply_smp_to_resource(resource, &patch, options, source)?;
+    let deleted = apply_smp_to_resource(resource, &patch, options, source, schemas)?;
     if deleted {
         resmap.remove(index);
     }
@@ -322,6 +338,7 @@ fn apply_smp_to_resource(
     patch: &serde_json::Map<String, Value>,
     options: PatchOptions,
     source: &str,
+    schemas: SchemaSet<'_>,
 ) -> Result<bool, PatchError> {
     let name = resource.name().to_string();
     let namespace = resource.namespace().to_string();
@@ -331,10 +348,12 @@ fn apply_smp_to_resource(
         resource.remember_id();
     }
     let gvk = resource.gvk();
-    strategic_merge(&mut resource.obj, patch, &gvk).map_err(|source_err| PatchError::Smp {
-        patch: source.to_string(),
-        target: target_id.describe(),
-        source: source_err,
+    strategic_merge_with(&mut resource.obj, patch, &gvk, schemas).map_err(|source_err| {
+        PatchError::Smp {
+            patch: source.to_string(),
+            target: target_id.describe(),
+            source: source_err,
+        }
     })?;
     if resource.obj.is_empty() {
         return Ok(true);
@@ -362,6 +381,7 @@ fn apply_smp_to_selected(
     patch: &serde_json::Map<String, Value>,
     options: PatchOptions,
     source: &str,
+    schemas: SchemaSet<'_>,
 ) -> Result<(), PatchError> {
     let mut deleted = Vec::new();
     for &index in selected {
@@ -376,7 +396,7 @@ fn apply_smp_to_selected(
         if !copy.get("kind").is_some_and(Value::is_string) {
             copy.insert("kind".into(), Value::String(resource.kind().to_string()));
         }
-        if apply_smp_to_resource(resource, &copy, options, source)? {
+        if apply_smp_to_resource(resource, &copy, options, source, schemas)? {
             deleted.push(index);
         }
     }
@@ -439,6 +459,7 @@ pub fn apply_patches(
     patches: &[Patch],
     loader: &Loader,
     dir: &Path,
+    schemas: SchemaSet<'_>,
 ) -> Result<(), PatchError> {
     let configured = patches
         .iter()
@@ -454,7 +475,7 @@ pub fn apply_patches(
         })
         .collect::<Result<Vec<_>, _>>()?;
     for transformer in &configured {
-        transformer.transform(resmap)?;
+        transformer.transform(resmap, schemas)?;
     }
     Ok(())
 }
@@ -486,10 +507,15 @@ fn load_smp_entries(
 }
 
 /// Applies strategic merge patches, each to the one resource of its id.
-fn apply_smp_list(resmap: &mut ResMap, patches: &[SourcedPatch]) -> Result<(), PatchError> {
+fn apply_smp_list(
+    resmap: &mut ResMap,
+    patches: &[SourcedPatch],
+    schemas: SchemaSet<'_>,
+) -> Result<(), PatchError> {
     for (source, doc) in patches {
         let index = unique_target(resmap, doc, source)?;
-        apply_smp_to_selected(resmap, &[index], doc, PatchOptions::default(), source)?;
+        let options = PatchOptions::default();
+        apply_smp_to_selected(resmap, &[index], doc, options, source, schemas)?;
     }
     Ok(())
 }
@@ -501,6 +527,7 @@ pub fn apply_strategic_merge_patches(
     entries: &[String],
     loader: &Loader,
     dir: &Path,
+    schemas: SchemaSet<'_>,
 ) -> Result<(), PatchError> {
     if entries.is_empty() {
         return Ok(());
@@ -511,7 +538,7 @@ pub fn apply_strategic_merge_patches(
             patch: format!("files={entries:?}"),
         });
     }
-    apply_smp_list(resmap, &patches)
+    apply_smp_list(resmap, &patches, schemas)
 }
 
 /// One configured `PatchJson6902Transformer`.
@@ -602,6 +629,7 @@ pub fn apply_builtin_patch_transformer(
     config: &serde_json::Map<String, Value>,
     loader: &Loader,
     dir: &Path,
+    schemas: SchemaSet<'_>,
 ) -> Result<(), PatchError> {
     match kind {
         "PatchTransformer" => {
@@ -623,7 +651,7 @@ pub fn apply_builtin_patch_transformer(
                 loader,
                 dir,
             )?;
-            transformer.transform(resmap)
+            transformer.transform(resmap, schemas)
         }
         "PatchStrategicMergeTransformer" => {
             let paths: Vec<String> = match config.get("paths") {
@@ -653,7 +681,7 @@ pub fn apply_builtin_patch_transformer(
                     patch: format!("files={paths:?}, Patch={inline}"),
                 });
             }
-            apply_smp_list(resmap, &patches)
+            apply_smp_list(resmap, &patches, schemas)
         }
         "PatchJson6902Transformer" => {
             let target = config_target(config, kind)?;
@@ -746,6 +774,7 @@ mod tests {
             &[patch(json!({"path": "p.yaml"}))],
             &f.loader,
             &f.root,
+            SchemaSet::builtin(),
         )
         .unwrap();
         let web = find(&m, "web");
@@ -773,6 +802,7 @@ mod tests {
             &[patch(json!({"patch": inline}))],
             &f.loader,
             &f.root,
+            SchemaSet::builtin(),
         )
         .unwrap();
         assert_eq!(find(&m, "prod-web").obj["spec"]["replicas"], 5);
@@ -784,6 +814,7 @@ mod tests {
             &[patch(json!({"patch": missing}))],
             &f.loader,
             &f.root,
+            SchemaSet::builtin(),
         )
         .unwrap_err()
         .to_string();
@@ -799,7 +830,8 @@ mod tests {
                 &mut m,
                 &[patch(json!({"patch": other_group}))],
                 &f.loader,
-                &f.root
+                &f.root,
+                SchemaSet::builtin(),
             )
             .is_err()
         );
@@ -811,7 +843,7 @@ mod tests {
         let mut m = resmap();
         let inline = "kind: Deployment\nmetadata: {name: ignored, namespace: elsewhere}\nspec: {replicas: 7}\n";
         let p = patch(json!({"patch": inline, "target": {"kind": "Deployment"}}));
-        apply_patches(&mut m, &[p], &f.loader, &f.root).unwrap();
+        apply_patches(&mut m, &[p], &f.loader, &f.root, SchemaSet::builtin()).unwrap();
         for name in ["web", "worker"] {
             let r = find(&m, name);
             assert_eq!(r.obj["spec"]["replicas"], 7);
@@ -820,11 +852,11 @@ mod tests {
         assert!(m.iter().all(|r| r.name() != "ignored"));
         // An empty selection is not an error.
         let p = patch(json!({"patch": inline, "target": {"kind": "StatefulSet"}}));
-        apply_patches(&mut m, &[p], &f.loader, &f.root).unwrap();
+        apply_patches(&mut m, &[p], &f.loader, &f.root, SchemaSet::builtin()).unwrap();
         // Several documents may not share a target.
         let two = format!("{inline}---\n{inline}");
         let p = patch(json!({"patch": two, "target": {"kind": "Deployment"}}));
-        assert!(apply_patches(&mut m, &[p], &f.loader, &f.root).is_err());
+        assert!(apply_patches(&mut m, &[p], &f.loader, &f.root, SchemaSet::builtin()).is_err());
     }
 
     #[test]
@@ -833,13 +865,13 @@ mod tests {
         let mut m = resmap();
         let inline = "kind: StatefulSet\nmetadata: {name: renamed}\n";
         let p = patch(json!({"patch": inline, "target": {"name": "worker"}}));
-        apply_patches(&mut m, &[p], &f.loader, &f.root).unwrap();
+        apply_patches(&mut m, &[p], &f.loader, &f.root, SchemaSet::builtin()).unwrap();
         let worker = find(&m, "worker");
         assert_eq!(worker.kind(), "Deployment");
 
         let p = patch(json!({"patch": inline, "target": {"name": "worker"},
             "options": {"allowNameChange": true, "allowKindChange": true}}));
-        apply_patches(&mut m, &[p], &f.loader, &f.root).unwrap();
+        apply_patches(&mut m, &[p], &f.loader, &f.root, SchemaSet::builtin()).unwrap();
         let renamed = find(&m, "renamed");
         assert_eq!(renamed.kind(), "StatefulSet");
         assert_eq!(renamed.prev_ids.len(), 1);
@@ -857,6 +889,7 @@ mod tests {
             &[patch(json!({"patch": inline}))],
             &f.loader,
             &f.root,
+            SchemaSet::builtin(),
         )
         .unwrap();
         assert_eq!(m.len(), 2);
@@ -864,7 +897,7 @@ mod tests {
             json!({"patch": "$patch: delete\nkind: Deployment\nmetadata: {name: x}\n",
             "target": {"kind": "Deployment"}}),
         );
-        apply_patches(&mut m, &[p], &f.loader, &f.root).unwrap();
+        apply_patches(&mut m, &[p], &f.loader, &f.root, SchemaSet::builtin()).unwrap();
         assert!(m.is_empty());
     }
 
@@ -876,13 +909,13 @@ mod tests {
         )]);
         let mut m = resmap();
         let p = patch(json!({"path": "ops.yaml", "target": {"name": "w.*"}}));
-        apply_patches(&mut m, &[p], &f.loader, &f.root).unwrap();
+        apply_patches(&mut m, &[p], &f.loader, &f.root, SchemaSet::builtin()).unwrap();
         assert_eq!(find(&m, "web").obj["spec"]["replicas"], 4);
         assert_eq!(find(&m, "worker").obj["spec"]["replicas"], 4);
         assert_eq!(find(&m, "web").prev_ids.len(), 1);
 
         let p = patch(json!({"patch": r#"[{"op": "add", "path": "/data/c", "value": "3"}]"#}));
-        let err = apply_patches(&mut m, &[p], &f.loader, &f.root)
+        let err = apply_patches(&mut m, &[p], &f.loader, &f.root, SchemaSet::builtin())
             .unwrap_err()
             .to_string();
         assert!(err.contains("target"), "{err}");
@@ -890,7 +923,7 @@ mod tests {
         let p = patch(
             json!({"patch": "- op: remove\n  path: /data/zz\n", "target": {"kind": "ConfigMap"}}),
         );
-        let err = apply_patches(&mut m, &[p], &f.loader, &f.root)
+        let err = apply_patches(&mut m, &[p], &f.loader, &f.root, SchemaSet::builtin())
             .unwrap_err()
             .to_string();
         assert!(
@@ -903,16 +936,27 @@ mod tests {
     fn patch_entries_need_exactly_one_of_path_and_patch() {
         let f = fixture(&[("p.yaml", "kind: ConfigMap\nmetadata: {name: cm}\n")]);
         let mut m = resmap();
-        assert!(apply_patches(&mut m, &[patch(json!({}))], &f.loader, &f.root).is_err());
+        assert!(
+            apply_patches(
+                &mut m,
+                &[patch(json!({}))],
+                &f.loader,
+                &f.root,
+                SchemaSet::builtin()
+            )
+            .is_err()
+        );
         let both = patch(json!({"path": "p.yaml", "patch": "kind: ConfigMap\n"}));
-        assert!(apply_patches(&mut m, &[both], &f.loader, &f.root).is_err());
+        assert!(apply_patches(&mut m, &[both], &f.loader, &f.root, SchemaSet::builtin()).is_err());
         let missing = patch(json!({"path": "nope.yaml"}));
-        let err = apply_patches(&mut m, &[missing], &f.loader, &f.root)
+        let err = apply_patches(&mut m, &[missing], &f.loader, &f.root, SchemaSet::builtin())
             .unwrap_err()
             .to_string();
         assert!(err.contains("nope.yaml"), "{err}");
         let garbage = patch(json!({"patch": "a: [b\n"}));
-        assert!(apply_patches(&mut m, &[garbage], &f.loader, &f.root).is_err());
+        assert!(
+            apply_patches(&mut m, &[garbage], &f.loader, &f.root, SchemaSet::builtin()).is_err()
+        );
     }
 
     #[test]
@@ -931,15 +975,18 @@ mod tests {
             "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 6}\n"
                 .to_string(),
         ];
-        apply_strategic_merge_patches(&mut m, &entries, &f.loader, &f.root).unwrap();
+        apply_strategic_merge_patches(&mut m, &entries, &f.loader, &f.root, SchemaSet::builtin())
+            .unwrap();
         assert_eq!(find(&m, "web").obj["spec"]["replicas"], 6);
 
         let empty = vec!["empty.yaml".to_string(), "comments.yaml".to_string()];
-        let err = apply_strategic_merge_patches(&mut m, &empty, &f.loader, &f.root)
-            .unwrap_err()
-            .to_string();
+        let err =
+            apply_strategic_merge_patches(&mut m, &empty, &f.loader, &f.root, SchemaSet::builtin())
+                .unwrap_err()
+                .to_string();
         assert!(err.contains("patch appears to be empty"), "{err}");
-        apply_strategic_merge_patches(&mut m, &[], &f.loader, &f.root).unwrap();
+        apply_strategic_merge_patches(&mut m, &[], &f.loader, &f.root, SchemaSet::builtin())
+            .unwrap();
     }
 
     #[test]
@@ -968,6 +1015,7 @@ mod tests {
                 "target": {"kind": "ConfigMap"}})),
             &f.loader,
             &f.root,
+            SchemaSet::builtin(),
         )
         .unwrap();
         assert_eq!(find(&m, "cm").obj["data"]["p"], "t");
@@ -977,6 +1025,7 @@ mod tests {
             &config(json!({"patches": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {q: s}\n"})),
             &f.loader,
             &f.root,
+            SchemaSet::builtin(),
         )
         .unwrap();
         assert_eq!(find(&m, "cm").obj["data"]["q"], "s");
@@ -987,6 +1036,7 @@ mod tests {
                 "jsonOp": r#"[{"op": "remove", "path": "/data/a"}]"#})),
             &f.loader,
             &f.root,
+            SchemaSet::builtin(),
         )
         .unwrap();
         assert!(find(&m, "cm").obj["data"].get("a").is_none());
@@ -996,7 +1046,8 @@ mod tests {
                 "LabelTransformer",
                 &config(json!({})),
                 &f.loader,
-                &f.root
+                &f.root,
+                SchemaSet::builtin(),
             )
             .is_err()
         );
@@ -1006,7 +1057,8 @@ mod tests {
                 "PatchStrategicMergeTransformer",
                 &config(json!({})),
                 &f.loader,
-                &f.root
+                &f.root,
+                SchemaSet::builtin(),
             )
             .is_err()
         );

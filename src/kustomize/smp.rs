@@ -13,7 +13,7 @@
 use serde_json::{Map, Value};
 
 use super::resource::{Gvk, Object};
-use super::smp_schema::{Schema, root_schema};
+use super::smp_schema::{Schema, SchemaSet};
 
 /// The directive key of strategic merge patches.
 const DIRECTIVE: &str = "$patch";
@@ -57,7 +57,18 @@ pub fn is_delete_patch(patch: &Object) -> bool {
 /// Applies `patch` to `target`, an object of kind `gvk`, with kustomize's strategic merge
 /// semantics. A patch that deletes the whole object leaves `target` empty.
 pub fn strategic_merge(target: &mut Object, patch: &Object, gvk: &Gvk) -> Result<(), SmpError> {
-    let schema = root_schema(&gvk.api_version(), &gvk.kind);
+    strategic_merge_with(target, patch, gvk, SchemaSet::builtin())
+}
+
+/// [`strategic_merge`] with the schemas of `schemas` (a custom OpenAPI document's merge keys
+/// before the built-in ones).
+pub fn strategic_merge_with(
+    target: &mut Object,
+    patch: &Object,
+    gvk: &Gvk,
+    schemas: SchemaSet<'_>,
+) -> Result<(), SmpError> {
+    let schema = schemas.for_kind(&gvk.api_version(), &gvk.kind);
     let mut dest = Value::Object(std::mem::take(target));
     let patch = Value::Object(patch.clone());
     let outcome = walk(Some(&mut dest), Some(&patch), schema, &mut Vec::new())?;
@@ -124,7 +135,7 @@ fn dotted(path: &[String]) -> String {
 fn walk(
     dest: Option<&mut Value>,
     patch: Option<&Value>,
-    schema: Schema,
+    schema: Schema<'_>,
     path: &mut Vec<String>,
 ) -> Result<Outcome, SmpError> {
     let dest_kind = dest.as_deref().and_then(kind_of);
@@ -142,7 +153,7 @@ fn walk(
     match kind {
         None | Some(Kind::Map) => walk_map(dest, patch, schema, path),
         Some(Kind::List) => match schema.merge_keys() {
-            Some(keys) => walk_merge_list(dest, patch, keys, schema.elements(), path),
+            Some(keys) => walk_merge_list(dest, patch, &keys, schema.elements(), path),
             None => Ok(patch.map_or(Outcome::Keep, |p| Outcome::Set(p.clone()))),
         },
         Some(Kind::Scalar) => Ok(patch.map_or(Outcome::Keep, |p| Outcome::Set(p.clone()))),
@@ -183,8 +194,12 @@ fn map_directive(patch: &Map<String, Value>) -> Result<(Directive, Map<String, V
 
 /// The schema of a map: the given one, or for a map of an unknown kind, the schema of the
 /// `apiVersion`/`kind` written in it (the target's first, then the patch's).
-fn resolve_schema(schema: Schema, dest: Option<&Value>, patch: Option<&Value>) -> Schema {
-    if !matches!(schema, Schema::Unknown) {
+fn resolve_schema<'a>(
+    schema: Schema<'a>,
+    dest: Option<&Value>,
+    patch: Option<&Value>,
+) -> Schema<'a> {
+    if !schema.is_unknown() {
         return schema;
     }
     for node in [dest, patch].into_iter().flatten() {
@@ -194,19 +209,19 @@ fn resolve_schema(schema: Schema, dest: Option<&Value>, patch: Option<&Value>) -
             && !api_version.is_empty()
             && !kind.is_empty()
         {
-            let found = root_schema(api_version, kind);
-            if !matches!(found, Schema::Unknown) {
+            let found = schema.set().for_kind(api_version, kind);
+            if !found.is_unknown() {
                 return found;
             }
         }
     }
-    Schema::Unknown
+    schema
 }
 
 fn walk_map(
     dest: Option<&mut Value>,
     patch: Option<&Value>,
-    schema: Schema,
+    schema: Schema<'_>,
     path: &mut Vec<String>,
 ) -> Result<Outcome, SmpError> {
     let schema = resolve_schema(schema, dest.as_deref(), patch);
@@ -243,7 +258,7 @@ fn walk_map(
 fn add_map(
     dest_is_null: bool,
     patch: Option<&Value>,
-    schema: Schema,
+    schema: Schema<'_>,
     path: &mut Vec<String>,
 ) -> Result<Outcome, SmpError> {
     match patch {
@@ -263,7 +278,7 @@ fn add_map(
 /// A map merged with itself: nested directives applied, nulls dropped.
 fn self_merged(
     map: Map<String, Value>,
-    schema: Schema,
+    schema: Schema<'_>,
     path: &mut Vec<String>,
 ) -> Result<Value, SmpError> {
     let snapshot = map.clone();
@@ -276,7 +291,7 @@ fn self_merged(
 fn merge_fields(
     dest: &mut Value,
     patch: Option<&Map<String, Value>>,
-    schema: Schema,
+    schema: Schema<'_>,
     path: &mut Vec<String>,
 ) -> Result<(), SmpError> {
     let Value::Object(dest_map) = dest else {
@@ -343,8 +358,8 @@ fn directive_name(directive: Directive) -> &'static str {
 fn walk_merge_list(
     dest: Option<&mut Value>,
     patch: Option<&Value>,
-    keys: &'static [&'static str],
-    elem_schema: Schema,
+    keys: &[String],
+    elem_schema: Schema<'_>,
     path: &mut Vec<String>,
 ) -> Result<Outcome, SmpError> {
     let patch_list = match patch {
@@ -646,11 +661,11 @@ fn merge_primitives(
 fn merge_by_keys(
     mut base: Vec<Value>,
     patch: Option<&[Value]>,
-    keys: &[&str],
-    elem_schema: Schema,
+    keys: &[String],
+    elem_schema: Schema<'_>,
     path: &mut Vec<String>,
 ) -> Result<Vec<Value>, SmpError> {
-    let keys: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
+    let keys = keys.to_vec();
     let mut tuples: Vec<Vec<String>> = Vec::new();
     for item in patch.unwrap_or_default().iter().chain(base.iter()) {
         let tuple = key_values(item, &keys);
@@ -744,6 +759,7 @@ fn append_base(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kustomize::smp_schema::CustomSchema;
 
     fn obj(yaml: &str) -> Object {
         match super::super::yaml::parse_documents(yaml).unwrap().remove(0) {
@@ -974,5 +990,76 @@ mod tests {
         let gvk = Gvk::from_api_version("apps/v1", "Deployment");
         let err = strategic_merge(&mut t, &obj("spec: {template: [1]}\n"), &gvk).unwrap_err();
         assert!(err.to_string().contains("spec.template"), "{err}");
+    }
+
+    const WIDGET_SCHEMA: &str = "definitions:\n  w.Widget:\n    properties:\n      spec:\n        $ref: '#/definitions/w.Spec'\n    x-kubernetes-group-version-kind:\n    - {group: example.com, version: v1, kind: Widget}\n  w.Spec:\n    properties:\n      parts:\n        type: array\n        items: {$ref: '#/definitions/w.Part'}\n        x-kubernetes-patch-strategy: merge\n        x-kubernetes-patch-merge-key: id\n      pod:\n        $ref: '#/definitions/io.k8s.api.core.v1.PodTemplateSpec'\n  w.Part:\n    properties:\n      tags:\n        type: array\n        x-kubernetes-patch-strategy: merge\n";
+
+    const WIDGET: &str = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n\
+        spec:\n  parts:\n  - {id: a, size: 1, tags: [x]}\n  - {id: b, size: 2}\n\
+        \x20 pod: {spec: {containers: [{name: c, image: 'c:1'}]}}\n";
+
+    fn merged_with(target: &str, patch: &str, schemas: SchemaSet<'_>) -> Value {
+        let mut t = obj(target);
+        let gvk = Gvk::from_api_version("example.com/v1", "Widget");
+        strategic_merge_with(&mut t, &obj(patch), &gvk, schemas).unwrap();
+        Value::Object(t)
+    }
+
+    #[test]
+    fn custom_schema_merges_by_its_merge_key() {
+        let custom = CustomSchema::parse(WIDGET_SCHEMA, "widget.yaml").unwrap();
+        let patch = "spec:\n  parts:\n  - {id: b, size: 3}\n  - {id: new}\n  - {id: a, tags: [y]}\n\
+            \x20 pod: {spec: {containers: [{name: c, image: 'c:2'}]}}\n";
+        let out = merged_with(WIDGET, patch, SchemaSet::with_custom(&custom));
+        assert_eq!(
+            out["spec"]["parts"],
+            serde_json::json!([
+                {"id": "b", "size": 3},
+                {"id": "new"},
+                {"id": "a", "size": 1, "tags": ["y", "x"]}
+            ])
+        );
+        // A `$ref` to a Kubernetes type the document does not define uses the built-in one.
+        assert_eq!(
+            out["spec"]["pod"]["spec"]["containers"],
+            serde_json::json!([{"name": "c", "image": "c:2"}])
+        );
+        // Without the document, the kind is unknown and lists are replaced.
+        let out = merged_with(WIDGET, patch, SchemaSet::builtin());
+        assert_eq!(out["spec"]["parts"].as_array().unwrap().len(), 3);
+        assert_eq!(
+            out["spec"]["parts"][0],
+            serde_json::json!({"id": "b", "size": 3})
+        );
+        assert_eq!(
+            out["spec"]["parts"][2],
+            serde_json::json!({"id": "a", "tags": ["y"]})
+        );
+    }
+
+    #[test]
+    fn custom_schema_applies_to_embedded_objects_of_its_kinds() {
+        let custom = CustomSchema::parse(WIDGET_SCHEMA, "widget.yaml").unwrap();
+        let target = "apiVersion: v1\nkind: List\nmetadata: {name: l}\nitems:\n- \
+            {apiVersion: example.com/v1, kind: Widget, spec: {parts: [{id: a}]}}\n";
+        let mut t = obj(target);
+        let gvk = Gvk::from_api_version("example.com/v1", "Holder");
+        let patch =
+            obj("items:\n- {apiVersion: example.com/v1, kind: Widget, spec: {parts: [{id: z}]}}\n");
+        strategic_merge_with(&mut t, &patch, &gvk, SchemaSet::with_custom(&custom)).unwrap();
+        // `items` has no schema, so the list is replaced whole; the replacement is the patch's.
+        assert_eq!(
+            t["items"][0]["spec"]["parts"],
+            serde_json::json!([{"id": "z"}])
+        );
+        let mut holder = obj(
+            "spec: {widget: {apiVersion: example.com/v1, kind: Widget, spec: {parts: [{id: a}]}}}\n",
+        );
+        let patch = obj("spec: {widget: {spec: {parts: [{id: z}]}}}\n");
+        strategic_merge_with(&mut holder, &patch, &gvk, SchemaSet::with_custom(&custom)).unwrap();
+        assert_eq!(
+            holder["spec"]["widget"]["spec"]["parts"],
+            serde_json::json!([{"id": "z"}, {"id": "a"}])
+        );
     }
 }

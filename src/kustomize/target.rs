@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::config::TransformerConfig;
 use super::kustfile::{KUSTOMIZATION_FILE_NAMES, Kustomization, KustomizationKind, Var};
 use super::loader::{Entry, LoadError, LoadRestrictions, Loader};
+use super::openapi::OpenApiChoice;
 use super::resource::{Object, Origin, PluginId, ResMap, Resource};
 use super::{generators, namereference, patch, replacements, sort, transformers, vars, yaml};
 
@@ -86,6 +87,7 @@ pub fn build_kustomization(
     let here = loader.display(dir);
     let mut acc = Accumulator::default();
     let metadata = BuildMetadata::from(&kustomization.build_metadata);
+    let openapi = OpenApiChoice::new();
     let target = Target {
         loader,
         dir: dir.to_path_buf(),
@@ -93,7 +95,9 @@ pub fn build_kustomization(
         kustomization,
         top: dir,
         record: metadata.any(),
+        openapi: &openapi,
     };
+    target.consider_openapi()?;
     target.accumulate(&mut acc)?;
 
     let resmap = &mut acc.resmap;
@@ -319,6 +323,8 @@ struct Target<'a> {
     top: &'a Path,
     /// Whether origins and transformations are recorded (`buildMetadata`).
     record: bool,
+    /// The build's OpenAPI choice (the first kustomization with `openapi` sets it).
+    openapi: &'a OpenApiChoice,
 }
 
 impl Target<'_> {
@@ -347,6 +353,13 @@ impl Target<'_> {
 
     fn ctx(&self, what: &str) -> String {
         format!("{}: {what}", self.here())
+    }
+
+    /// Lets this kustomization's `openapi` field choose the build's schema.
+    fn consider_openapi(&self) -> Result<(), BuildError> {
+        self.openapi
+            .consider(&self.kustomization.openapi, self.loader, &self.dir)
+            .map_err(step(|| self.ctx("openapi")))
     }
 
     fn refuse_unsupported(&self) -> Result<(), BuildError> {
@@ -455,7 +468,9 @@ impl Target<'_> {
             kustomization,
             top: self.top,
             record: self.record,
+            openapi: self.openapi,
         };
+        sub.consider_openapi()?;
         let kind = sub.kustomization.kustomization_kind();
         match (expected, kind) {
             (KustomizationKind::Component, KustomizationKind::Kustomization) => {
@@ -544,14 +559,19 @@ impl Target<'_> {
 
     fn run_transformers(&self, acc: &mut Accumulator) -> Result<(), BuildError> {
         let k = &self.kustomization;
+        // Transformer directories are loaded (and may choose the OpenAPI schema) before any
+        // transformer runs, as in kustomize.
+        let plugins = self.plugin_configs(&k.transformers, "transformers")?;
+        let schemas = self.openapi.schemas();
         let config = acc.config.clone();
         let resmap = &mut acc.resmap;
         let (loader, dir) = (self.loader, self.dir.as_path());
-        patch::apply_strategic_merge_patches(resmap, &k.patches_strategic_merge, loader, dir)
+        let smp = &k.patches_strategic_merge;
+        patch::apply_strategic_merge_patches(resmap, smp, loader, dir, schemas)
             .map_err(step(|| self.ctx("patchesStrategicMerge")))?;
         let psm = usize::from(!k.patches_strategic_merge.is_empty());
         self.record_builtin(resmap, "PatchStrategicMergeTransformer", psm);
-        patch::apply_patches(resmap, &k.patches, loader, dir)
+        patch::apply_patches(resmap, &k.patches, loader, dir, schemas)
             .map_err(step(|| self.ctx("patches")))?;
         self.record_builtin(resmap, "PatchTransformer", k.patches.len());
         if !k.namespace.is_empty() {
@@ -600,10 +620,10 @@ impl Target<'_> {
             .map_err(step(|| self.ctx("replacements")))?;
         let replacement = usize::from(!k.replacements.is_empty());
         self.record_builtin(resmap, "ReplacementTransformer", replacement);
-        for (plugin, origin) in self.plugin_configs(&k.transformers, "transformers")? {
-            self.run_builtin_transformer(resmap, &plugin)?;
+        for (plugin, origin) in &plugins {
+            self.run_builtin_transformer(resmap, plugin)?;
             if let Some(origin) = origin {
-                record_transformation(resmap, &origin, 1);
+                record_transformation(resmap, origin, 1);
             }
         }
         Ok(())
@@ -624,6 +644,7 @@ impl Target<'_> {
                     config,
                     self.loader,
                     &self.dir,
+                    self.openapi.schemas(),
                 )
                 .map_err(step(ctx))
             }
