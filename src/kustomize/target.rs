@@ -165,11 +165,9 @@ impl BuildMetadata {
     /// Writes the asked-for annotations.
     fn annotate(&self, resmap: &mut ResMap) {
         for resource in resmap.iter_mut() {
-            if self.origins {
-                if let Some(origin) = resource.origin.clone() {
-                    let text = yaml::to_yaml(&origin.to_value());
-                    resource.set_metadata_entry("annotations", ORIGIN_ANNOTATION, &text);
-                }
+            if let Some(origin) = resource.origin.clone().filter(|_| self.origins) {
+                let text = yaml::to_yaml(&origin.to_value());
+                resource.set_metadata_entry("annotations", ORIGIN_ANNOTATION, &text);
             }
             if self.transformations && !resource.transformations.is_empty() {
                 let list = Value::Array(
@@ -329,13 +327,13 @@ struct Target<'a> {
 
 impl Target<'_> {
     /// `path` relative to the top-level kustomization, as origins name files.
-    fn from_top(&self, path: &Path) -> String {
+    fn relative_to_top(&self, path: &Path) -> String {
         relative_path(self.top, path)
     }
 
     /// This kustomization's file, relative to the top-level kustomization.
     fn kustfile_from_top(&self) -> String {
-        self.from_top(&self.dir.join(&self.kustfile))
+        self.relative_to_top(&self.dir.join(&self.kustfile))
     }
 
     /// Records that the builtin transformer `kind`, configured by this kustomization, ran
@@ -428,7 +426,9 @@ impl Target<'_> {
                 Entry::File(path) => {
                     let text = self.loader.read_text(&self.dir, entry)?;
                     let file = self.loader.display(&self.dir.join(entry));
-                    let origin = self.record.then(|| Origin::file(self.from_top(&path)));
+                    let origin = self
+                        .record
+                        .then(|| Origin::file(self.relative_to_top(&path)));
                     for mut resource in parse_resources(&text, &file)? {
                         resource.origin = origin.clone();
                         acc.resmap
