@@ -410,24 +410,48 @@ fn header(
 ) -> String {
     format!(
         "# kustomize build: kustomize vs ours\n\n\
-         - tree: {} apps x {} objects + 1 (generated, {} files): base of per-app kustomizations \
+         - tree: {} apps x {} objects + {} (generated, {} files): base of per-app kustomizations \
          (labels, configMapGenerator), a Component (generator, annotations, label-selected \
          patch) and the built overlay (namespace, namePrefix, commonLabels, images, replicas, \
          generator merge, label-selected strategic-merge patches, a JSON 6902 patch)\n\
          - kustomize: `{}` ({})\n\
-         - ours: `{}`\n\
+         - ours: `{}`{}\n\
          - {} timed run(s) each, alternating, after one untimed warm-up run each; wall time from \
          spawn to exit; peak RSS: {}\n\
          - machine: {} CPUs, load average {load_before} before, {load_after} after\n\
          - lower is better; ratio > 1 means kustomize took more than ours\n",
         args.apps,
         generate::OBJECTS_PER_APP,
+        generate::EXTRA_OBJECTS,
         tree.files,
         commands.kustomize.join(" "),
         commands.kustomize_version,
         commands.ours.join(" "),
+        if args.ours_cmd.is_none() {
+            format!(" (built by cargo from {})", source_version())
+        } else {
+            String::new()
+        },
         args.runs,
         probe.describe(),
         cpus(),
     )
+}
+
+/// `git describe --always --dirty` of the repository, or "an unknown revision".
+fn source_version() -> String {
+    Command::new("git")
+        .args([
+            "-C",
+            env!("CARGO_MANIFEST_DIR"),
+            "describe",
+            "--always",
+            "--dirty",
+        ])
+        .stderr(Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| format!("`{}`", String::from_utf8_lossy(&o.stdout).trim()))
+        .unwrap_or_else(|| "an unknown revision".to_string())
 }

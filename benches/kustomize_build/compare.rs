@@ -21,7 +21,11 @@ impl Ids {
     pub fn from_yaml_stream(who: &str, stdout: &[u8]) -> Ids {
         let text = std::str::from_utf8(stdout)
             .unwrap_or_else(|e| panic!("the output of {who} is not UTF-8: {e}"));
-        let documents: Vec<Value> = serde_saphyr::from_multiple(text)
+        // No budget: serde-saphyr's default caps (1,024 documents, 250,000 nodes) are below
+        // what a large build prints.
+        let mut options = serde_saphyr::Options::default();
+        options.budget = None;
+        let documents: Vec<Value> = serde_saphyr::from_multiple_with_options(text, options)
             .unwrap_or_else(|e| panic!("the output of {who} is not a YAML stream: {e}"));
         let objects = documents.iter().filter(|d| !d.is_null()).map(|d| {
             d.as_object()

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 pub const OBJECTS_PER_APP: usize = 8;
 
 /// Objects the component and overlay add on top of the applications (the component's ConfigMap).
-const EXTRA_OBJECTS: usize = 1;
+pub const EXTRA_OBJECTS: usize = 1;
 
 /// How many applications the overlay's `images:` and `replicas:` name (at most).
 const OVERRIDDEN_APPS: usize = 20;
