@@ -225,7 +225,11 @@ fn side_by_side(
         reference.kinds()
     );
     let ours_out = measure::run(&commands.ours, dir, root, probe);
-    Ids::from_yaml_stream("ours", &ours_out.stdout).assert_same("kustomize", &reference, "ours");
+    reference.assert_same(
+        "kustomize",
+        &Ids::from_yaml_stream("ours", &ours_out.stdout),
+        "ours",
+    );
     eprintln!(
         "bench: both builds print the same {} objects ({})",
         reference.documents(),
@@ -338,7 +342,11 @@ fn cell(values: &[f64], decimals: usize) -> String {
 fn in_process(args: &Args, root: &Path, dir: &Path, reference: &Ids) -> Vec<Throughput> {
     eprintln!("bench: (c) in-process library builds");
     let objects = in_process::build_once(root, dir);
-    Ids::from_objects(&objects).assert_same("kustomize", reference, "the library (in-process)");
+    reference.assert_same(
+        "kustomize",
+        &Ids::from_objects(&objects),
+        "the library (in-process)",
+    );
     drop(objects);
     thread_counts(&args.threads)
         .into_iter()
