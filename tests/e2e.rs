@@ -928,10 +928,10 @@ async fn change_sets_and_failures_are_recorded_as_events() {
     );
     wait_for(WAIT, "the failure event", async || {
         let notes = notes().await;
-        if notes
-            .iter()
-            .any(|(reason, note)| reason == "BuildFailed" && note.starts_with("deploy/a.yaml"))
-        {
+        if notes.iter().any(|(reason, note)| {
+            reason == "BuildFailed"
+                && note.starts_with("failed to decode Kubernetes YAML from deploy/a.yaml")
+        }) {
             Ok(())
         } else {
             Err(notes)

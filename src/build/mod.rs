@@ -124,9 +124,13 @@ fn scan(loader: &Loader, base: &Path, dir: &Path, out: &mut Vec<String>) -> Resu
         {
             let text = std::fs::read_to_string(&path).map_err(read_error(&path))?;
             target::parse_resources(&text, &loader.display(&path)).map_err(|e| {
+                let message = match e {
+                    target::BuildError::Resource { message, .. } => message,
+                    other => other.to_string(),
+                };
                 BuildError::Manifest {
                     path: loader.display(&path),
-                    message: e.to_string(),
+                    message,
                 }
             })?;
             out.push(relative);

@@ -490,9 +490,15 @@ impl ResMap {
 
     /// Appends a resource; its current id must be new.
     pub fn append(&mut self, resource: Resource) -> Result<(), DuplicateId> {
-        let id = resource.id();
-        if self.resources.iter().any(|r| r.id().same_as(&id)) {
-            return Err(DuplicateId(id.describe()));
+        // Cheap borrowed comparisons first: builds append thousands of resources.
+        let clash = self.resources.iter().any(|r| {
+            r.name() == resource.name()
+                && r.kind() == resource.kind()
+                && r.api_version() == resource.api_version()
+                && r.id().same_as(&resource.id())
+        });
+        if clash {
+            return Err(DuplicateId(resource.id().describe()));
         }
         self.resources.push(resource);
         Ok(())
