@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use kustomize_controller::manifest::parse_objects;
+use kustomize_controller::kustomize::target::parse_resources;
 use kustomize_controller::source::{Digest, ExtractLimits, extract_tar_gz_bytes};
 use proptest::prelude::*;
 
@@ -114,7 +114,7 @@ proptest! {
     /// Any text is a list of objects or an error naming the file, never a panic.
     #[test]
     fn manifest_parsing_does_not_panic(text in "(\\PC|\n| |-|:|\\[|\\{|&|\\*|!)*") {
-        if let Err(err) = parse_objects(&text, "fuzz.yaml") {
+        if let Err(err) = parse_resources(&text, "fuzz.yaml") {
             prop_assert!(err.to_string().starts_with("fuzz.yaml"));
         }
     }

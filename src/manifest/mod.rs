@@ -1,8 +1,5 @@
-//! Kubernetes objects as data: the [`Object`] type that flows between pipeline stages, and
-//! reading objects from YAML.
+//! Kubernetes objects as data: the [`Object`] type that flows between pipeline stages.
 
 mod object;
-mod yaml;
 
 pub use object::Object;
-pub use yaml::{ManifestError, parse_objects};
