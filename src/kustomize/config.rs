@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 use super::fieldspec::FieldSpec;
 use super::resource::Gvk;
-use super::sort::{DEFAULT_ORDER_FIRST, DEFAULT_ORDER_LAST};
+use super::sort::{DEFAULT_ORDER_FIRST, DEFAULT_ORDER_LAST, kind_rank, legacy_gvk_key};
 
 /// A kind whose objects are referenced by name, and the fields that hold those names.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -225,36 +225,10 @@ fn merge_back_reference(
 /// not list, and the empty kind, in the middle), then by `group_version_kind` with empty
 /// parts written `~G`, `~V`, `~K` (so they sort after named ones).
 pub fn gvk_order(a: &Gvk, b: &Gvk) -> Ordering {
-    kind_rank(&a.kind)
-        .cmp(&kind_rank(&b.kind))
-        .then_with(|| stable_sort_string(a).cmp(&stable_sort_string(b)))
-}
-
-fn kind_rank(kind: &str) -> i64 {
-    let first = DEFAULT_ORDER_FIRST.len() as i64;
-    if let Some(i) = DEFAULT_ORDER_FIRST.iter().position(|k| *k == kind) {
-        return i as i64 - first;
-    }
-    match DEFAULT_ORDER_LAST.iter().position(|k| *k == kind) {
-        Some(i) => 1 + i as i64,
-        None => 0,
-    }
-}
-
-fn stable_sort_string(gvk: &Gvk) -> String {
-    let or = |s: &str, missing: &str| {
-        if s.is_empty() {
-            missing.to_string()
-        } else {
-            s.to_string()
-        }
-    };
-    format!(
-        "{}_{}_{}",
-        or(&gvk.group, "~G"),
-        or(&gvk.version, "~V"),
-        or(&gvk.kind, "~K")
-    )
+    let rank = |kind: &str| kind_rank(kind, &DEFAULT_ORDER_FIRST, &DEFAULT_ORDER_LAST);
+    rank(&a.kind)
+        .cmp(&rank(&b.kind))
+        .then_with(|| legacy_gvk_key(a).cmp(&legacy_gvk_key(b)))
 }
 
 fn show_gvk(gvk: &Gvk) -> String {

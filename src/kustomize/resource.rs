@@ -557,3 +557,16 @@ impl ResMap {
         self.resources.remove(index)
     }
 }
+
+/// A map of the given JSON objects, in order (for tests).
+#[cfg(test)]
+pub(crate) fn test_resmap(values: Vec<Value>) -> ResMap {
+    let mut map = ResMap::new();
+    for value in values {
+        let Value::Object(obj) = value else {
+            panic!("not a map: {value}")
+        };
+        map.append(Resource::new(obj)).expect("unique ids");
+    }
+    map
+}

@@ -44,7 +44,8 @@ pub struct CompiledSelector {
     annotations: Vec<Requirement>,
 }
 
-fn anchored(field: &'static str, pattern: &str) -> Result<Option<Regex>, SelectorError> {
+/// `pattern` anchored at both ends (`None` for an empty pattern, which matches anything).
+pub(crate) fn anchored(field: &'static str, pattern: &str) -> Result<Option<Regex>, SelectorError> {
     if pattern.is_empty() {
         return Ok(None);
     }

@@ -69,18 +69,24 @@ pub fn sort(resmap: &mut ResMap, options: &SortOptions) -> Result<(), SortError>
     }
 }
 
-fn type_order(kind: &str, options: &LegacySortOptions) -> i64 {
-    let first = options.order_first.len() as i64;
-    if let Some(i) = options.order_first.iter().position(|k| k == kind) {
-        return i as i64 - first;
+/// A kind's rank in a legacy order: negative for `first` kinds (in their order), positive
+/// for `last` kinds, zero for every other kind.
+pub(crate) fn kind_rank<S: AsRef<str>>(kind: &str, first: &[S], last: &[S]) -> i64 {
+    if let Some(i) = first.iter().position(|k| k.as_ref() == kind) {
+        return i as i64 - first.len() as i64;
     }
-    if let Some(i) = options.order_last.iter().position(|k| k == kind) {
-        return 1 + i as i64;
-    }
-    0
+    last.iter()
+        .position(|k| k.as_ref() == kind)
+        .map_or(0, |i| 1 + i as i64)
 }
 
-fn legacy_gvk_key(gvk: &Gvk) -> String {
+fn type_order(kind: &str, options: &LegacySortOptions) -> i64 {
+    kind_rank(kind, &options.order_first, &options.order_last)
+}
+
+/// `group_version_kind` with empty parts written `~G`, `~V`, `~K`, kustomize's stable sort
+/// key for kinds (empty parts sort after named ones).
+pub(crate) fn legacy_gvk_key(gvk: &Gvk) -> String {
     let or = |s: &str, empty: &str| {
         if s.is_empty() {
             empty.to_string()

@@ -28,7 +28,7 @@ pub use types::{FieldOptions, Replacement, SourceSelector, TargetSelector};
 use super::kustfile::Selector;
 use super::loader::{LoadError, Loader};
 use super::resource::{Object, ResId, ResMap, Resource};
-use super::selector::{CompiledSelector, SelectorError};
+use super::selector::{CompiledSelector, SelectorError, anchored};
 use path::{Leaf, NodeKind, WalkError};
 use scalar::{is_scalar, resolve_plain, scalar_text};
 
@@ -475,19 +475,6 @@ struct IdRegexes {
     kind: Option<Regex>,
     name: Option<Regex>,
     namespace: Option<Regex>,
-}
-
-fn anchored(field: &'static str, pattern: &str) -> Result<Option<Regex>, SelectorError> {
-    if pattern.is_empty() {
-        return Ok(None);
-    }
-    Regex::new(&format!("^(?:{pattern})$"))
-        .map(Some)
-        .map_err(|e| SelectorError::Regex {
-            field,
-            pattern: pattern.to_string(),
-            message: e.to_string(),
-        })
 }
 
 impl IdRegexes {

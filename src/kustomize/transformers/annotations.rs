@@ -22,19 +22,10 @@ pub fn add_annotations(
 mod tests {
     use super::*;
     use crate::kustomize::config::TransformerConfig;
-    use crate::kustomize::resource::Resource;
-    use serde_json::{Value, json};
 
-    fn resmap(values: Vec<Value>) -> ResMap {
-        let mut map = ResMap::new();
-        for value in values {
-            let Value::Object(obj) = value else {
-                panic!("not a map")
-            };
-            map.append(Resource::new(obj)).unwrap();
-        }
-        map
-    }
+    use serde_json::json;
+
+    use crate::kustomize::resource::test_resmap as resmap;
 
     #[test]
     fn common_annotations_reach_pod_and_job_templates() {

@@ -99,19 +99,10 @@ pub fn apply_kustomization_labels(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kustomize::resource::Resource;
+
     use serde_json::json;
 
-    fn resmap(values: Vec<Value>) -> ResMap {
-        let mut map = ResMap::new();
-        for value in values {
-            let Value::Object(obj) = value else {
-                panic!("not a map")
-            };
-            map.append(Resource::new(obj)).unwrap();
-        }
-        map
-    }
+    use crate::kustomize::resource::test_resmap as resmap;
 
     fn pairs(items: &[(&str, &str)]) -> BTreeMap<String, String> {
         items

@@ -157,19 +157,10 @@ pub fn apply_builtin(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::kustomize::resource::Resource;
+
     use serde_json::json;
 
-    fn resmap(values: Vec<Value>) -> ResMap {
-        let mut map = ResMap::new();
-        for value in values {
-            let Value::Object(obj) = value else {
-                panic!("not a map")
-            };
-            map.append(Resource::new(obj)).unwrap();
-        }
-        map
-    }
+    use crate::kustomize::resource::test_resmap as resmap;
 
     fn config(value: Value) -> Object {
         match value {

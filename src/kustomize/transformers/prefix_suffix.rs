@@ -100,16 +100,7 @@ mod tests {
     use crate::kustomize::config::TransformerConfig;
     use serde_json::json;
 
-    fn resmap(values: Vec<Value>) -> ResMap {
-        let mut map = ResMap::new();
-        for value in values {
-            let Value::Object(obj) = value else {
-                panic!("not a map")
-            };
-            map.append(Resource::new(obj)).unwrap();
-        }
-        map
-    }
+    use crate::kustomize::resource::test_resmap as resmap;
 
     #[test]
     fn prefix_and_suffix_names_and_keep_history() {

@@ -74,19 +74,10 @@ fn describe_selector(spec: &FieldSpec) -> String {
 mod tests {
     use super::*;
     use crate::kustomize::config::TransformerConfig;
-    use crate::kustomize::resource::Resource;
+
     use serde_json::json;
 
-    fn resmap(values: Vec<Value>) -> ResMap {
-        let mut map = ResMap::new();
-        for value in values {
-            let Value::Object(obj) = value else {
-                panic!("not a map")
-            };
-            map.append(Resource::new(obj)).unwrap();
-        }
-        map
-    }
+    use crate::kustomize::resource::test_resmap as resmap;
 
     fn replica(name: &str, count: i64) -> Replica {
         Replica {
