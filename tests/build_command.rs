@@ -1,0 +1,141 @@
+//! The offline `build` subcommand: the controller's build stage on a local directory.
+
+use std::path::Path;
+use std::process::Command;
+
+use kustomize_controller::kustomize::yaml::parse_documents;
+use serde_json::Value;
+
+const BINARY: &str = env!("CARGO_BIN_EXE_kustomize-controller");
+
+fn write(root: &Path, path: &str, text: &str) {
+    let path = root.join(path);
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    std::fs::write(path, text).expect("write");
+}
+
+/// Runs the subcommand; returns (success, stdout documents, stderr).
+fn build(args: &[&str]) -> (bool, Vec<Value>, String) {
+    let output = Command::new(BINARY)
+        .arg("build")
+        .args(args)
+        .output()
+        .expect("run kustomize-controller build");
+    let stdout = String::from_utf8(output.stdout).expect("utf-8 stdout");
+    let docs = parse_documents(&stdout).expect("stdout is YAML");
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    (output.status.success(), docs, stderr)
+}
+
+fn tree() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(
+        dir.path(),
+        "app/kustomization.yaml",
+        "resources: [cm.yaml]\nconfigMapGenerator:\n- name: settings\n  literals: [mode=fast]\n",
+    );
+    write(
+        dir.path(),
+        "app/cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plain\ndata:\n  port: \"8080\"\n",
+    );
+    dir
+}
+
+fn names(docs: &[Value]) -> Vec<String> {
+    docs.iter()
+        .map(|d| {
+            let meta = &d["metadata"];
+            format!(
+                "{}/{}",
+                meta["namespace"].as_str().unwrap_or(""),
+                meta["name"].as_str().unwrap_or("")
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn prints_the_kustomize_build_of_a_directory() {
+    let dir = tree();
+    let app = dir.path().join("app");
+    let (ok, docs, stderr) = build(&[app.to_str().expect("utf-8 path")]);
+    assert!(ok, "{stderr}");
+    // The generated name is the one kustomize v5.8 gives this generator.
+    assert_eq!(names(&docs), ["/plain", "/settings-t82mkhg8fd"]);
+    assert_eq!(
+        docs[0]["data"]["port"], "8080",
+        "quoted numbers stay strings"
+    );
+}
+
+#[test]
+fn lays_a_kustomization_object_over_the_directory_as_the_controller_does() {
+    let dir = tree();
+    write(
+        dir.path(),
+        "ks.yaml",
+        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: app\n  namespace: flux-system\n\
+         spec:\n  interval: 5m\n  path: ./app\n  prune: true\n  sourceRef: {kind: GitRepository, name: repo}\n\
+         \x20 targetNamespace: apps\n  namePrefix: prod-\n  commonMetadata:\n    labels: {team: platform}\n",
+    );
+    let app = dir.path().join("app");
+    let ks = dir.path().join("ks.yaml");
+    let root = dir.path().to_str().expect("utf-8 path");
+    let (ok, docs, stderr) = build(&[
+        app.to_str().expect("utf-8 path"),
+        "--kustomization",
+        ks.to_str().expect("utf-8 path"),
+        "--root",
+        root,
+    ]);
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        names(&docs),
+        ["apps/prod-plain", "apps/prod-settings-t82mkhg8fd"]
+    );
+    for doc in &docs {
+        assert_eq!(doc["metadata"]["labels"]["team"], "platform");
+    }
+}
+
+#[test]
+fn a_failed_build_exits_non_zero_naming_the_file_and_prints_nothing() {
+    let dir = tree();
+    write(
+        dir.path(),
+        "app/kustomization.yaml",
+        "resources: [missing.yaml]\n",
+    );
+    let app = dir.path().join("app");
+    let (ok, docs, stderr) = build(&[app.to_str().expect("utf-8 path")]);
+    assert!(!ok);
+    assert!(docs.is_empty());
+    assert!(stderr.contains("missing.yaml"), "{stderr}");
+}
+
+#[test]
+fn files_outside_the_root_are_refused() {
+    let dir = tree();
+    write(
+        dir.path(),
+        "secret.yaml",
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n",
+    );
+    write(
+        dir.path(),
+        "app/kustomization.yaml",
+        "resources: [../secret.yaml]\n",
+    );
+    let app = dir.path().join("app");
+    let root = app.to_str().expect("utf-8 path");
+    let (ok, _, stderr) = build(&[
+        root,
+        "--root",
+        root,
+        "--load-restrictor",
+        "LoadRestrictionsNone",
+    ]);
+    assert!(!ok);
+    assert!(stderr.contains("outside"), "{stderr}");
+}
