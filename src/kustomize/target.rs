@@ -111,19 +111,12 @@ pub fn build_kustomization(
     if let Some(sort_options) = &target.kustomization.sort_options {
         sort::sort(resmap, sort_options).map_err(step(|| format!("{here}: sortOptions")))?;
     }
-    Ok(acc
-        .resmap
-        .into_vec()
-        .into_iter()
-        .map(|r| {
-            let mut obj = Value::Object(r.obj);
-            sort_keys(&mut obj);
-            match obj {
-                Value::Object(map) => map,
-                _ => Object::new(),
-            }
-        })
-        .collect())
+    let mut objects: Vec<Object> = acc.resmap.into_vec().into_iter().map(|r| r.obj).collect();
+    for obj in &mut objects {
+        obj.sort_keys();
+        obj.values_mut().for_each(sort_keys);
+    }
+    Ok(objects)
 }
 
 /// Sorts map keys at every level, as kustomize's output (JSON turned into YAML) has them.
