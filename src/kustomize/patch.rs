@@ -432,16 +432,13 @@ fn apply_json_to_selected(
 }
 
 fn check_unique_ids(resmap: &ResMap, source: &str) -> Result<(), PatchError> {
-    let ids: Vec<ResId> = resmap.iter().map(Resource::id).collect();
-    for (i, id) in ids.iter().enumerate() {
-        if ids[..i].iter().any(|other| other.same_as(id)) {
-            return Err(PatchError::DuplicateId {
-                patch: source.to_string(),
-                id: id.describe(),
-            });
-        }
+    match resmap.first_duplicate() {
+        Some(id) => Err(PatchError::DuplicateId {
+            patch: source.to_string(),
+            id: id.describe(),
+        }),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 fn patch_options(options: &std::collections::BTreeMap<String, bool>) -> PatchOptions {

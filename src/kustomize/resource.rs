@@ -2,6 +2,8 @@
 //! beside it (name history, generator options), and the ordered map of resources a
 //! kustomization accumulates.
 
+use std::collections::HashSet;
+
 use serde_json::{Map, Value};
 
 /// A Kubernetes object as an order-preserving JSON map.
@@ -462,9 +464,36 @@ impl Resource {
 }
 
 /// The ordered resources of a build, unique by current id.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct ResMap {
     resources: Vec<Resource>,
+    /// The current ids, for constant-time duplicate checks while resources are appended;
+    /// dropped whenever resources may have changed, rebuilt on the next append.
+    index: Option<HashSet<IdKey>>,
+}
+
+impl PartialEq for ResMap {
+    fn eq(&self, other: &Self) -> bool {
+        self.resources == other.resources
+    }
+}
+
+/// A [`ResId`] as kustomize compares ids: namespaces folded to their effective value.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct IdKey {
+    gvk: Gvk,
+    name: String,
+    namespace: String,
+}
+
+impl ResId {
+    fn key(&self) -> IdKey {
+        IdKey {
+            namespace: self.effective_namespace().to_string(),
+            gvk: self.gvk.clone(),
+            name: self.name.clone(),
+        }
+    }
 }
 
 /// Two resources with the same id in one kustomization.
@@ -490,18 +519,25 @@ impl ResMap {
 
     /// Appends a resource; its current id must be new.
     pub fn append(&mut self, resource: Resource) -> Result<(), DuplicateId> {
-        // Cheap borrowed comparisons first: builds append thousands of resources.
-        let clash = self.resources.iter().any(|r| {
-            r.name() == resource.name()
-                && r.kind() == resource.kind()
-                && r.api_version() == resource.api_version()
-                && r.id().same_as(&resource.id())
-        });
-        if clash {
-            return Err(DuplicateId(resource.id().describe()));
+        let resources = &self.resources;
+        let index = self
+            .index
+            .get_or_insert_with(|| resources.iter().map(|r| r.id().key()).collect());
+        let id = resource.id();
+        if !index.insert(id.key()) {
+            return Err(DuplicateId(id.describe()));
         }
         self.resources.push(resource);
         Ok(())
+    }
+
+    /// The first resource whose current id repeats an earlier one's, if any.
+    pub fn first_duplicate(&self) -> Option<ResId> {
+        let mut seen = HashSet::new();
+        self.resources
+            .iter()
+            .map(Resource::id)
+            .find(|id| !seen.insert(id.key()))
     }
 
     /// Appends every resource of `other`, in order.
@@ -519,6 +555,7 @@ impl ResMap {
 
     /// The resources in order, mutably.
     pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, Resource> {
+        self.index = None;
         self.resources.iter_mut()
     }
 
@@ -529,6 +566,7 @@ impl ResMap {
 
     /// The resources as a mutable vector, for transformers that add, remove or reorder.
     pub fn as_mut_vec(&mut self) -> &mut Vec<Resource> {
+        self.index = None;
         &mut self.resources
     }
 
@@ -554,6 +592,7 @@ impl ResMap {
 
     /// Removes and returns the resource at `index`.
     pub fn remove(&mut self, index: usize) -> Resource {
+        self.index = None;
         self.resources.remove(index)
     }
 }

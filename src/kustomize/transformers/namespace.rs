@@ -63,20 +63,17 @@ pub fn set_namespace(
     if namespace.is_empty() {
         return Ok(());
     }
-    for index in 0..resmap.len() {
-        let res = &mut resmap.as_mut_vec()[index];
+    for res in resmap.iter_mut() {
         if res.obj.is_empty() || res.annotation(HELM_GENERATED) == Some("true") {
             continue;
         }
         res.remember_id();
         move_resource(res, namespace, options, field_specs)?;
-        let id = res.id();
-        let clashes = resmap.iter().filter(|r| r.id().same_as(&id)).count();
-        if clashes != 1 {
-            return Err(TransformError::NamespaceConflict { id: id.describe() });
-        }
     }
-    Ok(())
+    match resmap.first_duplicate() {
+        Some(id) => Err(TransformError::NamespaceConflict { id: id.describe() }),
+        None => Ok(()),
+    }
 }
 
 /// Sets a namespace scalar, honouring `unset_only`.
