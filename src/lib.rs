@@ -16,4 +16,5 @@ pub mod leader;
 pub mod manifest;
 pub mod metrics;
 pub mod source;
+pub mod substitute;
 pub mod telemetry;

@@ -1,0 +1,95 @@
+//! Substitution applied to one built object, as Flux's kustomize-controller does it: the
+//! object is printed as YAML, the text is expanded, and the result is read back, so that a
+//! placeholder can produce any YAML type (`replicas: ${replicas}` gives a number).
+
+use serde_json::{Map, Value};
+
+use super::{SubstituteError, eval};
+use crate::kustomize::yaml;
+
+/// The label or annotation that opts an object out of substitution.
+pub const OPT_OUT_KEY: &str = "kustomize.toolkit.fluxcd.io/substitute";
+
+/// The opt-out value of [`OPT_OUT_KEY`].
+pub const OPT_OUT_VALUE: &str = "disabled";
+
+/// Whether the object is labelled or annotated `kustomize.toolkit.fluxcd.io/substitute:
+/// disabled`.
+pub fn is_opted_out(obj: &Map<String, Value>) -> bool {
+    ["labels", "annotations"].iter().any(|field| {
+        obj.get("metadata")
+            .and_then(|m| m.get(*field))
+            .and_then(|m| m.get(OPT_OUT_KEY))
+            .and_then(Value::as_str)
+            == Some(OPT_OUT_VALUE)
+    })
+}
+
+/// Substitutes the variables of one object; see [`eval`] for the grammar and `strict`.
+///
+/// Opted-out objects (see [`is_opted_out`]) come back unchanged. Otherwise the object is
+/// printed with its keys sorted (as kustomize prints it), expanded, and read back; the
+/// result must be exactly one YAML mapping, and its keys come back sorted. Errors name the
+/// object and the variable or line, never a value.
+pub fn substitute_object(
+    obj: &Map<String, Value>,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    strict: bool,
+) -> Result<Map<String, Value>, SubstituteError> {
+    if is_opted_out(obj) {
+        return Ok(obj.clone());
+    }
+    let object = describe(obj);
+    let mut sorted = Value::Object(obj.clone());
+    sort_keys(&mut sorted);
+    let text = yaml::to_yaml(&sorted);
+    let expanded = eval(&text, lookup, strict).map_err(|source| SubstituteError::Object {
+        object: object.clone(),
+        source: Box::new(source),
+    })?;
+    let docs = yaml::parse_documents(&expanded).map_err(|e| SubstituteError::Yaml {
+        object: object.clone(),
+        location: location(&e.0),
+    })?;
+    let mut docs = docs.into_iter();
+    let found = match (docs.next(), docs.next()) {
+        (Some(Value::Object(map)), None) => return Ok(map),
+        (None, _) => "empty",
+        (Some(_), None) => "not a mapping",
+        (Some(_), Some(_)) => "several documents",
+    };
+    Err(SubstituteError::NotOneObject { object, found })
+}
+
+/// `Kind/namespace/name`, or `Kind/name` for an object without a namespace.
+fn describe(obj: &Map<String, Value>) -> String {
+    let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
+    let meta = obj.get("metadata");
+    let field = |f: &str| meta.and_then(|m| m.get(f)).and_then(Value::as_str);
+    let name = field("name").unwrap_or("");
+    match field("namespace") {
+        Some(ns) if !ns.is_empty() => format!("{kind}/{ns}/{name}"),
+        _ => format!("{kind}/{name}"),
+    }
+}
+
+/// The `line N, column M` part of a YAML error: the rest may quote substituted text.
+fn location(message: &str) -> String {
+    message
+        .split(':')
+        .next()
+        .filter(|l| l.starts_with("line "))
+        .unwrap_or("unknown position")
+        .to_string()
+}
+
+fn sort_keys(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.sort_keys();
+            map.values_mut().for_each(sort_keys);
+        }
+        Value::Array(items) => items.iter_mut().for_each(sort_keys),
+        _ => {}
+    }
+}
