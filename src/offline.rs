@@ -1,11 +1,13 @@
 //! The offline `build` subcommand: the controller's build stage run on a local directory.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use kustomize_controller::api::Kustomization;
 use kustomize_controller::build;
+use kustomize_controller::controller::variables::strip_newlines;
 use kustomize_controller::kustomize::{LoadRestrictions, yaml};
 
 /// Arguments of `kustomize-controller build`.
@@ -26,6 +28,18 @@ pub struct BuildArgs {
     /// rule applies: any file under --root).
     #[arg(long, value_enum, default_value_t = Restrictor::LoadRestrictionsRootOnly)]
     load_restrictor: Restrictor,
+    /// A post-build variable, standing in for `substituteFrom` (repeatable; later ones and
+    /// the Kustomization's inline `postBuild.substitute` override earlier ones).
+    #[arg(long = "var", value_name = "NAME=VALUE")]
+    vars: Vec<String>,
+    /// A dotenv file of post-build variables (`NAME=VALUE` lines, `#` comments), read before
+    /// the `--var` flags (repeatable).
+    #[arg(long = "var-file", value_name = "FILE")]
+    var_files: Vec<PathBuf>,
+    /// Whether a `${var}` with no value and no default is an error, as with the
+    /// controller's `StrictPostBuildSubstitutions` feature gate (on by default).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    strict_substitution: bool,
 }
 
 /// kustomize's `--load-restrictor` values.
@@ -57,18 +71,73 @@ fn build_yaml(args: &BuildArgs) -> Result<String, String> {
         Some(file) => Some(read_kustomization(file)?.spec),
         None => None,
     };
+    let post_build = spec.as_ref().and_then(|s| s.post_build.as_ref());
+    let vars = variables(args, post_build.and_then(|p| p.substitute.as_ref()))?;
+    let substitution = !vars.is_empty() || post_build.is_some();
+    let strategy = post_build
+        .and_then(|p| p.substitute_strategy)
+        .unwrap_or_default();
     let restrictions = match args.load_restrictor {
         Restrictor::LoadRestrictionsRootOnly => LoadRestrictions::RootOnly,
         Restrictor::LoadRestrictionsNone => LoadRestrictions::None,
     };
     let dir = absolute(&args.dir)?;
-    let objects = build::build_offline(&args.root, &dir, spec.as_ref(), restrictions)
+    let mut objects = build::build_offline(&args.root, &dir, spec.as_ref(), restrictions)
         .map_err(|e| e.to_string())?;
+    if substitution {
+        objects = build::substitute_objects(objects, &vars, strategy, args.strict_substitution)
+            .map_err(|e| e.to_string())?;
+    }
     let values: Vec<serde_json::Value> = objects
         .into_iter()
         .map(|o| serde_json::Value::Object(o.into_map()))
         .collect();
     Ok(yaml::to_yaml_stream(&values))
+}
+
+/// The variables of an offline build: `--var-file`s, then `--var`s, then the inline
+/// `postBuild.substitute` of `--kustomization`; newlines are stripped as the controller does.
+fn variables(
+    args: &BuildArgs,
+    inline: Option<&BTreeMap<String, String>>,
+) -> Result<BTreeMap<String, String>, String> {
+    let mut vars = BTreeMap::new();
+    for file in &args.var_files {
+        let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+        for (number, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let (name, value) = split_var(line)
+                .map_err(|e| format!("{}: line {}: {e}", file.display(), number + 1))?;
+            vars.insert(name, value);
+        }
+    }
+    for var in &args.vars {
+        let (name, value) = split_var(var).map_err(|e| format!("--var: {e}"))?;
+        vars.insert(name, value);
+    }
+    for (name, value) in inline.into_iter().flatten() {
+        vars.insert(name.clone(), value.clone());
+    }
+    Ok(vars
+        .into_iter()
+        .map(|(name, value)| (name, strip_newlines(&value)))
+        .collect())
+}
+
+/// Splits `NAME=VALUE`; matching quotes around the value are removed.
+fn split_var(text: &str) -> Result<(String, String), String> {
+    let (name, value) = text
+        .split_once('=')
+        .ok_or_else(|| "expected NAME=VALUE".to_string())?;
+    let value = value.trim();
+    let unquoted = ['"', '\'']
+        .iter()
+        .find_map(|q| value.strip_prefix(*q).and_then(|v| v.strip_suffix(*q)))
+        .unwrap_or(value);
+    Ok((name.trim().to_string(), unquoted.to_string()))
 }
 
 fn absolute(path: &Path) -> Result<PathBuf, String> {

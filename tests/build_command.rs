@@ -139,3 +139,57 @@ fn files_outside_the_root_are_refused() {
     assert!(!ok);
     assert!(stderr.contains("outside"), "{stderr}");
 }
+
+#[test]
+fn substitutes_post_build_variables_like_the_controller() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    write(
+        dir.path(),
+        "app/ns.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: apps\n  labels:\n    \
+         env: ${cluster_env:=dev}\n    region: ${cluster_region}\n    team: ${team}\n",
+    );
+    write(
+        dir.path(),
+        "app/kustomization.yaml",
+        "resources: [ns.yaml]\n",
+    );
+    write(
+        dir.path(),
+        "vars.env",
+        "# cluster variables\ncluster_region=eu-west-1\nteam=\"from-file\"\n",
+    );
+    write(
+        dir.path(),
+        "ks.yaml",
+        "apiVersion: kustomize.toolkit.fluxcd.io/v1\nkind: Kustomization\nmetadata:\n  name: app\n\
+         spec:\n  interval: 5m\n  path: ./app\n  prune: true\n  sourceRef: {kind: GitRepository, name: repo}\n\
+         \x20 postBuild:\n    substitute:\n      team: platform\n",
+    );
+    let app = dir.path().join("app");
+    let app = app.to_str().expect("utf-8 path");
+    let var_file = dir.path().join("vars.env");
+    let var_file = var_file.to_str().expect("utf-8 path");
+    let ks = dir.path().join("ks.yaml");
+    let ks = ks.to_str().expect("utf-8 path");
+
+    let (ok, docs, stderr) = build(&[app, "--var-file", var_file, "--kustomization", ks]);
+    assert!(ok, "{stderr}");
+    assert_eq!(
+        docs[0]["metadata"]["labels"],
+        serde_json::json!({"env": "dev", "region": "eu-west-1", "team": "platform"}),
+        "the inline substitute overrides the stand-ins for substituteFrom"
+    );
+
+    let (ok, docs, stderr) = build(&[app, "--var", "cluster_region=us", "--var", "team=t"]);
+    assert!(ok, "{stderr}");
+    assert_eq!(docs[0]["metadata"]["labels"]["region"], "us");
+
+    let (ok, _, stderr) = build(&[app, "--var", "team=t"]);
+    assert!(!ok, "strict by default");
+    assert!(stderr.contains("cluster_region"), "{stderr}");
+
+    let (ok, docs, stderr) = build(&[app, "--var", "team=t", "--strict-substitution", "false"]);
+    assert!(ok, "{stderr}");
+    assert_eq!(docs[0]["metadata"]["labels"]["env"], "dev");
+}

@@ -23,6 +23,13 @@ pub const OWNER_NAMESPACE_LABEL: &str = "kustomize.toolkit.fluxcd.io/namespace";
 /// Annotation whose changing value asks for an immediate reconcile.
 pub const RECONCILE_REQUESTED_AT_ANNOTATION: &str = "reconcile.fluxcd.io/requestedAt";
 
+/// Label on a ConfigMap or Secret asking that a change to it reconciles the Kustomizations
+/// that read post-build variables from it.
+pub const RECONCILE_WATCH_LABEL: &str = "reconcile.fluxcd.io/watch";
+
+/// The value of [`RECONCILE_WATCH_LABEL`] that enables the watch.
+pub const RECONCILE_WATCH_ENABLED: &str = "Enabled";
+
 /// Label or annotation that excludes an object from apply and prune (`disabled`).
 pub const RECONCILE_ANNOTATION: &str = "kustomize.toolkit.fluxcd.io/reconcile";
 

@@ -7,6 +7,8 @@
 //! native kustomize engine builds it with no load restriction inside the artifact root,
 //! and `spec.commonMetadata` is applied to every object afterwards.
 
+mod post_build;
+
 use std::path::{Path, PathBuf};
 
 use crate::api::KustomizationSpec;
@@ -15,6 +17,8 @@ use crate::kustomize::kustfile::{self, KUSTOMIZATION_FILE_NAMES, Kustomization};
 use crate::kustomize::loader::{LoadRestrictions, Loader};
 use crate::kustomize::{self, target};
 use crate::manifest::Object;
+
+pub use post_build::{PostBuildError, substitute_objects};
 
 /// Why a build failed. Every variant names the file or field at fault.
 #[derive(Debug, thiserror::Error)]

@@ -20,6 +20,8 @@ pub struct Settings {
     pub no_cross_namespace_refs: bool,
     /// Allow ExternalArtifact sources (feature gate `ExternalArtifact`).
     pub allow_external_artifact: bool,
+    /// Unset post-build variables are errors (feature gate `StrictPostBuildSubstitutions`).
+    pub strict_substitution: bool,
     /// Objects applied in parallel (`--concurrent-ssa`).
     pub concurrent_ssa: usize,
     /// Kinds with their own apply stage (`--custom-apply-stage-kinds`).

@@ -6,11 +6,13 @@ pub mod events;
 mod reconcile;
 pub mod schedule;
 pub mod status;
+pub mod variables;
 
 use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use futures::StreamExt;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DynamicObject};
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -23,7 +25,9 @@ pub use reconcile::{ReconcileError, reconcile};
 
 use crate::api::Kustomization;
 use crate::api::kustomization::SourceKind;
-use crate::api::names::RECONCILE_REQUESTED_AT_ANNOTATION;
+use crate::api::names::{
+    RECONCILE_REQUESTED_AT_ANNOTATION, RECONCILE_WATCH_ENABLED, RECONCILE_WATCH_LABEL,
+};
 use crate::api::source::{DEFAULT_SOURCE_VERSION, artifact_of};
 use crate::flags::ControllerFlags;
 use crate::http::{self, Readiness};
@@ -97,6 +101,7 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
     let settings = Settings {
         no_cross_namespace_refs: flags.no_cross_namespace_refs,
         allow_external_artifact: flags.feature_gates.enabled("ExternalArtifact"),
+        strict_substitution: flags.feature_gates.enabled("StrictPostBuildSubstitutions"),
         concurrent_ssa: usize::from(flags.concurrent_ssa),
         custom_apply_stage_kinds: flags.custom_apply_stage_kinds.clone(),
         interval_jitter_percentage: flags.interval_jitter_percentage,
@@ -203,7 +208,46 @@ fn build_controller(
             move |source| kustomizations_to_update(&store, kind, &source),
         );
     }
-    controller
+    controller = watch_variables::<ConfigMap>(controller, &client, namespace, &reader, "ConfigMap");
+    watch_variables::<Secret>(controller, &client, namespace, &reader, "Secret")
+}
+
+/// Reconciles the Kustomizations that read post-build variables from a ConfigMap or Secret
+/// labelled `reconcile.fluxcd.io/watch: Enabled` when it changes, as Flux does.
+fn watch_variables<K>(
+    controller: Controller<Kustomization>,
+    client: &Client,
+    namespace: Option<&str>,
+    store: &Store<Kustomization>,
+    kind: &'static str,
+) -> Controller<Kustomization>
+where
+    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
+        + Clone
+        + std::fmt::Debug
+        + serde::de::DeserializeOwned
+        + Send
+        + Sync
+        + 'static,
+{
+    let api: Api<K> = match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    };
+    let store = store.clone();
+    let config = watcher::Config::default().labels(&format!(
+        "{RECONCILE_WATCH_LABEL}={RECONCILE_WATCH_ENABLED}"
+    ));
+    controller.watches(api, config, move |object: K| {
+        let namespace = object.namespace().unwrap_or_default();
+        let name = object.name_any();
+        store
+            .state()
+            .into_iter()
+            .filter(|ks| variables::references(ks, kind, &namespace, &name))
+            .map(|ks| ObjectRef::from_obj(&*ks))
+            .collect::<Vec<_>>()
+    })
 }
 
 /// The properties whose change asks for a reconcile: the generation (spec changes), the

@@ -14,6 +14,7 @@ use super::context::Context;
 use super::events::Severity;
 use super::schedule;
 use super::status;
+use super::variables;
 use crate::api::duration;
 use crate::api::kustomization::{DeletionPolicy, SourceKind};
 use crate::api::names::{FINALIZER, reason};
@@ -224,7 +225,7 @@ async fn run_pipeline(
     fetch(ctx, &artifact, workdir.path()).await?;
     let objects = build(ks, workdir.path())?;
     let objects = decrypt(ks, objects)?;
-    let objects = substitute(ks, objects)?;
+    let objects = substitute(ks, ctx, objects).await?;
     drop(workdir);
 
     let applier = Applier::new(
@@ -359,16 +360,22 @@ fn decrypt(ks: &Kustomization, objects: Vec<Object>) -> Result<Vec<Object>, Fail
     Ok(objects)
 }
 
-/// Stage `substitute`: post-build substitution is not part of this controller yet, so a
-/// Kustomization that asks for it fails rather than applying `${...}` placeholders.
-fn substitute(ks: &Kustomization, objects: Vec<Object>) -> Result<Vec<Object>, Failure> {
-    if ks.spec.post_build.is_some() {
-        return Err(Failure::unsupported(
-            reason::BUILD_FAILED,
-            "spec.postBuild is",
-        ));
-    }
-    Ok(objects)
+/// Stage `substitute`: `spec.postBuild` variables from the inline map and the referenced
+/// ConfigMaps and Secrets, expanded in every object that has not opted out.
+async fn substitute(
+    ks: &Kustomization,
+    ctx: &Context,
+    objects: Vec<Object>,
+) -> Result<Vec<Object>, Failure> {
+    let Some(post_build) = &ks.spec.post_build else {
+        return Ok(objects);
+    };
+    let vars = variables::load(&ctx.client, ks, post_build)
+        .await
+        .map_err(|e| Failure::new(reason::BUILD_FAILED, e.to_string()))?;
+    let strategy = post_build.substitute_strategy.unwrap_or_default();
+    build::substitute_objects(objects, &vars, strategy, ctx.settings.strict_substitution)
+        .map_err(|e| Failure::new(reason::BUILD_FAILED, e.to_string()))
 }
 
 /// Stage `apply`, bounded by the reconcile timeout.
@@ -610,11 +617,6 @@ mod tests {
     #[test]
     fn unbuilt_stages_refuse_instead_of_pretending() {
         let mut k = ks("1m", None);
-        k.spec.post_build = Some(Default::default());
-        assert_eq!(
-            substitute(&k, vec![]).unwrap_err().reason,
-            reason::BUILD_FAILED
-        );
         k.spec.decryption = Some(Default::default());
         assert!(
             decrypt(&k, vec![])

@@ -47,7 +47,7 @@ pub fn substitute_object(
         object: object.clone(),
         source: Box::new(source),
     })?;
-    let docs = yaml::parse_documents(&expanded).map_err(|e| SubstituteError::Yaml {
+    let docs = yaml::parse_documents_yaml11(&expanded).map_err(|e| SubstituteError::Yaml {
         object: object.clone(),
         location: location(&e.0),
     })?;

@@ -23,7 +23,7 @@
 
 mod read;
 
-pub use read::DuplicateKeys;
+pub use read::{Booleans, DuplicateKeys};
 mod scalar;
 mod write;
 
@@ -36,13 +36,19 @@ pub struct YamlError(pub String);
 
 /// Parses every document of a YAML stream; empty documents (and null ones) are dropped.
 pub fn parse_documents(text: &str) -> Result<Vec<Value>, YamlError> {
-    read::parse_documents(text, DuplicateKeys::Error)
+    read::parse_documents(text, DuplicateKeys::Error, Booleans::Yaml12)
 }
 
 /// Parses like [`parse_documents`], but a key repeated in one map keeps its last value, as
 /// kustomize does when it reads a kustomization file.
 pub fn parse_documents_last_key_wins(text: &str) -> Result<Vec<Value>, YamlError> {
-    read::parse_documents(text, DuplicateKeys::LastWins)
+    read::parse_documents(text, DuplicateKeys::LastWins, Booleans::Yaml12)
+}
+
+/// Parses like [`parse_documents`], but plain `yes`/`no`/`on`/`off`/`y`/`n` are booleans, as
+/// go-yaml v2 (YAML 1.1) reads them: Flux reads post-build substituted text that way.
+pub fn parse_documents_yaml11(text: &str) -> Result<Vec<Value>, YamlError> {
+    read::parse_documents(text, DuplicateKeys::Error, Booleans::Yaml11)
 }
 
 /// Serialises one document (no `---` separator); the text ends with a newline.

@@ -23,18 +23,44 @@ pub enum DuplicateKeys {
     LastWins,
 }
 
+/// Which plain words are booleans.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Booleans {
+    /// `true`/`false` only (go-yaml v3, which kustomize reads with).
+    #[default]
+    Yaml12,
+    /// Also `yes`/`no`/`on`/`off`/`y`/`n` (go-yaml v2, which reads Flux's substituted text).
+    Yaml11,
+}
+
+impl Booleans {
+    /// The YAML 1.1 boolean a plain scalar spells, when in that mode.
+    fn yaml11(self, text: &str) -> Option<bool> {
+        if self != Booleans::Yaml11 {
+            return None;
+        }
+        match text {
+            "y" | "Y" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" => Some(true),
+            "n" | "N" | "no" | "No" | "NO" | "off" | "Off" | "OFF" => Some(false),
+            _ => None,
+        }
+    }
+}
+
 const CORE_TAG_PREFIX: &str = "tag:yaml.org,2002:";
 
 /// Parses every document of `text`; documents that are empty or null are dropped.
 pub(super) fn parse_documents(
     text: &str,
     duplicate_keys: DuplicateKeys,
+    booleans: Booleans,
 ) -> Result<Vec<Value>, YamlError> {
     let mut options = Options::default();
     options.emit_comments = false;
     let parser = Parser::new_from_str_with_options(text, options);
     let mut builder = Builder {
         duplicate_keys,
+        booleans,
         ..Builder::default()
     };
     for event in parser {
@@ -86,6 +112,7 @@ enum Frame {
 #[derive(Default)]
 struct Builder {
     duplicate_keys: DuplicateKeys,
+    booleans: Booleans,
     docs: Vec<Value>,
     stack: Vec<Frame>,
     /// Anchored values by anchor id (ids are small, dense and per stream).
@@ -101,7 +128,7 @@ impl Builder {
                     let key = scalar_key(text, style, tag.as_deref(), span);
                     return self.complete_key(key, anchor, span);
                 }
-                let value = scalar_value(&text, style, tag.as_deref(), span)?;
+                let value = scalar_value(&text, style, tag.as_deref(), span, self.booleans)?;
                 self.complete(value, anchor, span)
             }
             Event::Alias(id) => {
@@ -333,9 +360,13 @@ fn scalar_value(
     style: ScalarStyle,
     tag: Option<&Tag>,
     span: &Span,
+    booleans: Booleans,
 ) -> Result<Value, YamlError> {
     let Some(tag) = tag else {
         if style == ScalarStyle::Plain {
+            if let Some(b) = booleans.yaml11(text) {
+                return Ok(Value::Bool(b));
+            }
             return Ok(match resolve_plain(text) {
                 Plain::Str => match go_timestamp(text) {
                     Some(normalized) => Value::String(normalized),

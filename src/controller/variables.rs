@@ -1,0 +1,136 @@
+//! Post-build variables of a Kustomization: the data of the `substituteFrom` ConfigMaps and
+//! Secrets in order (later ones override earlier ones), then the inline `substitute` map
+//! over all of them. Newlines are stripped from values, as Flux does.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::Api;
+use kube::{Client, ResourceExt};
+
+use crate::api::Kustomization;
+use crate::api::kustomization::{PostBuild, SubstituteKind};
+
+/// A `substituteFrom` object that could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("substitute from '{kind}/{name}' error: {message}")]
+pub struct VariablesError {
+    /// `ConfigMap` or `Secret`.
+    pub kind: String,
+    /// The object's name.
+    pub name: String,
+    /// What went wrong (never a value).
+    pub message: String,
+}
+
+/// Loads the variables of `post_build` for `ks`, reading each referenced object once.
+pub async fn load(
+    client: &Client,
+    ks: &Kustomization,
+    post_build: &PostBuild,
+) -> Result<BTreeMap<String, String>, VariablesError> {
+    let namespace = ks.namespace().unwrap_or_default();
+    let mut vars = BTreeMap::new();
+    for reference in post_build.substitute_from.iter().flatten() {
+        let optional = reference.optional;
+        let error = |message: String| VariablesError {
+            kind: kind_name(reference.kind).to_string(),
+            name: reference.name.clone(),
+            message,
+        };
+        match reference.kind {
+            SubstituteKind::ConfigMap => {
+                let api: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
+                match api.get_opt(&reference.name).await {
+                    Ok(Some(map)) => {
+                        for (key, value) in map.data.unwrap_or_default() {
+                            vars.insert(key, strip_newlines(&value));
+                        }
+                    }
+                    Ok(None) if optional => {}
+                    Ok(None) => {
+                        return Err(error(format!(
+                            "configmaps \"{}\" not found",
+                            reference.name
+                        )));
+                    }
+                    Err(e) => return Err(error(e.to_string())),
+                }
+            }
+            SubstituteKind::Secret => {
+                let api: Api<Secret> = Api::namespaced(client.clone(), &namespace);
+                match api.get_opt(&reference.name).await {
+                    Ok(Some(secret)) => {
+                        for (key, value) in secret.data.unwrap_or_default() {
+                            let value = String::from_utf8_lossy(&value.0);
+                            vars.insert(key, strip_newlines(&value));
+                        }
+                    }
+                    Ok(None) if optional => {}
+                    Ok(None) => {
+                        return Err(error(format!("secrets \"{}\" not found", reference.name)));
+                    }
+                    Err(e) => return Err(error(e.to_string())),
+                }
+            }
+        }
+    }
+    for (key, value) in post_build.substitute.iter().flatten() {
+        vars.insert(key.clone(), strip_newlines(value));
+    }
+    Ok(vars)
+}
+
+/// The kind's name as Kubernetes spells it.
+pub fn kind_name(kind: SubstituteKind) -> &'static str {
+    match kind {
+        SubstituteKind::ConfigMap => "ConfigMap",
+        SubstituteKind::Secret => "Secret",
+    }
+}
+
+/// Values are single-line: Flux removes every newline.
+pub fn strip_newlines(value: &str) -> String {
+    value.replace('\n', "")
+}
+
+/// Whether `ks` reads variables from the `kind` object named `name` in its namespace.
+pub fn references(ks: &Kustomization, kind: &str, namespace: &str, name: &str) -> bool {
+    ks.namespace().as_deref() == Some(namespace)
+        && ks
+            .spec
+            .post_build
+            .as_ref()
+            .and_then(|p| p.substitute_from.as_ref())
+            .is_some_and(|refs| {
+                refs.iter()
+                    .any(|r| kind_name(r.kind) == kind && r.name == name)
+            })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn newlines_are_removed_from_values() {
+        assert_eq!(strip_newlines("a\nb\n"), "ab");
+        assert_eq!(strip_newlines("plain"), "plain");
+    }
+
+    #[test]
+    fn references_match_kind_name_and_namespace() {
+        let ks: Kustomization = serde_json::from_value(serde_json::json!({
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+            "metadata": {"name": "app", "namespace": "apps"},
+            "spec": {"interval": "1m", "prune": true,
+                     "sourceRef": {"kind": "GitRepository", "name": "repo"},
+                     "postBuild": {"substituteFrom": [{"kind": "ConfigMap", "name": "vars"}]}}
+        }))
+        .unwrap();
+        assert!(references(&ks, "ConfigMap", "apps", "vars"));
+        assert!(!references(&ks, "Secret", "apps", "vars"));
+        assert!(!references(&ks, "ConfigMap", "other", "vars"));
+        assert!(!references(&ks, "ConfigMap", "apps", "other"));
+    }
+}
