@@ -114,21 +114,9 @@ pub fn build_kustomization(
     let mut objects: Vec<Object> = acc.resmap.into_vec().into_iter().map(|r| r.obj).collect();
     for obj in &mut objects {
         obj.sort_keys();
-        obj.values_mut().for_each(sort_keys);
+        obj.values_mut().for_each(yaml::sort_keys);
     }
     Ok(objects)
-}
-
-/// Sorts map keys at every level, as kustomize's output (JSON turned into YAML) has them.
-fn sort_keys(value: &mut Value) {
-    match value {
-        Value::Object(map) => {
-            map.sort_keys();
-            map.values_mut().for_each(sort_keys);
-        }
-        Value::Array(items) => items.iter_mut().for_each(sort_keys),
-        _ => {}
-    }
 }
 
 /// Which `buildMetadata` annotations the top-level kustomization asks for.

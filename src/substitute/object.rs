@@ -41,7 +41,7 @@ pub fn substitute_object(
     }
     let object = describe(obj);
     let mut sorted = Value::Object(obj.clone());
-    sort_keys(&mut sorted);
+    yaml::sort_keys(&mut sorted);
     let text = yaml::to_yaml(&sorted);
     let expanded = eval(&text, lookup, strict).map_err(|source| SubstituteError::Object {
         object: object.clone(),
@@ -81,15 +81,4 @@ fn location(message: &str) -> String {
         .filter(|l| l.starts_with("line "))
         .unwrap_or("unknown position")
         .to_string()
-}
-
-fn sort_keys(value: &mut Value) {
-    match value {
-        Value::Object(map) => {
-            map.sort_keys();
-            map.values_mut().for_each(sort_keys);
-        }
-        Value::Array(items) => items.iter_mut().for_each(sort_keys),
-        _ => {}
-    }
 }

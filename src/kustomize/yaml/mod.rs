@@ -51,6 +51,18 @@ pub fn parse_documents_yaml11(text: &str) -> Result<Vec<Value>, YamlError> {
     read::parse_documents(text, DuplicateKeys::Error, Booleans::Yaml11)
 }
 
+/// Sorts map keys at every level, as kustomize's output (JSON turned into YAML) has them.
+pub fn sort_keys(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            map.sort_keys();
+            map.values_mut().for_each(sort_keys);
+        }
+        Value::Array(items) => items.iter_mut().for_each(sort_keys),
+        _ => {}
+    }
+}
+
 /// Serialises one document (no `---` separator); the text ends with a newline.
 pub fn to_yaml(doc: &Value) -> String {
     let mut out = String::with_capacity(256);
