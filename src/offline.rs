@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 use kustomize_controller::api::Kustomization;
 use kustomize_controller::build;
-use kustomize_controller::controller::variables::strip_newlines;
 use kustomize_controller::kustomize::{LoadRestrictions, yaml};
+use kustomize_controller::substitute::strip_newlines;
 
 /// Arguments of `kustomize-controller build`.
 #[derive(Args, Debug)]

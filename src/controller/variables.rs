@@ -10,6 +10,7 @@ use kube::{Client, ResourceExt};
 
 use crate::api::Kustomization;
 use crate::api::kustomization::{PostBuild, SubstituteKind};
+use crate::substitute::strip_newlines;
 
 /// A `substituteFrom` object that could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -32,46 +33,23 @@ pub async fn load(
     let namespace = ks.namespace().unwrap_or_default();
     let mut vars = BTreeMap::new();
     for reference in post_build.substitute_from.iter().flatten() {
-        let optional = reference.optional;
         let error = |message: String| VariablesError {
             kind: kind_name(reference.kind).to_string(),
             name: reference.name.clone(),
             message,
         };
-        match reference.kind {
-            SubstituteKind::ConfigMap => {
-                let api: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
-                match api.get_opt(&reference.name).await {
-                    Ok(Some(map)) => {
-                        for (key, value) in map.data.unwrap_or_default() {
-                            vars.insert(key, strip_newlines(&value));
-                        }
-                    }
-                    Ok(None) if optional => {}
-                    Ok(None) => {
-                        return Err(error(format!(
-                            "configmaps \"{}\" not found",
-                            reference.name
-                        )));
-                    }
-                    Err(e) => return Err(error(e.to_string())),
-                }
-            }
-            SubstituteKind::Secret => {
-                let api: Api<Secret> = Api::namespaced(client.clone(), &namespace);
-                match api.get_opt(&reference.name).await {
-                    Ok(Some(secret)) => {
-                        for (key, value) in secret.data.unwrap_or_default() {
-                            let value = String::from_utf8_lossy(&value.0);
-                            vars.insert(key, strip_newlines(&value));
-                        }
-                    }
-                    Ok(None) if optional => {}
-                    Ok(None) => {
-                        return Err(error(format!("secrets \"{}\" not found", reference.name)));
-                    }
-                    Err(e) => return Err(error(e.to_string())),
-                }
+        let data = read_data(client, &namespace, reference.kind, &reference.name)
+            .await
+            .map_err(error)?;
+        match data {
+            Some(data) => vars.extend(
+                data.into_iter()
+                    .map(|(key, value)| (key, strip_newlines(&value))),
+            ),
+            None if reference.optional => {}
+            None => {
+                let kind = plural(reference.kind);
+                return Err(error(format!("{kind} \"{}\" not found", reference.name)));
             }
         }
     }
@@ -81,17 +59,48 @@ pub async fn load(
     Ok(vars)
 }
 
+/// The data of a ConfigMap, or the decoded data of a Secret; `None` when it does not exist.
+async fn read_data(
+    client: &Client,
+    namespace: &str,
+    kind: SubstituteKind,
+    name: &str,
+) -> Result<Option<Vec<(String, String)>>, String> {
+    Ok(match kind {
+        SubstituteKind::ConfigMap => Api::<ConfigMap>::namespaced(client.clone(), namespace)
+            .get_opt(name)
+            .await
+            .map_err(|e| e.to_string())?
+            .map(|map| map.data.unwrap_or_default().into_iter().collect()),
+        SubstituteKind::Secret => Api::<Secret>::namespaced(client.clone(), namespace)
+            .get_opt(name)
+            .await
+            .map_err(|e| e.to_string())?
+            .map(|secret| {
+                secret
+                    .data
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(key, value)| (key, String::from_utf8_lossy(&value.0).into_owned()))
+                    .collect()
+            }),
+    })
+}
+
+/// The resource name Kubernetes uses in "not found" messages.
+fn plural(kind: SubstituteKind) -> &'static str {
+    match kind {
+        SubstituteKind::ConfigMap => "configmaps",
+        SubstituteKind::Secret => "secrets",
+    }
+}
+
 /// The kind's name as Kubernetes spells it.
 pub fn kind_name(kind: SubstituteKind) -> &'static str {
     match kind {
         SubstituteKind::ConfigMap => "ConfigMap",
         SubstituteKind::Secret => "Secret",
     }
-}
-
-/// Values are single-line: Flux removes every newline.
-pub fn strip_newlines(value: &str) -> String {
-    value.replace('\n', "")
 }
 
 /// Whether `ks` reads variables from the `kind` object named `name` in its namespace.
@@ -111,12 +120,6 @@ pub fn references(ks: &Kustomization, kind: &str, namespace: &str, name: &str) -
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn newlines_are_removed_from_values() {
-        assert_eq!(strip_newlines("a\nb\n"), "ab");
-        assert_eq!(strip_newlines("plain"), "plain");
-    }
 
     #[test]
     fn references_match_kind_name_and_namespace() {
