@@ -9,6 +9,7 @@ pub mod apply;
 pub mod build;
 pub mod client;
 pub mod controller;
+pub mod decrypt;
 pub mod flags;
 pub mod http;
 pub mod kustomize;
