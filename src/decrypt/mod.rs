@@ -4,7 +4,11 @@
 //! A pure stage: no kube client, no files written, no process-global state. Plaintext and key
 //! material are wiped when dropped, and no error message carries a value.
 
+mod cipher;
+mod go_text;
+pub mod metadata;
 pub mod tree;
+mod walk;
 
 use std::path::Path;
 

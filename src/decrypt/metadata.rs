@@ -1,0 +1,398 @@
+//! The `sops` metadata block: master keys (in key groups), encryption rules, MAC and
+//! `lastmodified`, read with the weak typing sops applies (dotenv and INI store every value
+//! as a string).
+
+use std::fmt;
+
+use super::tree::{Branch, Key, Value};
+
+/// A malformed metadata block; names the field.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum MetadataError {
+    /// A required field is absent.
+    #[error("sops metadata has no '{0}'")]
+    Missing(&'static str),
+    /// A field has the wrong type or shape.
+    #[error("sops metadata field '{0}' is not {1}")]
+    Invalid(String, &'static str),
+    /// More than one encryption rule, which sops refuses.
+    #[error(
+        "sops metadata sets more than one of encrypted_suffix, unencrypted_suffix, encrypted_regex, unencrypted_regex, encrypted_comment_regex, unencrypted_comment_regex"
+    )]
+    SeveralRules,
+    /// Neither top-level keys nor key groups.
+    #[error("sops metadata lists no keys")]
+    NoKeys,
+}
+
+/// Which values of the file are encrypted (one rule at most; sops' default is the
+/// `_unencrypted` suffix).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Rule {
+    /// Values under a key ending with the suffix are plain.
+    UnencryptedSuffix(String),
+    /// Only values under a key ending with the suffix are encrypted.
+    EncryptedSuffix(String),
+    /// Values under a key matching the regex are plain.
+    UnencryptedRegex(String),
+    /// Only values under a key matching the regex are encrypted.
+    EncryptedRegex(String),
+    /// Values after a comment matching the regex are plain.
+    UnencryptedCommentRegex(String),
+    /// Only values after a comment matching the regex are encrypted.
+    EncryptedCommentRegex(String),
+}
+
+/// One wrapped copy of the data key (or of one Shamir part of it).
+#[derive(Clone, PartialEq, Eq)]
+pub enum MasterKey {
+    /// An age recipient and the armored age file holding the key.
+    Age { recipient: String, enc: String },
+    /// An OpenPGP key fingerprint and the armored message holding the key.
+    Pgp { fingerprint: String, enc: String },
+    /// A key service this decryptor cannot reach (cloud KMS, Vault); its type and id.
+    Remote { kind: &'static str, id: String },
+}
+
+impl fmt::Debug for MasterKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.describe())
+    }
+}
+
+impl MasterKey {
+    /// The key type as the metadata names it (`age`, `pgp`, `kms`, ...).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            MasterKey::Age { .. } => "age",
+            MasterKey::Pgp { .. } => "pgp",
+            MasterKey::Remote { kind, .. } => kind,
+        }
+    }
+
+    /// The key type and its public identifier (recipient, fingerprint, ARN, ...).
+    pub fn describe(&self) -> String {
+        match self {
+            MasterKey::Age { recipient, .. } => format!("age {recipient}"),
+            MasterKey::Pgp { fingerprint, .. } => format!("pgp {fingerprint}"),
+            MasterKey::Remote { kind, id } => format!("{kind} {id}"),
+        }
+    }
+
+    /// Order in which sops tries the keys of a group (`DefaultDecryptionOrder`: age, pgp,
+    /// then the rest in file order).
+    fn priority(&self) -> u8 {
+        match self {
+            MasterKey::Age { .. } => 0,
+            MasterKey::Pgp { .. } => 1,
+            MasterKey::Remote { .. } => 2,
+        }
+    }
+}
+
+/// The parsed `sops` block.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Metadata {
+    /// Key groups, each able to recover the data key (one group) or one Shamir part of it.
+    pub key_groups: Vec<Vec<MasterKey>>,
+    /// Parts needed when there are several groups.
+    pub shamir_threshold: usize,
+    /// `lastmodified` as RFC 3339 (the MAC's additional data).
+    pub last_modified: String,
+    /// The encrypted MAC.
+    pub mac: String,
+    /// The encryption rule.
+    pub rule: Rule,
+    /// Whether the MAC covers only encrypted values.
+    pub mac_only_encrypted: bool,
+}
+
+/// Remote key types: metadata field, the field naming the key.
+const REMOTE_KEYS: [(&str, &str); 5] = [
+    ("kms", "arn"),
+    ("gcp_kms", "resource_id"),
+    ("hckms", "key_id"),
+    ("azure_kv", "vault_url"),
+    ("hc_vault", "vault_address"),
+];
+
+impl Metadata {
+    /// Reads the metadata branch a store split off the file.
+    pub fn parse(branch: &Branch) -> Result<Metadata, MetadataError> {
+        let last_modified =
+            string(branch, "lastmodified")?.ok_or(MetadataError::Missing("lastmodified"))?;
+        let last_modified = super::go_text::time_rfc3339(&last_modified)
+            .ok_or_else(|| MetadataError::Invalid("lastmodified".into(), "an RFC 3339 time"))?;
+        let mac = string(branch, "mac")?.unwrap_or_default();
+        let mac_only_encrypted = match field(branch, "mac_only_encrypted") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(Value::String(s)) => super::go_text::parse_bool(s)
+                .ok_or_else(|| MetadataError::Invalid("mac_only_encrypted".into(), "a boolean"))?,
+            Some(_) => {
+                return Err(MetadataError::Invalid(
+                    "mac_only_encrypted".into(),
+                    "a boolean",
+                ));
+            }
+        };
+        let shamir_threshold = match field(branch, "shamir_threshold") {
+            None | Some(Value::Null) => 0,
+            Some(Value::Int(i)) => usize::try_from(*i).unwrap_or(0),
+            Some(Value::String(s)) => s
+                .parse()
+                .map_err(|_| MetadataError::Invalid("shamir_threshold".into(), "an integer"))?,
+            Some(_) => {
+                return Err(MetadataError::Invalid(
+                    "shamir_threshold".into(),
+                    "an integer",
+                ));
+            }
+        };
+        Ok(Metadata {
+            key_groups: key_groups(branch)?,
+            shamir_threshold,
+            last_modified,
+            mac,
+            rule: rule(branch)?,
+            mac_only_encrypted,
+        })
+    }
+
+    /// Every master key of every group, in file order.
+    pub fn master_keys(&self) -> impl Iterator<Item = &MasterKey> {
+        self.key_groups.iter().flatten()
+    }
+}
+
+/// A group's keys in the order sops tries them.
+pub fn decryption_order(group: &[MasterKey]) -> Vec<&MasterKey> {
+    let mut keys: Vec<&MasterKey> = group.iter().collect();
+    keys.sort_by_key(|k| k.priority());
+    keys
+}
+
+fn field<'a>(branch: &'a Branch, name: &str) -> Option<&'a Value> {
+    branch.iter().find_map(|item| match &item.key {
+        Key::Name(k) if k == name => Some(&item.value),
+        _ => None,
+    })
+}
+
+/// A string field, weakly typed (numbers and booleans print as text), `None` when absent or
+/// empty.
+fn string(branch: &Branch, name: &str) -> Result<Option<String>, MetadataError> {
+    let text = match field(branch, name) {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::String(s)) | Some(Value::Time(s)) => s.clone(),
+        Some(Value::Int(i)) => i.to_string(),
+        Some(Value::Bool(b)) => b.to_string(),
+        Some(Value::Float(f)) => super::go_text::format_float(*f),
+        Some(_) => return Err(MetadataError::Invalid(name.to_owned(), "a string")),
+    };
+    Ok((!text.is_empty()).then_some(text))
+}
+
+fn rule(branch: &Branch) -> Result<Rule, MetadataError> {
+    let candidates: [(&str, fn(String) -> Rule); 6] = [
+        ("unencrypted_suffix", Rule::UnencryptedSuffix),
+        ("encrypted_suffix", Rule::EncryptedSuffix),
+        ("unencrypted_regex", Rule::UnencryptedRegex),
+        ("encrypted_regex", Rule::EncryptedRegex),
+        ("unencrypted_comment_regex", Rule::UnencryptedCommentRegex),
+        ("encrypted_comment_regex", Rule::EncryptedCommentRegex),
+    ];
+    let mut found = None;
+    for (name, make) in candidates {
+        if let Some(value) = string(branch, name)? {
+            if found.is_some() {
+                return Err(MetadataError::SeveralRules);
+            }
+            found = Some(make(value));
+        }
+    }
+    Ok(found.unwrap_or_else(|| Rule::UnencryptedSuffix("_unencrypted".to_owned())))
+}
+
+fn key_groups(branch: &Branch) -> Result<Vec<Vec<MasterKey>>, MetadataError> {
+    let top = group(branch, "")?;
+    if !top.is_empty() {
+        return Ok(vec![top]);
+    }
+    let groups = match field(branch, "key_groups") {
+        Some(Value::Seq(groups)) => groups,
+        None | Some(Value::Null) => return Err(MetadataError::NoKeys),
+        Some(_) => return Err(MetadataError::Invalid("key_groups".into(), "a list")),
+    };
+    let mut out = Vec::new();
+    for (i, g) in groups.iter().enumerate() {
+        match g {
+            Value::Map(items) => out.push(group(items, &format!("key_groups[{i}]."))?),
+            Value::Comment(_) => {}
+            _ => {
+                return Err(MetadataError::Invalid(
+                    format!("key_groups[{i}]"),
+                    "a mapping",
+                ));
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err(MetadataError::NoKeys);
+    }
+    Ok(out)
+}
+
+/// The keys of one group, in the order sops builds a group (remote keys, pgp, age).
+fn group(branch: &Branch, prefix: &str) -> Result<Vec<MasterKey>, MetadataError> {
+    let mut keys = Vec::new();
+    for (kind, id_field) in REMOTE_KEYS {
+        for entry in entries(branch, kind, prefix)? {
+            let id = string(entry, id_field)?.unwrap_or_default();
+            keys.push(MasterKey::Remote { kind, id });
+        }
+    }
+    for entry in entries(branch, "pgp", prefix)? {
+        keys.push(MasterKey::Pgp {
+            fingerprint: string(entry, "fp")?.unwrap_or_default(),
+            enc: string(entry, "enc")?.unwrap_or_default(),
+        });
+    }
+    for entry in entries(branch, "age", prefix)? {
+        keys.push(MasterKey::Age {
+            recipient: string(entry, "recipient")?.unwrap_or_default(),
+            enc: string(entry, "enc")?.unwrap_or_default(),
+        });
+    }
+    Ok(keys)
+}
+
+fn entries<'a>(
+    branch: &'a Branch,
+    name: &str,
+    prefix: &str,
+) -> Result<Vec<&'a Branch>, MetadataError> {
+    let invalid = || MetadataError::Invalid(format!("{prefix}{name}"), "a list of mappings");
+    match field(branch, name) {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Seq(items)) => items
+            .iter()
+            .filter(|v| !matches!(v, Value::Comment(_)))
+            .map(|v| match v {
+                Value::Map(entry) => Ok(entry),
+                _ => Err(invalid()),
+            })
+            .collect(),
+        Some(_) => Err(invalid()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decrypt::tree::Item;
+
+    fn item(key: &str, value: Value) -> Item {
+        Item {
+            key: Key::Name(key.into()),
+            value,
+        }
+    }
+
+    fn s(v: &str) -> Value {
+        Value::String(v.into())
+    }
+
+    fn age(recipient: &str) -> Value {
+        Value::Map(vec![
+            item("recipient", s(recipient)),
+            item("enc", s("-----BEGIN AGE ENCRYPTED FILE-----")),
+        ])
+    }
+
+    #[test]
+    fn reads_top_level_keys_and_defaults() {
+        let md = Metadata::parse(&vec![
+            item("age", Value::Seq(vec![age("age1a")])),
+            item(
+                "pgp",
+                Value::Seq(vec![Value::Map(vec![
+                    item("fp", s("ABCD")),
+                    item("enc", s("msg")),
+                ])]),
+            ),
+            item(
+                "kms",
+                Value::Seq(vec![Value::Map(vec![item("arn", s("arn:aws:kms:1"))])]),
+            ),
+            item("lastmodified", s("2024-05-06T07:08:09Z")),
+            item("mac", s("ENC[...]")),
+            item("version", s("3.13.2")),
+        ])
+        .unwrap();
+        assert_eq!(md.key_groups.len(), 1);
+        let kinds: Vec<_> = md.key_groups[0].iter().map(MasterKey::kind).collect();
+        assert_eq!(kinds, ["kms", "pgp", "age"]);
+        let order: Vec<_> = decryption_order(&md.key_groups[0])
+            .iter()
+            .map(|k| k.kind())
+            .collect();
+        assert_eq!(order, ["age", "pgp", "kms"]);
+        assert_eq!(md.rule, Rule::UnencryptedSuffix("_unencrypted".into()));
+        assert!(!md.mac_only_encrypted);
+        assert_eq!(md.last_modified, "2024-05-06T07:08:09Z");
+    }
+
+    #[test]
+    fn reads_key_groups_with_weak_typing() {
+        let md = Metadata::parse(&vec![
+            item(
+                "key_groups",
+                Value::Seq(vec![
+                    Value::Map(vec![item("age", Value::Seq(vec![age("age1a")]))]),
+                    Value::Map(vec![item("age", Value::Seq(vec![age("age1b")]))]),
+                ]),
+            ),
+            item("shamir_threshold", s("2")),
+            item("mac_only_encrypted", s("true")),
+            item("encrypted_regex", s("^data$")),
+            item("lastmodified", s("2024-05-06T07:08:09+00:00")),
+            item("mac", s("m")),
+        ])
+        .unwrap();
+        assert_eq!(md.key_groups.len(), 2);
+        assert_eq!(md.shamir_threshold, 2);
+        assert!(md.mac_only_encrypted);
+        assert_eq!(md.rule, Rule::EncryptedRegex("^data$".into()));
+        assert_eq!(md.last_modified, "2024-05-06T07:08:09Z");
+    }
+
+    #[test]
+    fn refuses_bad_blocks() {
+        let base = || {
+            vec![
+                item("age", Value::Seq(vec![age("age1a")])),
+                item("lastmodified", s("2024-05-06T07:08:09Z")),
+            ]
+        };
+        let mut two_rules = base();
+        two_rules.push(item("encrypted_regex", s("a")));
+        two_rules.push(item("unencrypted_suffix", s("_u")));
+        assert_eq!(
+            Metadata::parse(&two_rules),
+            Err(MetadataError::SeveralRules)
+        );
+        let no_keys = vec![item("lastmodified", s("2024-05-06T07:08:09Z"))];
+        assert_eq!(Metadata::parse(&no_keys), Err(MetadataError::NoKeys));
+        let no_time = vec![item("age", Value::Seq(vec![age("age1a")]))];
+        assert_eq!(
+            Metadata::parse(&no_time),
+            Err(MetadataError::Missing("lastmodified"))
+        );
+        let mut bad_age = base();
+        bad_age[0] = item("age", s("x"));
+        assert!(
+            matches!(Metadata::parse(&bad_age), Err(MetadataError::Invalid(f, _)) if f == "age")
+        );
+    }
+}
