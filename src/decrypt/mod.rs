@@ -5,12 +5,155 @@
 //! material are wiped when dropped, and no error message carries a value.
 
 mod cipher;
+mod data_key;
 mod go_text;
+pub mod keys;
 pub mod metadata;
+pub mod shamir;
+pub mod stores;
 pub mod tree;
 mod walk;
 
 use std::path::Path;
+
+use serde_json::{Map, Value};
+use zeroize::Zeroizing;
+
+pub use data_key::DataKeyError;
+pub use keys::{KeyError, Keyring};
+pub use metadata::MetadataError;
+pub use stores::StoreError;
+pub use walk::WalkError;
+
+use metadata::Metadata;
+use tree::Branches;
+
+/// The largest encrypted file decrypted (Flux's limit).
+pub const MAX_ENCRYPTED_FILE_SIZE: usize = 5 << 20;
+
+/// Why a file or object could not be decrypted. Names the format, key or value path at
+/// fault; never carries plaintext or key material.
+#[derive(Debug, thiserror::Error)]
+pub enum DecryptError {
+    /// Over [`MAX_ENCRYPTED_FILE_SIZE`].
+    #[error("cannot decrypt {size} bytes: the limit is {limit} bytes")]
+    TooLarge {
+        /// The input size.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
+    /// The input does not parse in its format, or has no sops metadata.
+    #[error("failed to load encrypted {format} data: {source}")]
+    Load {
+        /// The input format's name.
+        format: &'static str,
+        /// Why.
+        source: StoreError,
+    },
+    /// The `sops` block is malformed.
+    #[error(transparent)]
+    Metadata(#[from] MetadataError),
+    /// The data key could not be recovered.
+    #[error("cannot get sops data key: {0}")]
+    DataKey(#[from] DataKeyError),
+    /// A value did not decrypt.
+    #[error("error decrypting sops tree: {0}")]
+    Value(#[from] WalkError),
+    /// The MAC does not match the values: the file was changed after it was encrypted.
+    #[error("failed to verify sops data integrity: {0}")]
+    Mac(&'static str),
+    /// The decrypted document cannot be written in the output format.
+    #[error("failed to emit decrypted {format} data: {source}")]
+    Emit {
+        /// The output format's name.
+        format: &'static str,
+        /// Why.
+        source: StoreError,
+    },
+}
+
+/// Decrypts a sops-encrypted file written in `input` format and prints it in `output`
+/// format, as `sops -d --input-type --output-type` does. With `verify_mac`, the MAC must
+/// match the decrypted values.
+pub fn decrypt(
+    data: &[u8],
+    input: Format,
+    output: Format,
+    keys: &Keyring,
+    verify_mac: bool,
+) -> Result<Zeroizing<Vec<u8>>, DecryptError> {
+    if data.len() > MAX_ENCRYPTED_FILE_SIZE {
+        return Err(DecryptError::TooLarge {
+            size: data.len(),
+            limit: MAX_ENCRYPTED_FILE_SIZE,
+        });
+    }
+    let (mut branches, metadata) =
+        stores::load_encrypted(input, data).map_err(|source| DecryptError::Load {
+            format: input.name(),
+            source,
+        })?;
+    decrypt_branches(&mut branches, &metadata, keys, verify_mac)?;
+    stores::emit_plain(output, &branches).map_err(|source| DecryptError::Emit {
+        format: output.name(),
+        source,
+    })
+}
+
+/// Decrypts a built object carrying a `sops` block, read as sops' JSON store reads it (as
+/// Flux does). The MAC is not checked: kustomize may have changed the object's plain fields.
+pub fn decrypt_object(
+    object: &Map<String, Value>,
+    keys: &Keyring,
+) -> Result<Map<String, Value>, DecryptError> {
+    let (mut branches, metadata) = stores::branches_from_json(&Value::Object(object.clone()))
+        .map_err(|source| DecryptError::Load {
+            format: Format::Json.name(),
+            source,
+        })?;
+    decrypt_branches(&mut branches, &metadata, keys, false)?;
+    let emit = |source| DecryptError::Emit {
+        format: Format::Json.name(),
+        source,
+    };
+    match stores::json_from_branches(&branches).map_err(emit)? {
+        Value::Object(map) => Ok(map),
+        _ => Err(DecryptError::Mac("the decrypted object is not a JSON object")),
+    }
+}
+
+fn decrypt_branches(
+    branches: &mut Branches,
+    metadata: &tree::Branch,
+    keys: &Keyring,
+    verify_mac: bool,
+) -> Result<(), DecryptError> {
+    let metadata = Metadata::parse(metadata)?;
+    let data_key = data_key::recover(&metadata, keys)?;
+    let mac = walk::decrypt_branches(
+        &mut branches.0,
+        &metadata.rule,
+        metadata.mac_only_encrypted,
+        &data_key,
+    )?;
+    if verify_mac {
+        let stored = cipher::decrypt(&metadata.mac, &data_key, &metadata.last_modified)
+            .map_err(|_| DecryptError::Mac("the stored MAC does not decrypt (it was changed, or lastmodified was)"))?;
+        match stored {
+            tree::Value::String(s) if s.is_empty() => {
+                return Err(DecryptError::Mac("the file has no MAC"));
+            }
+            tree::Value::String(s) if s == mac => {}
+            _ => {
+                return Err(DecryptError::Mac(
+                    "MAC mismatch: the file was changed after it was encrypted",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
 
 /// The file formats sops reads and writes (its "stores").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -6,7 +6,11 @@
 //! bases and components may still be elsewhere under the root. Flux builds with
 //! [`LoadRestrictions::None`] on a filesystem confined to the artifact root.
 
+use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use zeroize::Zeroizing;
 
 /// Which files a kustomization may read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -63,6 +67,30 @@ pub enum Entry {
 pub struct Loader {
     root: PathBuf,
     restrictions: LoadRestrictions,
+    in_memory: InMemoryFiles,
+}
+
+/// File contents served instead of the files on disk (decrypted sources: their plaintext
+/// never touches the disk). Keyed by resolved path; wiped when the last loader is dropped.
+#[derive(Clone, Default)]
+pub struct InMemoryFiles(Arc<HashMap<PathBuf, Zeroizing<Vec<u8>>>>);
+
+impl InMemoryFiles {
+    /// Serves `files` (resolved paths inside the root) from memory.
+    pub fn new(files: HashMap<PathBuf, Zeroizing<Vec<u8>>>) -> Self {
+        InMemoryFiles(Arc::new(files))
+    }
+
+    fn get(&self, path: &Path) -> Option<&[u8]> {
+        self.0.get(path).map(|b| b.as_slice())
+    }
+}
+
+impl std::fmt::Debug for InMemoryFiles {
+    /// Names the files, never their contents.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
+    }
 }
 
 impl Loader {
@@ -72,7 +100,17 @@ impl Loader {
             path: root.display().to_string(),
             source,
         })?;
-        Ok(Loader { root, restrictions })
+        Ok(Loader {
+            root,
+            restrictions,
+            in_memory: InMemoryFiles::default(),
+        })
+    }
+
+    /// This loader, serving `files` from memory instead of from disk.
+    pub fn with_in_memory_files(mut self, files: InMemoryFiles) -> Self {
+        self.in_memory = files;
+        self
     }
 
     /// The resolved root.
@@ -126,6 +164,9 @@ impl Loader {
             }
         };
         self.check_file_restriction(dir, &path, name)?;
+        if let Some(bytes) = self.in_memory.get(&path) {
+            return Ok(bytes.to_vec());
+        }
         std::fs::read(&path).map_err(|source| LoadError::Io {
             path: self.display(&path),
             source,
@@ -214,5 +255,24 @@ mod tests {
             strict.entry(&app, "..").unwrap(),
             Entry::Dir(root.canonicalize().unwrap())
         );
+    }
+
+    #[test]
+    fn serves_in_memory_files_instead_of_the_disk() {
+        let root = tempfile::tempdir().unwrap();
+        std::fs::write(root.path().join("secret.env"), "ENCRYPTED").unwrap();
+        std::fs::write(root.path().join("other.env"), "plain").unwrap();
+        let resolved = root.path().canonicalize().unwrap().join("secret.env");
+        let files = InMemoryFiles::new(HashMap::from([(
+            resolved,
+            Zeroizing::new(b"KEY=v".to_vec()),
+        )]));
+        let loader = Loader::new(root.path(), LoadRestrictions::None)
+            .unwrap()
+            .with_in_memory_files(files);
+        assert_eq!(loader.read(root.path(), "secret.env").unwrap(), b"KEY=v");
+        assert_eq!(loader.read(root.path(), "./secret.env").unwrap(), b"KEY=v");
+        assert_eq!(loader.read(root.path(), "other.env").unwrap(), b"plain");
+        assert!(!format!("{loader:?}").contains("KEY=v"));
     }
 }

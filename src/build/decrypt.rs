@@ -1,0 +1,256 @@
+//! SOPS decryption in the build, as Flux does it: encrypted `secretGenerator` sources and
+//! patch files are decrypted before kustomize reads them (served from memory, never written
+//! back to disk), and encrypted objects and Secret data values after the build.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use serde_json::Value;
+use zeroize::Zeroizing;
+
+use crate::decrypt::{self, DecryptError, Format, Keyring};
+use crate::kustomize::kustfile::Kustomization;
+use crate::kustomize::loader::{Entry, InMemoryFiles, LoadError, Loader};
+use crate::kustomize::target;
+use crate::manifest::Object;
+
+/// The annotation that turns decryption off for one object (`disabled`, any case).
+pub const DECRYPT_ANNOTATION: &str = "kustomize.toolkit.fluxcd.io/decrypt";
+
+/// Why decryption failed; names the file, object or field, never a value.
+#[derive(Debug, thiserror::Error)]
+pub enum DecryptionError {
+    /// A kustomization file on the way could not be read.
+    #[error("error decrypting sources: {0}")]
+    Kustomization(#[from] target::BuildError),
+    /// A source file could not be read.
+    #[error("error decrypting sources: {0}")]
+    Load(#[from] LoadError),
+    /// A source file is larger than sops files may be.
+    #[error(
+        "error decrypting sources: cannot decrypt '{path}': size ({size} bytes) exceeds the limit ({limit} bytes)"
+    )]
+    TooLarge {
+        /// Path relative to the artifact root.
+        path: String,
+        /// Its size.
+        size: u64,
+        /// The limit.
+        limit: usize,
+    },
+    /// A source file did not decrypt.
+    #[error("error decrypting sources: failed to decrypt '{path}': {source}")]
+    Source {
+        /// Path relative to the artifact root.
+        path: String,
+        /// Why.
+        source: DecryptError,
+    },
+    /// An encrypted object did not decrypt.
+    #[error("decryption failed for '{object}': {source}")]
+    Object {
+        /// `Kind/name` as Flux prints it.
+        object: String,
+        /// Why.
+        source: DecryptError,
+    },
+    /// A Secret data value holding an encrypted file did not decrypt.
+    #[error(
+        "decryption failed for '{object}': failed to decrypt and format '{namespace}/{name}' Secret field '{field}': {source}"
+    )]
+    SecretField {
+        /// `~G_v1_Secret/name`, as Flux prints it.
+        object: String,
+        /// The Secret's namespace.
+        namespace: String,
+        /// The Secret's name.
+        name: String,
+        /// The data key.
+        field: String,
+        /// Why.
+        source: DecryptError,
+    },
+}
+
+/// Decrypts, in memory, the encrypted generator sources and patch files reachable from the
+/// kustomization in `dir` (through `resources` and `components`), and returns them for the
+/// loader to serve instead of the files on disk.
+pub fn decrypt_sources(
+    loader: &Loader,
+    dir: &Path,
+    top: &Kustomization,
+    keys: &Keyring,
+) -> Result<InMemoryFiles, DecryptionError> {
+    let mut walk = SourceWalk {
+        loader,
+        keys,
+        visited_dirs: HashSet::new(),
+        decrypted: HashMap::new(),
+    };
+    walk.visited_dirs.insert(dir.to_path_buf());
+    walk.kustomization(dir, top)?;
+    Ok(InMemoryFiles::new(walk.decrypted))
+}
+
+struct SourceWalk<'a> {
+    loader: &'a Loader,
+    keys: &'a Keyring,
+    visited_dirs: HashSet<PathBuf>,
+    decrypted: HashMap<PathBuf, Zeroizing<Vec<u8>>>,
+}
+
+impl SourceWalk<'_> {
+    fn kustomization(&mut self, dir: &Path, k: &Kustomization) -> Result<(), DecryptionError> {
+        for generator in &k.secret_generator {
+            for source in &generator.files {
+                let (key, path) = source.split_once('=').unwrap_or((source, source));
+                self.file(dir, path, Format::for_key(key))?;
+            }
+            let env = (!generator.env.is_empty()).then_some(&generator.env);
+            for path in generator.envs.iter().chain(env) {
+                let format = match Format::for_path(path) {
+                    Format::Binary => Format::Dotenv,
+                    other => other,
+                };
+                self.file(dir, path, format)?;
+            }
+        }
+        for patch in &k.patches {
+            if !patch.path.is_empty() && !is_remote(&patch.path) {
+                self.file(dir, &patch.path, Format::for_path(&patch.path))?;
+            }
+        }
+        for entry in k.resources.iter().chain(&k.bases).chain(&k.components) {
+            // Files and missing entries are the build's business, as in Flux.
+            let Ok(Entry::Dir(sub)) = self.loader.entry(dir, entry) else {
+                continue;
+            };
+            if self.visited_dirs.insert(sub.clone()) && super::has_kustomization_file(&sub) {
+                let nested = target::load_kustomization(self.loader, &sub)?;
+                self.kustomization(&sub, &nested)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn file(&mut self, dir: &Path, name: &str, format: Format) -> Result<(), DecryptionError> {
+        let path = match self.loader.entry(dir, name) {
+            Ok(Entry::File(path)) => path,
+            // A missing file or a directory: the build reports it.
+            _ => return Ok(()),
+        };
+        if self.decrypted.contains_key(&path) {
+            return Ok(());
+        }
+        let display = self.loader.display(&path);
+        let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        if size > decrypt::MAX_ENCRYPTED_FILE_SIZE as u64 {
+            return Err(DecryptionError::TooLarge {
+                path: display,
+                size,
+                limit: decrypt::MAX_ENCRYPTED_FILE_SIZE,
+            });
+        }
+        let data = self.loader.read(dir, name)?;
+        if !format.is_encrypted(&data) {
+            return Ok(());
+        }
+        let plain = decrypt::decrypt(&data, format, format, self.keys, true)
+            .map_err(|source| DecryptionError::Source { path: display, source })?;
+        self.decrypted.insert(path, plain);
+        Ok(())
+    }
+}
+
+fn is_remote(path: &str) -> bool {
+    path.split_once("://")
+        .is_some_and(|(scheme, rest)| !scheme.is_empty() && !rest.is_empty())
+}
+
+/// Decrypts the built objects in place: every object with a `sops` block (its MAC is not
+/// required, as kustomize may have changed the object), and every Secret `data` value that
+/// holds a sops-encrypted file, decrypted to the format its key names. Objects annotated
+/// `kustomize.toolkit.fluxcd.io/decrypt: disabled` are left alone.
+pub fn decrypt_objects(objects: &mut [Object], keys: &Keyring) -> Result<(), DecryptionError> {
+    for object in objects.iter_mut() {
+        if is_decryption_disabled(object) {
+            continue;
+        }
+        if has_sops_block(object) {
+            let decrypted = decrypt::decrypt_object(object.as_map(), keys).map_err(|source| {
+                DecryptionError::Object {
+                    object: flux_id(object),
+                    source,
+                }
+            })?;
+            *object = Object::new(decrypted);
+        } else if object.kind() == "Secret" {
+            decrypt_secret_data(object, keys)?;
+        }
+    }
+    Ok(())
+}
+
+fn decrypt_secret_data(secret: &mut Object, keys: &Keyring) -> Result<(), DecryptionError> {
+    let object = flux_id(secret);
+    let namespace = secret.namespace().unwrap_or_default().to_owned();
+    let name = secret.name().to_owned();
+    let Some(Value::Object(data)) = secret.as_map_mut().get_mut("data") else {
+        return Ok(());
+    };
+    for (field, value) in data.iter_mut() {
+        let Some(encoded) = value.as_str() else { continue };
+        let Ok(bytes) = STANDARD.decode(encoded) else { continue };
+        let bytes = Zeroizing::new(bytes);
+        let Some(input) = Format::detect(&bytes) else { continue };
+        let plain = decrypt::decrypt(&bytes, input, Format::for_key(field), keys, true).map_err(
+            |source| DecryptionError::SecretField {
+                object: object.clone(),
+                namespace: namespace.clone(),
+                name: name.clone(),
+                field: field.clone(),
+                source,
+            },
+        )?;
+        *value = Value::String(STANDARD.encode(plain.as_slice()));
+    }
+    Ok(())
+}
+
+/// Whether the object opted out with `kustomize.toolkit.fluxcd.io/decrypt: disabled`.
+pub fn is_decryption_disabled(object: &Object) -> bool {
+    object
+        .annotation(DECRYPT_ANNOTATION)
+        .is_some_and(|v| v.eq_ignore_ascii_case("disabled"))
+}
+
+/// Flux's `isSOPSEncryptedResource`: a non-empty `sops` block with a non-empty `mac`.
+fn has_sops_block(object: &Object) -> bool {
+    match object.as_map().get("sops") {
+        Some(Value::Object(sops)) => sops
+            .get("mac")
+            .is_some_and(|mac| !matches!(mac, Value::Null) && mac.as_str() != Some("")),
+        _ => false,
+    }
+}
+
+/// A v1 Secret that still carries a `sops` block: Flux refuses to apply it.
+pub fn is_encrypted_secret(object: &Object) -> bool {
+    object.kind() == "Secret"
+        && object.api_version() == "v1"
+        && object
+            .as_map()
+            .get("sops")
+            .is_some_and(|s| !s.is_null())
+}
+
+/// The object as kustomize's resource id prints in Flux's messages (`~G_v1_Secret/name`).
+fn flux_id(object: &Object) -> String {
+    let api_version = object.api_version();
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let group = if group.is_empty() { "~G" } else { group };
+    let version = if version.is_empty() { "~V" } else { version };
+    format!("{group}_{version}_{}/{}", object.kind(), object.name())
+}

@@ -1,0 +1,112 @@
+//! Recovering the data key: each key group's first master key that an imported key opens
+//! (age, then OpenPGP, as sops orders them), combined with Shamir when there are several
+//! groups.
+
+use zeroize::Zeroizing;
+
+use super::keys::{KeyError, Keyring};
+use super::metadata::{MasterKey, Metadata, decryption_order};
+use super::shamir::{self, ShamirError};
+
+/// No data key: what the file offers, what was supplied, and what each group said.
+#[derive(Debug, thiserror::Error)]
+pub enum DataKeyError {
+    /// Not enough key groups could be opened.
+    #[error(
+        "no supplied key can decrypt the data key: the file is encrypted for {offered}; supplied: {supplied}{detail}"
+    )]
+    NoKey {
+        /// The master keys of the file, by type and public id.
+        offered: String,
+        /// What the keyring holds (counts only).
+        supplied: String,
+        /// Per-group failures worth reporting (e.g. a matching key that failed).
+        detail: String,
+    },
+    /// The Shamir parts do not combine.
+    #[error("could not combine the data key from its key groups: {0}")]
+    Shamir(#[from] ShamirError),
+    /// The recovered data key is not an AES-256 key.
+    #[error("the recovered data key is {0} bytes, not 32")]
+    Length(usize),
+}
+
+/// The file's data key, opened with `keys`.
+pub fn recover(metadata: &Metadata, keys: &Keyring) -> Result<Zeroizing<Vec<u8>>, DataKeyError> {
+    let mut parts = Vec::new();
+    let mut failures = Vec::new();
+    for (i, group) in metadata.key_groups.iter().enumerate() {
+        match open_group(group, keys) {
+            Ok(part) => parts.push(part),
+            Err(reasons) => failures.extend(reasons.into_iter().map(|r| (i, r))),
+        }
+    }
+    let groups = metadata.key_groups.len();
+    let key = if groups > 1 {
+        let needed = if metadata.shamir_threshold > 0 {
+            metadata.shamir_threshold
+        } else {
+            groups
+        };
+        if parts.len() < needed {
+            return Err(no_key(metadata, keys, &failures, Some((parts.len(), needed, groups))));
+        }
+        shamir::combine(&parts)?
+    } else {
+        parts
+            .pop()
+            .ok_or_else(|| no_key(metadata, keys, &failures, None))?
+    };
+    if key.len() != 32 {
+        return Err(DataKeyError::Length(key.len()));
+    }
+    Ok(key)
+}
+
+/// The group's part from its first key that opens, or why each key did not.
+fn open_group(group: &[MasterKey], keys: &Keyring) -> Result<Zeroizing<Vec<u8>>, Vec<String>> {
+    let mut reasons = Vec::new();
+    for key in decryption_order(group) {
+        let opened = match key {
+            MasterKey::Age { enc, .. } if keys.age_count() > 0 => keys.decrypt_age(enc),
+            MasterKey::Pgp { enc, .. } if keys.pgp_count() > 0 => keys.decrypt_pgp(enc),
+            _ => continue,
+        };
+        match opened {
+            Ok(part) => return Ok(part),
+            Err(KeyError::NoMatchingKey) => {}
+            Err(e) => reasons.push(format!("{}: {e}", key.describe())),
+        }
+    }
+    Err(reasons)
+}
+
+fn no_key(
+    metadata: &Metadata,
+    keys: &Keyring,
+    failures: &[(usize, String)],
+    shamir: Option<(usize, usize, usize)>,
+) -> DataKeyError {
+    let offered: Vec<String> = metadata.master_keys().map(MasterKey::describe).collect();
+    let supplied = format!(
+        "{} age identit{}, {} OpenPGP key{}",
+        keys.age_count(),
+        if keys.age_count() == 1 { "y" } else { "ies" },
+        keys.pgp_count(),
+        if keys.pgp_count() == 1 { "" } else { "s" },
+    );
+    let mut detail = String::new();
+    if let Some((opened, needed, groups)) = shamir {
+        detail.push_str(&format!(
+            "; {opened} of {groups} key groups opened, {needed} needed"
+        ));
+    }
+    for (group, reason) in failures {
+        detail.push_str(&format!("; group {}: {reason}", group + 1));
+    }
+    DataKeyError::NoKey {
+        offered: offered.join(", "),
+        supplied,
+        detail,
+    }
+}
