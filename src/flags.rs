@@ -163,9 +163,6 @@ impl ControllerFlags {
         if !self.default_kubeconfig_service_account.is_empty() {
             return refuse("default-kubeconfig-service-account", "remote clusters");
         }
-        if !self.sops_age_secret.is_empty() {
-            return refuse("sops-age-secret", "SOPS decryption");
-        }
         if self.requeue_dependency != DEFAULT_REQUEUE_DEPENDENCY {
             return refuse("requeue-dependency", "dependsOn");
         }
@@ -354,10 +351,11 @@ mod tests {
 
     #[test]
     fn unbuilt_behaviour_is_refused_by_name() {
-        let flags = parse(&["--sops-age-secret=age-keys"]).unwrap();
+        let flags = parse(&["--override-manager=kubectl"]).unwrap();
         let err = flags.validate().unwrap_err();
-        assert_eq!(err.flag, "sops-age-secret");
-        assert!(err.to_string().contains("--sops-age-secret"));
+        assert_eq!(err.flag, "override-manager");
+        assert!(err.to_string().contains("--override-manager"));
+        assert!(parse(&["--sops-age-secret=age-keys"]).unwrap().validate().is_ok());
         let flags = parse(&["--requeue-dependency=10s"]).unwrap();
         assert_eq!(flags.validate().unwrap_err().flag, "requeue-dependency");
         let flags = parse(&["--feature-gates=GroupChangeLog=true"]).unwrap();

@@ -5,8 +5,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
+use zeroize::Zeroizing;
 use kustomize_controller::api::Kustomization;
 use kustomize_controller::build;
+use kustomize_controller::decrypt::Keyring;
 use kustomize_controller::kustomize::{LoadRestrictions, yaml};
 use kustomize_controller::substitute::strip_newlines;
 
@@ -40,6 +42,11 @@ pub struct BuildArgs {
     /// controller's `StrictPostBuildSubstitutions` feature gate (on by default).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
     strict_substitution: bool,
+    /// A SOPS key: an age identity file or an armored OpenPGP secret key (repeatable).
+    /// Encrypted sources and objects are decrypted as the controller decrypts them with a
+    /// `spec.decryption` Secret holding these keys.
+    #[arg(long = "sops-key", value_name = "FILE")]
+    sops_keys: Vec<PathBuf>,
 }
 
 /// kustomize's `--load-restrictor` values.
@@ -81,9 +88,11 @@ fn build_yaml(args: &BuildArgs) -> Result<String, String> {
         Restrictor::LoadRestrictionsRootOnly => LoadRestrictions::RootOnly,
         Restrictor::LoadRestrictionsNone => LoadRestrictions::None,
     };
+    let keys = sops_keys(&args.sops_keys, spec.as_ref())?;
     let dir = absolute(&args.dir)?;
-    let mut objects = build::build_offline(&args.root, &dir, spec.as_ref(), restrictions)
-        .map_err(|e| e.to_string())?;
+    let mut objects =
+        build::build_offline(&args.root, &dir, spec.as_ref(), restrictions, keys.as_ref())
+            .map_err(|e| e.to_string())?;
     if substitution {
         objects = build::substitute_objects(objects, &vars, strategy, args.strict_substitution)
             .map_err(|e| e.to_string())?;
@@ -93,6 +102,40 @@ fn build_yaml(args: &BuildArgs) -> Result<String, String> {
         .map(|o| serde_json::Value::Object(o.into_map()))
         .collect();
     Ok(yaml::to_yaml_stream(&values))
+}
+
+/// The keyring of an offline build: the `--sops-key` files (an armored OpenPGP block or
+/// age identities, told apart by content), or an empty one when `--kustomization` asks for
+/// decryption without keys; `None` when nothing asks for decryption.
+fn sops_keys(
+    files: &[PathBuf],
+    spec: Option<&kustomize_controller::api::KustomizationSpec>,
+) -> Result<Option<Keyring>, String> {
+    let wanted = spec.is_some_and(|s| s.decryption.is_some());
+    if files.is_empty() && !wanted {
+        return Ok(None);
+    }
+    let mut keys = Keyring::new();
+    for file in files {
+        let bytes = Zeroizing::new(
+            std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?,
+        );
+        let imported = if is_armored_pgp(&bytes) {
+            keys.import_pgp(&bytes)
+        } else {
+            let text = std::str::from_utf8(&bytes)
+                .map_err(|_| format!("{} is neither an age identity file nor an armored OpenPGP key", file.display()))?;
+            keys.import_age(text)
+        };
+        imported.map_err(|e| format!("failed to import SOPS key {}: {e}", file.display()))?;
+    }
+    Ok(Some(keys))
+}
+
+fn is_armored_pgp(bytes: &[u8]) -> bool {
+    bytes
+        .windows(b"-----BEGIN PGP".len())
+        .any(|w| w == b"-----BEGIN PGP")
 }
 
 /// The variables of an offline build: `--var-file`s, then `--var`s, then the inline

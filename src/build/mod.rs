@@ -5,19 +5,24 @@
 //! under it (Flux's rules); then the Kustomization's own build fields (targetNamespace,
 //! namePrefix/nameSuffix, patches, images, components, buildMetadata) are laid over it, the
 //! native kustomize engine builds it with no load restriction inside the artifact root,
-//! and `spec.commonMetadata` is applied to every object afterwards.
+//! and `spec.commonMetadata` is applied to every object afterwards. With decryption keys,
+//! SOPS-encrypted sources are decrypted in memory before the build and encrypted objects
+//! after it.
 
+pub mod decrypt;
 mod post_build;
 
 use std::path::{Path, PathBuf};
 
 use crate::api::KustomizationSpec;
 use crate::api::kustomization::BuildMetadataOption;
+use crate::decrypt::Keyring;
 use crate::kustomize::kustfile::{self, KUSTOMIZATION_FILE_NAMES, Kustomization};
 use crate::kustomize::loader::{LoadRestrictions, Loader};
 use crate::kustomize::{self, target};
 use crate::manifest::Object;
 
+pub use decrypt::{DecryptionError, is_encrypted_secret};
 pub use post_build::{PostBuildError, substitute_objects};
 
 /// Why a build failed. Every variant names the file or field at fault.
@@ -42,18 +47,34 @@ pub enum BuildError {
     /// The kustomize build failed.
     #[error(transparent)]
     Kustomize(#[from] target::BuildError),
+    /// SOPS decryption of a source or an object failed.
+    #[error(transparent)]
+    Decryption(#[from] DecryptionError),
 }
 
-/// Builds the objects under `dir` (inside the artifact extracted at `root`) for `spec`.
-pub fn build(root: &Path, dir: &Path, spec: &KustomizationSpec) -> Result<Vec<Object>, BuildError> {
-    let loader = Loader::new(root, LoadRestrictions::None).map_err(target::BuildError::from)?;
+/// Builds the objects under `dir` (inside the artifact extracted at `root`) for `spec`,
+/// decrypting with `keys` when the Kustomization asks for decryption.
+pub fn build(
+    root: &Path,
+    dir: &Path,
+    spec: &KustomizationSpec,
+    keys: Option<&Keyring>,
+) -> Result<Vec<Object>, BuildError> {
+    let mut loader = Loader::new(root, LoadRestrictions::None).map_err(target::BuildError::from)?;
     let dir = dir.canonicalize().map_err(|source| BuildError::Read {
         path: loader.display(dir),
         source,
     })?;
     let kustomization = flux_kustomization(&loader, &dir, spec)?;
+    if let Some(keys) = keys {
+        let sources = decrypt::decrypt_sources(&loader, &dir, &kustomization, keys)?;
+        loader = loader.with_in_memory_files(sources);
+    }
     let built = target::build_kustomization(&loader, &dir, kustomization)?;
     let mut objects: Vec<Object> = built.into_iter().map(Object::new).collect();
+    if let Some(keys) = keys {
+        decrypt::decrypt_objects(&mut objects, keys)?;
+    }
     apply_common_metadata(&mut objects, spec);
     Ok(objects)
 }
@@ -74,7 +95,7 @@ pub fn flux_kustomization(
     Ok(kustomization)
 }
 
-fn has_kustomization_file(dir: &Path) -> bool {
+pub(crate) fn has_kustomization_file(dir: &Path) -> bool {
     KUSTOMIZATION_FILE_NAMES
         .iter()
         .any(|name| dir.join(name).is_file())
@@ -222,9 +243,11 @@ pub fn build_offline(
     dir: &Path,
     spec: Option<&KustomizationSpec>,
     restrictions: LoadRestrictions,
+    keys: Option<&Keyring>,
 ) -> Result<Vec<Object>, BuildError> {
     match spec {
-        Some(spec) => build(root, dir, spec),
+        Some(spec) => build(root, dir, spec, keys),
+        None if keys.is_some() => build(root, dir, &KustomizationSpec::default(), keys),
         None => {
             let options = kustomize::BuildOptions {
                 load_restrictions: restrictions,
@@ -275,7 +298,7 @@ mod tests {
         );
         write(dir.path(), "sub/c.yaml", &cm("c"));
         write(dir.path(), "sub/ignored.yaml", &cm("never-listed"));
-        let objects = build(dir.path(), dir.path(), &KustomizationSpec::default()).unwrap();
+        let objects = build(dir.path(), dir.path(), &KustomizationSpec::default(), None).unwrap();
         assert_eq!(names(&objects), ["/a1", "/a2", "/b", "/sub-c"]);
     }
 
@@ -299,7 +322,7 @@ mod tests {
             "commonMetadata": {"labels": {"team": "platform"}}
         }))
         .unwrap();
-        let objects = build(dir.path(), &dir.path().join("app"), &spec).unwrap();
+        let objects = build(dir.path(), &dir.path().join("app"), &spec, None).unwrap();
         assert_eq!(names(&objects), ["apps/p-a-s", "apps/p-extra-s"]);
         assert_eq!(objects[0].label("team"), Some("platform"));
         let data = objects[0].as_map()["data"].clone();
@@ -314,7 +337,7 @@ mod tests {
             components: Some(vec!["missing".into()]),
             ..Default::default()
         };
-        let err = build(dir.path(), dir.path(), &spec)
+        let err = build(dir.path(), dir.path(), &spec, None)
             .unwrap_err()
             .to_string();
         assert!(err.contains("missing"), "{err}");
@@ -324,7 +347,7 @@ mod tests {
     fn invalid_manifests_name_the_file() {
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), "deploy/bad.yaml", "kind: [\n");
-        let err = build(dir.path(), dir.path(), &KustomizationSpec::default()).unwrap_err();
+        let err = build(dir.path(), dir.path(), &KustomizationSpec::default(), None).unwrap_err();
         assert!(err.to_string().contains("deploy/bad.yaml"), "{err}");
     }
 
@@ -338,7 +361,7 @@ mod tests {
             "app/kustomization.yaml",
             "resources: [../../secret.yaml]\n",
         );
-        let err = build(&root, &root.join("app"), &KustomizationSpec::default()).unwrap_err();
+        let err = build(&root, &root.join("app"), &KustomizationSpec::default(), None).unwrap_err();
         assert!(err.to_string().contains("outside"), "{err}");
     }
 }

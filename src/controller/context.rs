@@ -32,6 +32,9 @@ pub struct Settings {
     pub min_retry_delay: Duration,
     /// Upper bound of that backoff.
     pub max_retry_delay: Duration,
+    /// The age Secret used when a Kustomization's decryption names no Secret
+    /// (`--sops-age-secret`, in the controller's namespace).
+    pub sops_age_secret: Option<super::decryption::GlobalAgeSecret>,
 }
 
 /// State shared by all reconciles. Nothing in it is mutated by a reconcile except the

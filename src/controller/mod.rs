@@ -2,6 +2,7 @@
 //! [`reconcile::reconcile`] for each Kustomization that needs it.
 
 mod context;
+pub mod decryption;
 pub mod events;
 mod reconcile;
 pub mod schedule;
@@ -107,6 +108,13 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
         interval_jitter_percentage: flags.interval_jitter_percentage,
         min_retry_delay: flags.min_retry_delay,
         max_retry_delay: flags.max_retry_delay,
+        sops_age_secret: match (&runtime_namespace, flags.sops_age_secret.as_str()) {
+            (Some(namespace), name) if !name.is_empty() => Some(decryption::GlobalAgeSecret {
+                namespace: namespace.clone(),
+                name: name.to_owned(),
+            }),
+            _ => None,
+        },
     };
     let events = events::EventSink::new(client.clone(), identity, &flags.events_addr);
     let context = Arc::new(Context::new(

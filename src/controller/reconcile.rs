@@ -14,6 +14,7 @@ use super::context::Context;
 use super::events::Severity;
 use super::schedule;
 use super::status;
+use super::decryption;
 use super::variables;
 use crate::api::duration;
 use crate::api::kustomization::{DeletionPolicy, SourceKind};
@@ -22,6 +23,7 @@ use crate::api::source::{Artifact, artifact_of, source_version};
 use crate::api::{Kustomization, KustomizationStatus, ResourceRef};
 use crate::apply::{Applier, ApplyError, ChangeSet, ObjectId, Owner, stale_objects};
 use crate::build::{self, BuildError};
+use crate::decrypt::Keyring;
 use crate::manifest::Object;
 use crate::source::{FetchError, PathError, resolve_path};
 
@@ -223,10 +225,12 @@ async fn run_pipeline(
             )
         })?;
     fetch(ctx, &artifact, workdir.path()).await?;
-    let objects = build(ks, workdir.path())?;
-    let objects = decrypt(ks, objects)?;
+    let keys = decryption_keys(ks, ctx).await?;
+    let objects = build(ks, workdir.path(), keys.as_ref())?;
+    drop(keys);
     let objects = substitute(ks, ctx, objects).await?;
     drop(workdir);
+    refuse_encrypted_secrets(&objects)?;
 
     let applier = Applier::new(
         ctx.client.clone(),
@@ -339,25 +343,53 @@ async fn fetch(ctx: &Context, artifact: &Artifact, root: &std::path::Path) -> Re
         .map_err(|e: FetchError| Failure::new(reason::ARTIFACT_FAILED, e.to_string()))
 }
 
-/// Stage `build`: the objects under `spec.path`.
-fn build(ks: &Kustomization, root: &std::path::Path) -> Result<Vec<Object>, Failure> {
+/// Stage `decrypt` (keys): the SOPS keyring of `spec.decryption`, when there is one.
+async fn decryption_keys(ks: &Kustomization, ctx: &Context) -> Result<Option<Keyring>, Failure> {
+    if ks
+        .spec
+        .decryption
+        .as_ref()
+        .is_some_and(|d| d.service_account_name.is_some())
+    {
+        return Err(Failure::unsupported(
+            reason::BUILD_FAILED,
+            "spec.decryption.serviceAccountName (cloud KMS authentication) is",
+        ));
+    }
+    decryption::load(&ctx.client, ks, ctx.settings.sops_age_secret.as_ref())
+        .await
+        .map_err(|e| Failure::new(reason::BUILD_FAILED, e.to_string()))
+}
+
+/// Stage `build` (with `decrypt`): the objects under `spec.path`, SOPS-encrypted sources
+/// and objects decrypted with `keys`.
+fn build(
+    ks: &Kustomization,
+    root: &std::path::Path,
+    keys: Option<&Keyring>,
+) -> Result<Vec<Object>, Failure> {
     let path = ks.spec.path.as_deref().unwrap_or("");
     let dir = resolve_path(root, path)
         .map_err(|e: PathError| Failure::new(reason::ARTIFACT_FAILED, e.to_string()))?;
-    build::build(root, &dir, &ks.spec)
+    build::build(root, &dir, &ks.spec, keys)
         .map_err(|e: BuildError| Failure::new(reason::BUILD_FAILED, e.to_string()))
 }
 
-/// Stage `decrypt`: SOPS decryption is not part of this controller yet, so a Kustomization
-/// that asks for it fails rather than applying encrypted data.
-fn decrypt(ks: &Kustomization, objects: Vec<Object>) -> Result<Vec<Object>, Failure> {
-    if ks.spec.decryption.is_some() {
-        return Err(Failure::unsupported(
-            reason::BUILD_FAILED,
-            "spec.decryption is",
-        ));
+/// A Secret that is still SOPS-encrypted is never applied (Flux's check before apply).
+fn refuse_encrypted_secrets(objects: &[Object]) -> Result<(), Failure> {
+    match objects
+        .iter()
+        .find(|o| build::is_encrypted_secret(o) && !build::decrypt::is_decryption_disabled(o))
+    {
+        Some(secret) => Err(Failure::new(
+            reason::RECONCILIATION_FAILED,
+            format!(
+                "{} is SOPS encrypted, configuring decryption is required for this secret to be reconciled",
+                secret.describe()
+            ),
+        )),
+        None => Ok(()),
     }
-    Ok(objects)
 }
 
 /// Stage `substitute`: `spec.postBuild` variables from the inline map and the referenced
@@ -615,15 +647,28 @@ mod tests {
     }
 
     #[test]
+    fn still_encrypted_secrets_are_never_applied() {
+        let secret = |annotations: serde_json::Value| {
+            Object::new(
+                json!({"apiVersion": "v1", "kind": "Secret",
+                    "metadata": {"name": "db", "namespace": "apps", "annotations": annotations},
+                    "data": {"k": "ENC[AES256_GCM,data:x,iv:y,tag:z,type:str]"},
+                    "sops": {"mac": "ENC[...]"}})
+                .as_object()
+                .unwrap()
+                .clone(),
+            )
+        };
+        let failure = refuse_encrypted_secrets(&[secret(json!({}))]).unwrap_err();
+        assert_eq!(failure.reason, reason::RECONCILIATION_FAILED);
+        assert!(failure.message.starts_with("Secret/apps/db is SOPS encrypted"));
+        let opted_out = secret(json!({"kustomize.toolkit.fluxcd.io/decrypt": "Disabled"}));
+        assert!(refuse_encrypted_secrets(&[opted_out]).is_ok());
+    }
+
+    #[test]
     fn unbuilt_stages_refuse_instead_of_pretending() {
         let mut k = ks("1m", None);
-        k.spec.decryption = Some(Default::default());
-        assert!(
-            decrypt(&k, vec![])
-                .unwrap_err()
-                .message
-                .contains("spec.decryption")
-        );
         k.spec.wait = Some(true);
         assert_eq!(
             check_health(&k).unwrap_err().reason,

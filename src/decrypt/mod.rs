@@ -63,6 +63,9 @@ pub enum DecryptError {
     /// The MAC does not match the values: the file was changed after it was encrypted.
     #[error("failed to verify sops data integrity: {0}")]
     Mac(&'static str),
+    /// A decrypted object is no longer a JSON object.
+    #[error("the decrypted object is not a JSON object")]
+    NotAnObject,
     /// The decrypted document cannot be written in the output format.
     #[error("failed to emit decrypted {format} data: {source}")]
     Emit {
@@ -119,7 +122,7 @@ pub fn decrypt_object(
     };
     match stores::json_from_branches(&branches).map_err(emit)? {
         Value::Object(map) => Ok(map),
-        _ => Err(DecryptError::Mac("the decrypted object is not a JSON object")),
+        _ => Err(DecryptError::NotAnObject),
     }
 }
 
