@@ -4,6 +4,8 @@
 //! A pure stage: no kube client, no files written, no process-global state. Plaintext and key
 //! material are wiped when dropped, and no error message carries a value.
 
+pub mod keys;
+pub mod shamir;
 pub mod tree;
 
 use std::path::Path;
