@@ -22,7 +22,9 @@ pub enum ShamirError {
         len: usize,
     },
     /// Parts of different lengths.
-    #[error("Shamir part {index} is {len} bytes long, part 0 is {expected}: all parts must be the same length")]
+    #[error(
+        "Shamir part {index} is {len} bytes long, part 0 is {expected}: all parts must be the same length"
+    )]
     LengthMismatch {
         /// Position of the part in the input (0-based).
         index: usize,
@@ -234,7 +236,8 @@ mod tests {
 
     #[test]
     fn duplicate_parts() {
-        let err = combine(&parts(&[TWO_OF_THREE[1], TWO_OF_THREE[0], TWO_OF_THREE[1]])).unwrap_err();
+        let err =
+            combine(&parts(&[TWO_OF_THREE[1], TWO_OF_THREE[0], TWO_OF_THREE[1]])).unwrap_err();
         assert_eq!(
             err,
             ShamirError::DuplicatePart {

@@ -17,6 +17,9 @@ use super::{KeyError, MAX_PLAINTEXT};
 /// The first line of an armored age file.
 const ARMOR_BEGIN: &str = "-----BEGIN AGE ENCRYPTED FILE-----";
 
+/// How much whitespace age's armor reader skips before the header or after the footer.
+const MAX_ARMOR_WHITESPACE: usize = 1024;
+
 /// Parses an identity file's text into X25519 identities.
 pub(super) fn parse_identities(text: &str) -> Result<Vec<Identity>, KeyError> {
     let mut out = Vec::new();
@@ -52,14 +55,9 @@ fn parse_identity(text: &str, line: usize) -> Result<Identity, KeyError> {
 
 /// Decrypts an armored age file with whichever of `identities` it is encrypted to.
 pub(super) fn decrypt(identities: &[Identity], enc: &str) -> Result<Zeroizing<Vec<u8>>, KeyError> {
-    // sops reads `enc` through age's strict armor reader: leading blank lines are allowed,
-    // unarmored (binary) age data is not.
-    if enc.trim_start().lines().next().map(str::trim_end) != Some(ARMOR_BEGIN) {
-        return Err(KeyError::AgeEnc(
-            "not an armored age file (-----BEGIN AGE ENCRYPTED FILE-----)".into(),
-        ));
-    }
-    let decryptor = Decryptor::new_buffered(ArmoredReader::new(enc.as_bytes())).map_err(enc_error)?;
+    let armored = strip_armor_whitespace(enc)?;
+    let decryptor =
+        Decryptor::new_buffered(ArmoredReader::new(armored.as_bytes())).map_err(enc_error)?;
     let reader = decryptor
         .decrypt(identities.iter().map(|i| i as &dyn ::age::Identity))
         .map_err(|err| match err {
@@ -67,6 +65,34 @@ pub(super) fn decrypt(identities: &[Identity], enc: &str) -> Result<Zeroizing<Ve
             other => enc_error(other),
         })?;
     read_limited(reader)
+}
+
+/// The armored file inside `enc`, as age's Go armor reader (which sops uses) delimits it:
+/// blank lines before the header and whitespace after the footer are dropped, each up to
+/// [`MAX_ARMOR_WHITESPACE`] bytes; the header must then be the first line, exactly.
+/// Unarmored (binary) age data is refused.
+fn strip_armor_whitespace(enc: &str) -> Result<&str, KeyError> {
+    let mut start = 0;
+    while let Some(len) = enc[start..].find('\n') {
+        if !enc[start..start + len].trim().is_empty() {
+            break;
+        }
+        start += len + 1;
+    }
+    if start > MAX_ARMOR_WHITESPACE {
+        return Err(KeyError::AgeEnc("too much leading whitespace".into()));
+    }
+    let body = enc[start..].trim_end();
+    if enc.len() - start - body.len() >= MAX_ARMOR_WHITESPACE {
+        return Err(KeyError::AgeEnc("too much trailing whitespace".into()));
+    }
+    let first = body.split('\n').next().unwrap_or_default();
+    if first.strip_suffix('\r').unwrap_or(first) != ARMOR_BEGIN {
+        return Err(KeyError::AgeEnc(format!(
+            "not an armored age file (the first line must be {ARMOR_BEGIN})"
+        )));
+    }
+    Ok(body)
 }
 
 /// Reads a decrypted stream into wiped memory, refusing more than [`MAX_PLAINTEXT`] bytes.
@@ -106,7 +132,9 @@ mod tests {
     }
 
     fn key_line(file: &str) -> &str {
-        file.lines().find(|l| l.starts_with("AGE-SECRET-KEY-1")).unwrap()
+        file.lines()
+            .find(|l| l.starts_with("AGE-SECRET-KEY-1"))
+            .unwrap()
     }
 
     #[test]
@@ -128,10 +156,16 @@ mod tests {
     fn leading_or_trailing_space_is_refused_like_sops() {
         let text = format!("# c\n  {}\n", key_line(ID1));
         let err = parse_err(&text);
-        assert!(matches!(err, KeyError::AgeIdentity { line: 2, .. }), "{err:?}");
+        assert!(
+            matches!(err, KeyError::AgeIdentity { line: 2, .. }),
+            "{err:?}"
+        );
         let text = format!("{} \n", key_line(ID1));
         let err = parse_err(&text);
-        assert!(matches!(err, KeyError::AgeIdentity { line: 1, .. }), "{err:?}");
+        assert!(
+            matches!(err, KeyError::AgeIdentity { line: 1, .. }),
+            "{err:?}"
+        );
         // A whitespace-only line is not empty for sops either.
         assert!(parse_identities("  \n").is_err());
     }
@@ -139,10 +173,14 @@ mod tests {
     #[test]
     fn errors_name_the_line_not_the_key() {
         let key = key_line(ID1);
-        let broken = format!("{}Q", &key[..key.len() - 1]);
+        let last = if key.ends_with('Q') { 'P' } else { 'Q' };
+        let broken = format!("{}{last}", &key[..key.len() - 1]);
         let text = format!("# one\n# two\n{broken}\n");
         let err = parse_err(&text);
-        assert!(matches!(err, KeyError::AgeIdentity { line: 3, .. }), "{err:?}");
+        assert!(
+            matches!(err, KeyError::AgeIdentity { line: 3, .. }),
+            "{err:?}"
+        );
         let msg = err.to_string();
         assert!(msg.contains("line 3"), "{msg}");
         assert!(!msg.contains(&broken[16..30]), "{msg}");
@@ -159,7 +197,10 @@ mod tests {
         for (line, kind) in cases {
             let err = parse_err(&format!("\n{line}\n"));
             let msg = err.to_string();
-            assert!(matches!(err, KeyError::AgeUnsupportedIdentity { line: 2, .. }));
+            assert!(matches!(
+                err,
+                KeyError::AgeUnsupportedIdentity { line: 2, .. }
+            ));
             assert!(msg.contains(kind) && msg.contains("line 2"), "{msg}");
         }
         let err = parse_err("age1qqqq\n");
@@ -179,11 +220,31 @@ mod tests {
     fn armor_whitespace_variants() {
         let ids = parse_identities(ID1).unwrap();
         let trimmed = MSG1.trim_end();
-        assert_eq!(decrypt(&ids, trimmed).unwrap().as_slice(), b"age-secret-data");
+        assert_eq!(
+            decrypt(&ids, trimmed).unwrap().as_slice(),
+            b"age-secret-data"
+        );
         let leading = format!("\n{MSG1}");
-        assert_eq!(decrypt(&ids, &leading).unwrap().as_slice(), b"age-secret-data");
+        assert_eq!(
+            decrypt(&ids, &leading).unwrap().as_slice(),
+            b"age-secret-data"
+        );
+        let spaced = format!(" \t\n\r\n{MSG1}\n  \n");
+        assert_eq!(
+            decrypt(&ids, &spaced).unwrap().as_slice(),
+            b"age-secret-data"
+        );
         let crlf = MSG1.replace('\n', "\r\n");
         assert_eq!(decrypt(&ids, &crlf).unwrap().as_slice(), b"age-secret-data");
+        // Indented header line, or too much padding: refused as by sops.
+        assert!(matches!(
+            decrypt(&ids, &format!(" {MSG1}")),
+            Err(KeyError::AgeEnc(_))
+        ));
+        let padded = format!("{}{MSG1}", "\n".repeat(1100));
+        assert!(matches!(decrypt(&ids, &padded), Err(KeyError::AgeEnc(_))));
+        let padded = format!("{MSG1}{}", " ".repeat(1100));
+        assert!(matches!(decrypt(&ids, &padded), Err(KeyError::AgeEnc(_))));
     }
 
     #[test]
@@ -196,19 +257,33 @@ mod tests {
     #[test]
     fn corrupted_armor_is_an_error() {
         let ids = parse_identities(ID1).unwrap();
-        // Flip one base64 character in the body.
-        let mut lines: Vec<String> = MSG1.lines().map(String::from).collect();
-        let body = &mut lines[3];
-        let c = if body.starts_with('A') { "B" } else { "A" };
-        body.replace_range(0..1, c);
-        let corrupted = lines.join("\n");
-        let err = decrypt(&ids, &corrupted).unwrap_err();
-        assert!(matches!(err, KeyError::AgeEnc(_) | KeyError::NoMatchingKey), "{err:?}");
+        let flip = |line: usize| {
+            let mut lines: Vec<String> = MSG1.lines().map(String::from).collect();
+            let c = if lines[line].starts_with('A') {
+                "B"
+            } else {
+                "A"
+            };
+            lines[line].replace_range(0..1, c);
+            lines.join("\n")
+        };
+        // A flipped character in the header's MAC line, then in the payload (last line).
+        let last_body = MSG1.lines().count() - 2;
+        for line in [4, last_body] {
+            let err = decrypt(&ids, &flip(line)).unwrap_err();
+            assert!(matches!(err, KeyError::AgeEnc(_)), "line {line}: {err:?}");
+        }
         // Truncated: no footer.
         let truncated: String = MSG1.lines().take(3).collect::<Vec<_>>().join("\n");
-        assert!(matches!(decrypt(&ids, &truncated), Err(KeyError::AgeEnc(_))));
+        assert!(matches!(
+            decrypt(&ids, &truncated),
+            Err(KeyError::AgeEnc(_))
+        ));
         // Not armored at all.
-        assert!(matches!(decrypt(&ids, "age-encryption.org/v1\n"), Err(KeyError::AgeEnc(_))));
+        assert!(matches!(
+            decrypt(&ids, "age-encryption.org/v1\n"),
+            Err(KeyError::AgeEnc(_))
+        ));
         assert!(matches!(decrypt(&ids, ""), Err(KeyError::AgeEnc(_))));
         // Garbage between the armor lines.
         let garbage = format!("{ARMOR_BEGIN}\n!!!!\n-----END AGE ENCRYPTED FILE-----\n");

@@ -203,13 +203,19 @@ mod tests {
     /// `password:`) with `key`, independently of the cipher module, to prove the key is the
     /// file's data key.
     fn open_password(value: &str, key: &[u8]) -> Vec<u8> {
-        let inner = value.strip_prefix("ENC[").unwrap().strip_suffix(']').unwrap();
+        let inner = value
+            .strip_prefix("ENC[")
+            .unwrap()
+            .strip_suffix(']')
+            .unwrap();
         let field = |name: &str| {
             let raw = inner
                 .split(',')
                 .find_map(|f| f.strip_prefix(&format!("{name}:")))
                 .unwrap();
-            base64::engine::general_purpose::STANDARD.decode(raw).unwrap()
+            base64::engine::general_purpose::STANDARD
+                .decode(raw)
+                .unwrap()
         };
         let mut ciphertext = field("data");
         ciphertext.extend(field("tag"));
@@ -240,10 +246,13 @@ mod tests {
         let mut ring = Keyring::new();
         let text = format!("{ID1}\nnot-a-key\n");
         let err = ring.import_age(&text).unwrap_err();
-        assert!(err.to_string().contains("line 4"), "{err}");
+        assert!(err.to_string().contains("line 5"), "{err}");
         assert_eq!(ring.age_count(), 0);
         let both = format!("{RSA}{PROTECTED}");
-        assert!(matches!(ring.import_pgp(both.as_bytes()), Err(KeyError::PgpProtected { .. })));
+        assert!(matches!(
+            ring.import_pgp(both.as_bytes()),
+            Err(KeyError::PgpProtected { .. })
+        ));
         assert_eq!(ring.pgp_count(), 0);
     }
 
@@ -258,7 +267,11 @@ mod tests {
             for entry in &file.sops.pgp {
                 assert_eq!(ring.decrypt_pgp(&entry.enc).unwrap(), from_age, "{name}");
             }
-            assert_eq!(open_password(&file.password, &from_age), b"hunter2", "{name}");
+            assert_eq!(
+                open_password(&file.password, &from_age),
+                b"hunter2",
+                "{name}"
+            );
         }
     }
 
@@ -267,8 +280,14 @@ mod tests {
         let file = parse(SOPS_GNUPG);
         let mut ring = Keyring::new();
         ring.import_pgp(ECC.as_bytes()).unwrap();
-        assert!(matches!(ring.decrypt_age(&file.sops.age[0].enc), Err(KeyError::NoMatchingKey)));
-        assert!(matches!(ring.decrypt_pgp(&file.sops.pgp[0].enc), Err(KeyError::NoMatchingKey)));
+        assert!(matches!(
+            ring.decrypt_age(&file.sops.age[0].enc),
+            Err(KeyError::NoMatchingKey)
+        ));
+        assert!(matches!(
+            ring.decrypt_pgp(&file.sops.pgp[0].enc),
+            Err(KeyError::NoMatchingKey)
+        ));
         let key = ring.decrypt_pgp(&file.sops.pgp[1].enc).unwrap();
         assert_eq!(open_password(&file.password, &key), b"hunter2");
     }

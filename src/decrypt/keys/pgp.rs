@@ -6,9 +6,7 @@
 
 use std::io::Read;
 
-use ::pgp::composed::{
-    Deserializable, DecryptionOptions, Message, SignedSecretKey, TheRing,
-};
+use ::pgp::composed::{DecryptionOptions, Deserializable, Message, SignedSecretKey, TheRing};
 use ::pgp::errors::Error as PgpError;
 use ::pgp::types::{KeyDetails, Password, S2kParams, SecretParams, StringToKey};
 use zeroize::Zeroizing;
@@ -39,7 +37,10 @@ pub(super) fn parse_secret_keys(data: &[u8]) -> Result<Vec<SignedSecretKey>, Key
         }
     } else {
         let mut keys = Vec::new();
-        for block in blocks.into_iter().filter(|b| b.contains("PRIVATE KEY BLOCK-----")) {
+        for block in blocks
+            .into_iter()
+            .filter(|b| b.contains("PRIVATE KEY BLOCK-----"))
+        {
             let parsed = SignedSecretKey::from_armor_many(block.as_bytes()).map(|(keys, _)| keys);
             keys.extend(collect_keys(parsed)?);
         }
@@ -83,7 +84,7 @@ fn collect_keys(
 ) -> Result<Vec<SignedSecretKey>, KeyError> {
     let malformed = |err: PgpError| {
         KeyError::PgpKeyData(match err {
-            PgpError::InvalidChecksum { .. } => "armor checksum mismatch",
+            PgpError::InvalidChecksum => "armor checksum mismatch",
             PgpError::InvalidArmorWrappers => "invalid armor header or footer",
             _ => "malformed OpenPGP secret key data",
         })
@@ -116,17 +117,20 @@ fn is_locked(params: &SecretParams) -> bool {
         SecretParams::Plain(_) => false,
         SecretParams::Encrypted(enc) => !matches!(
             enc.string_to_key_params(),
-            S2kParams::Cfb { s2k: StringToKey::Private { typ: GNU_DUMMY_S2K, .. }, .. }
+            S2kParams::Cfb {
+                s2k: StringToKey::Private {
+                    typ: GNU_DUMMY_S2K,
+                    ..
+                },
+                ..
+            }
         ),
     }
 }
 
 /// Decrypts an armored `PGP MESSAGE` with whichever of `keys` (primary or subkey) it is
 /// encrypted to, as `gpg -d` picks the key from the message.
-pub(super) fn decrypt(
-    keys: &[SignedSecretKey],
-    enc: &str,
-) -> Result<Zeroizing<Vec<u8>>, KeyError> {
+pub(super) fn decrypt(keys: &[SignedSecretKey], enc: &str) -> Result<Zeroizing<Vec<u8>>, KeyError> {
     let (message, _) = Message::from_armor(enc.as_bytes())
         .map_err(|_| KeyError::PgpEnc("not an armored OpenPGP message"))?;
     if !message.is_encrypted() {
@@ -140,10 +144,12 @@ pub(super) fn decrypt(
         decrypt_options: DecryptionOptions::new().enable_gnupg_aead(),
         ..Default::default()
     };
-    let (message, _) = message.decrypt_the_ring(ring, true).map_err(|err| match err {
-        PgpError::MissingKey => KeyError::NoMatchingKey,
-        _ => KeyError::PgpEnc("decrypting the OpenPGP message failed"),
-    })?;
+    let (message, _) = message
+        .decrypt_the_ring(ring, true)
+        .map_err(|err| match err {
+            PgpError::MissingKey => KeyError::NoMatchingKey,
+            _ => KeyError::PgpEnc("decrypting the OpenPGP message failed"),
+        })?;
     read_literal(message)
 }
 
@@ -160,12 +166,16 @@ fn read_literal(mut message: Message<'_>) -> Result<Zeroizing<Vec<u8>>, KeyError
     (&mut message)
         .take(limit)
         .read_to_end(&mut out)
-        .map_err(|_| KeyError::PgpEnc("reading the OpenPGP message failed (corrupt or tampered)"))?;
+        .map_err(|_| {
+            KeyError::PgpEnc("reading the OpenPGP message failed (corrupt or tampered)")
+        })?;
     if out.len() > MAX_PLAINTEXT {
         return Err(KeyError::TooLarge(MAX_PLAINTEXT));
     }
     if out.is_empty() {
-        return Err(KeyError::PgpEnc("the OpenPGP message decrypted to zero bytes"));
+        return Err(KeyError::PgpEnc(
+            "the OpenPGP message decrypted to zero bytes",
+        ));
     }
     Ok(out)
 }
@@ -182,6 +192,10 @@ mod tests {
     const RSA_MSG: &str = include_str!("testdata/rsa.msg.asc");
     const ECC_MSG: &str = include_str!("testdata/ecc.msg.asc");
     const SYM_MSG: &str = include_str!("testdata/sym.msg.asc");
+    /// `gpg --export-secret-subkeys --armor`: the primary is a gnu-dummy stub.
+    const ECC_SUBKEYS_ONLY: &str = include_str!("testdata/ecc.subkeys.sec.asc");
+    /// `gpg --export-secret-keys` without `--armor`.
+    const ECC_BINARY: &[u8] = include_bytes!("testdata/ecc.sec.gpg");
 
     fn keys(text: &str) -> Vec<SignedSecretKey> {
         parse_secret_keys(text.as_bytes()).unwrap()
@@ -194,26 +208,74 @@ mod tests {
         assert_eq!(ecc.len(), 1);
         assert_eq!(ecc[0].secret_subkeys.len(), 1, "cv25519 subkey");
         assert_eq!(keys(BOTH).len(), 2, "two keys in one armor block");
-        assert_eq!(keys(&format!("{RSA}\n{ECC}{WRONG}")).len(), 3, "concatenated blocks");
+        assert_eq!(
+            keys(&format!("{RSA}\n{ECC}{WRONG}")).len(),
+            3,
+            "concatenated blocks"
+        );
     }
 
     #[test]
     fn decrypts_to_rsa_primary_and_cv25519_subkey() {
         let ring = keys(&format!("{WRONG}{RSA}{ECC}"));
-        assert_eq!(decrypt(&ring, RSA_MSG).unwrap().as_slice(), b"rsa-secret-data");
-        assert_eq!(decrypt(&ring, ECC_MSG).unwrap().as_slice(), b"ecc-secret-data");
-        assert_eq!(decrypt(&keys(BOTH), ECC_MSG).unwrap().as_slice(), b"ecc-secret-data");
+        assert_eq!(
+            decrypt(&ring, RSA_MSG).unwrap().as_slice(),
+            b"rsa-secret-data"
+        );
+        assert_eq!(
+            decrypt(&ring, ECC_MSG).unwrap().as_slice(),
+            b"ecc-secret-data"
+        );
+        assert_eq!(
+            decrypt(&keys(BOTH), ECC_MSG).unwrap().as_slice(),
+            b"ecc-secret-data"
+        );
         let crlf = RSA_MSG.replace('\n', "\r\n");
-        assert_eq!(decrypt(&ring, &crlf).unwrap().as_slice(), b"rsa-secret-data");
+        assert_eq!(
+            decrypt(&ring, &crlf).unwrap().as_slice(),
+            b"rsa-secret-data"
+        );
+    }
+
+    #[test]
+    fn subkey_only_export_and_binary_keys() {
+        let stub = keys(ECC_SUBKEYS_ONLY);
+        assert_eq!(stub.len(), 1);
+        assert!(
+            stub[0].primary_key.secret_params().is_encrypted(),
+            "primary is a stub"
+        );
+        assert_eq!(
+            decrypt(&stub, ECC_MSG).unwrap().as_slice(),
+            b"ecc-secret-data"
+        );
+        let binary = parse_secret_keys(ECC_BINARY).unwrap();
+        assert_eq!(binary.len(), 1);
+        assert_eq!(
+            decrypt(&binary, ECC_MSG).unwrap().as_slice(),
+            b"ecc-secret-data"
+        );
     }
 
     #[test]
     fn wrong_key_is_no_matching_key() {
-        assert!(matches!(decrypt(&keys(WRONG), RSA_MSG), Err(KeyError::NoMatchingKey)));
-        assert!(matches!(decrypt(&keys(RSA), ECC_MSG), Err(KeyError::NoMatchingKey)));
-        assert!(matches!(decrypt(&[], ECC_MSG), Err(KeyError::NoMatchingKey)));
+        assert!(matches!(
+            decrypt(&keys(WRONG), RSA_MSG),
+            Err(KeyError::NoMatchingKey)
+        ));
+        assert!(matches!(
+            decrypt(&keys(RSA), ECC_MSG),
+            Err(KeyError::NoMatchingKey)
+        ));
+        assert!(matches!(
+            decrypt(&[], ECC_MSG),
+            Err(KeyError::NoMatchingKey)
+        ));
         // A passphrase-only message is encrypted to no key at all.
-        assert!(matches!(decrypt(&keys(RSA), SYM_MSG), Err(KeyError::NoMatchingKey)));
+        assert!(matches!(
+            decrypt(&keys(RSA), SYM_MSG),
+            Err(KeyError::NoMatchingKey)
+        ));
     }
 
     #[test]
@@ -221,35 +283,54 @@ mod tests {
         let err = parse_secret_keys(PROTECTED.as_bytes()).unwrap_err();
         let msg = err.to_string();
         assert!(matches!(err, KeyError::PgpProtected { .. }), "{err:?}");
-        assert!(msg.contains("385A6CB9D0781B715BA80BE0A6B667434F9F118F"), "{msg}");
+        assert!(
+            msg.contains("385A6CB9D0781B715BA80BE0A6B667434F9F118F"),
+            "{msg}"
+        );
         assert!(msg.contains("passphrase"), "{msg}");
     }
 
     #[test]
     fn public_blocks_add_nothing_garbage_is_an_error() {
-        let public = "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nxx\n-----END PGP PUBLIC KEY BLOCK-----\n";
+        let public =
+            "-----BEGIN PGP PUBLIC KEY BLOCK-----\n\nxx\n-----END PGP PUBLIC KEY BLOCK-----\n";
         assert!(keys(public).is_empty());
         for bad in ["", "hello", "AGE-SECRET-KEY-1QQQ"] {
             let err = parse_secret_keys(bad.as_bytes()).unwrap_err();
             assert!(matches!(err, KeyError::PgpKeyData(_)), "{bad:?}: {err:?}");
         }
-        let body_garbage = "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n!!!!\n-----END PGP PRIVATE KEY BLOCK-----\n";
-        assert!(matches!(parse_secret_keys(body_garbage.as_bytes()), Err(KeyError::PgpKeyData(_))));
+        let body_garbage =
+            "-----BEGIN PGP PRIVATE KEY BLOCK-----\n\n!!!!\n-----END PGP PRIVATE KEY BLOCK-----\n";
+        assert!(matches!(
+            parse_secret_keys(body_garbage.as_bytes()),
+            Err(KeyError::PgpKeyData(_))
+        ));
         let truncated = &RSA[..RSA.len() / 2];
-        assert!(matches!(parse_secret_keys(truncated.as_bytes()), Err(KeyError::PgpKeyData(_))));
+        assert!(matches!(
+            parse_secret_keys(truncated.as_bytes()),
+            Err(KeyError::PgpKeyData(_))
+        ));
     }
 
     #[test]
     fn garbage_message_is_an_error() {
         let ring = keys(RSA);
-        for bad in ["", "hello", "-----BEGIN PGP MESSAGE-----\n\n!!!!\n-----END PGP MESSAGE-----\n"] {
+        for bad in [
+            "",
+            "hello",
+            "-----BEGIN PGP MESSAGE-----\n\n!!!!\n-----END PGP MESSAGE-----\n",
+        ] {
             let err = decrypt(&ring, bad).unwrap_err();
             assert!(matches!(err, KeyError::PgpEnc(_)), "{bad:?}: {err:?}");
         }
         // Flip a character in the encrypted payload (the last body line before the checksum).
         let mut lines: Vec<String> = RSA_MSG.lines().map(String::from).collect();
         let idx = lines.len() - 3;
-        let c = if lines[idx].starts_with('A') { "B" } else { "A" };
+        let c = if lines[idx].starts_with('A') {
+            "B"
+        } else {
+            "A"
+        };
         lines[idx].replace_range(0..1, c);
         let err = decrypt(&ring, &lines.join("\n")).unwrap_err();
         assert!(matches!(err, KeyError::PgpEnc(_)), "{err:?}");
