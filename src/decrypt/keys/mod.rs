@@ -1,0 +1,316 @@
+//! The keys that unwrap a sops data key: age identities and OpenPGP secret keys, held in
+//! memory (Flux imports them from the decryption Secret's `*.agekey` and `*.asc` entries).
+//!
+//! Each `enc` in a sops file's metadata wraps the data key (or, with Shamir key groups, the
+//! group's part of it) for one recipient; [`Keyring`] unwraps it with an imported key.
+
+mod age;
+mod pgp;
+
+use std::fmt;
+
+use ::pgp::composed::SignedSecretKey;
+use zeroize::Zeroizing;
+
+/// The most plaintext an `enc` may unwrap to. A data key is 32 bytes (a Shamir part 33);
+/// the bound keeps a compressed PGP message from expanding without limit.
+const MAX_PLAINTEXT: usize = 64 * 1024;
+
+/// Why a key could not be imported or a data key not unwrapped. Messages name the line,
+/// fingerprint or stage at fault, never key material or plaintext.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    /// A malformed age identity line.
+    #[error("age identity on line {line}: {reason}")]
+    AgeIdentity {
+        /// 1-based line number in the identity text.
+        line: usize,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// An age identity of a kind this implementation does not handle.
+    #[error(
+        "age identity on line {line}: {kind} identities are not supported, only X25519 ones (AGE-SECRET-KEY-1...)"
+    )]
+    AgeUnsupportedIdentity {
+        /// 1-based line number in the identity text.
+        line: usize,
+        /// The kind of identity found.
+        kind: &'static str,
+    },
+    /// An `enc` value that is not a readable armored age file.
+    #[error("age-encrypted data key: {0}")]
+    AgeEnc(String),
+    /// OpenPGP key data that could not be read.
+    #[error("OpenPGP key data: {0}")]
+    PgpKeyData(&'static str),
+    /// An OpenPGP secret key locked with a passphrase.
+    #[error(
+        "OpenPGP secret key {fingerprint} is protected by a passphrase, which is not supported: export it without one"
+    )]
+    PgpProtected {
+        /// The key's (public) fingerprint.
+        fingerprint: String,
+    },
+    /// An `enc` value that is not a readable, intact PGP message.
+    #[error("PGP-encrypted data key: {0}")]
+    PgpEnc(&'static str),
+    /// None of the imported keys is a recipient of the `enc` value.
+    #[error("no imported key can decrypt the data key")]
+    NoMatchingKey,
+    /// The `enc` value unwraps to more than any data key could be.
+    #[error("the encrypted data key unwraps to more than {0} bytes")]
+    TooLarge(usize),
+}
+
+/// Age identities and OpenPGP secret keys, in memory. Secret material is wiped on drop by
+/// the crates that hold it; `Debug` shows only counts.
+#[derive(Default)]
+pub struct Keyring {
+    age: Vec<::age::x25519::Identity>,
+    pgp: Vec<SignedSecretKey>,
+}
+
+impl fmt::Debug for Keyring {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Keyring")
+            .field("age_identities", &self.age.len())
+            .field("pgp_keys", &self.pgp.len())
+            .finish()
+    }
+}
+
+impl Keyring {
+    /// An empty keyring.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Imports age identities from an identity file's text (as `age-keygen` writes it /
+    /// Flux's `*.agekey` Secret entries): one `AGE-SECRET-KEY-1...` per line, `#` comments
+    /// and blank lines allowed. Returns how many were added. Errors name the line number,
+    /// never the key; on error nothing is added.
+    pub fn import_age(&mut self, text: &str) -> Result<usize, KeyError> {
+        let ids = age::parse_identities(text)?;
+        let added = ids.len();
+        self.age.extend(ids);
+        Ok(added)
+    }
+
+    /// Imports ASCII-armored OpenPGP secret keys (as `gpg --export-secret-keys --armor`
+    /// writes them; one or more keys; RSA and ECC incl. ed25519 + cv25519 subkeys).
+    /// Passphrase-protected keys give a clear error. Returns how many keys were added; on
+    /// error nothing is added.
+    pub fn import_pgp(&mut self, armored: &[u8]) -> Result<usize, KeyError> {
+        let keys = pgp::parse_secret_keys(armored)?;
+        let added = keys.len();
+        self.pgp.extend(keys);
+        Ok(added)
+    }
+
+    /// How many age identities are held.
+    pub fn age_count(&self) -> usize {
+        self.age.len()
+    }
+
+    /// How many OpenPGP secret keys are held.
+    pub fn pgp_count(&self) -> usize {
+        self.pgp.len()
+    }
+
+    /// Whether no key at all is held.
+    pub fn is_empty(&self) -> bool {
+        self.age.is_empty() && self.pgp.is_empty()
+    }
+
+    /// Unwraps a data key (or Shamir part) from the `enc` of an `age` metadata entry: an
+    /// armored age file (`-----BEGIN AGE ENCRYPTED FILE-----`).
+    /// `Err(KeyError::NoMatchingKey)` when no imported identity is a recipient.
+    pub fn decrypt_age(&self, enc: &str) -> Result<Zeroizing<Vec<u8>>, KeyError> {
+        age::decrypt(&self.age, enc)
+    }
+
+    /// Unwraps from the `enc` of a `pgp` metadata entry: an armored PGP MESSAGE, with
+    /// whichever imported secret key (primary or subkey) it is encrypted to (the fingerprint
+    /// in the metadata is informational; sops/gpg pick the key from the message).
+    /// `Err(KeyError::NoMatchingKey)` when none.
+    pub fn decrypt_pgp(&self, enc: &str) -> Result<Zeroizing<Vec<u8>>, KeyError> {
+        pgp::decrypt(&self.pgp, enc)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decrypt::shamir;
+    use aes_gcm::aead::{Aead, KeyInit, Payload, consts::U32};
+    use aes_gcm::{AesGcm, aes::Aes256};
+    use base64::Engine;
+    use serde::Deserialize;
+
+    const ID1: &str = include_str!("testdata/id1.txt");
+    const ID2: &str = include_str!("testdata/id2.txt");
+    const RSA: &str = include_str!("testdata/rsa.sec.asc");
+    const ECC: &str = include_str!("testdata/ecc.sec.asc");
+    const PROTECTED: &str = include_str!("testdata/protected.sec.asc");
+    // `sops encrypt --age <id1> --pgp <rsa>,<ecc>` of the same YAML, with the pgp `enc`s
+    // written by gpg (no pubring.gpg) and by Go's openpgp (pubring.gpg present).
+    const SOPS_GNUPG: &str = include_str!("testdata/sops_gnupg.yaml");
+    const SOPS_OPENPGP: &str = include_str!("testdata/sops_openpgp.yaml");
+    // Three key groups (age id1 | pgp ecc | age id2), shamir_threshold 2.
+    const SOPS_SHAMIR: &str = include_str!("testdata/sops_shamir.yaml");
+
+    #[derive(Deserialize)]
+    struct SopsFile {
+        password: String,
+        sops: Meta,
+    }
+    #[derive(Deserialize)]
+    struct Meta {
+        #[serde(default)]
+        age: Vec<Entry>,
+        #[serde(default)]
+        pgp: Vec<Entry>,
+        #[serde(default)]
+        key_groups: Vec<Group>,
+    }
+    #[derive(Deserialize)]
+    struct Group {
+        #[serde(default)]
+        age: Vec<Entry>,
+        #[serde(default)]
+        pgp: Vec<Entry>,
+    }
+    #[derive(Deserialize)]
+    struct Entry {
+        enc: String,
+    }
+
+    fn parse(text: &str) -> SopsFile {
+        serde_saphyr::from_str(text).unwrap()
+    }
+
+    fn full_keyring() -> Keyring {
+        let mut ring = Keyring::new();
+        assert_eq!(ring.import_age(ID1).unwrap(), 1);
+        assert_eq!(ring.import_age(ID2).unwrap(), 1);
+        assert_eq!(ring.import_pgp(RSA.as_bytes()).unwrap(), 1);
+        assert_eq!(ring.import_pgp(ECC.as_bytes()).unwrap(), 1);
+        ring
+    }
+
+    /// Decrypts the top-level `password` value (`ENC[AES256_GCM,...]`, additional data
+    /// `password:`) with `key`, independently of the cipher module, to prove the key is the
+    /// file's data key.
+    fn open_password(value: &str, key: &[u8]) -> Vec<u8> {
+        let inner = value
+            .strip_prefix("ENC[")
+            .unwrap()
+            .strip_suffix(']')
+            .unwrap();
+        let field = |name: &str| {
+            let raw = inner
+                .split(',')
+                .find_map(|f| f.strip_prefix(&format!("{name}:")))
+                .unwrap();
+            base64::engine::general_purpose::STANDARD
+                .decode(raw)
+                .unwrap()
+        };
+        let mut ciphertext = field("data");
+        ciphertext.extend(field("tag"));
+        let cipher = AesGcm::<Aes256, U32>::new_from_slice(key).unwrap();
+        let iv = field("iv");
+        let nonce = aes_gcm::Nonce::<U32>::try_from(iv.as_slice()).unwrap();
+        let payload = Payload {
+            msg: &ciphertext,
+            aad: b"password:",
+        };
+        cipher.decrypt(&nonce, payload).unwrap()
+    }
+
+    #[test]
+    fn counts_and_debug_hide_material() {
+        let ring = full_keyring();
+        assert_eq!((ring.age_count(), ring.pgp_count()), (2, 2));
+        assert!(!ring.is_empty());
+        assert!(Keyring::new().is_empty());
+        let debug = format!("{ring:?}");
+        assert_eq!(debug, "Keyring { age_identities: 2, pgp_keys: 2 }");
+        let secret = ID1.lines().find(|l| l.starts_with("AGE-")).unwrap();
+        assert!(!debug.contains(&secret[16..]));
+    }
+
+    #[test]
+    fn failed_import_adds_nothing() {
+        let mut ring = Keyring::new();
+        let text = format!("{ID1}\nnot-a-key\n");
+        let err = ring.import_age(&text).unwrap_err();
+        assert!(err.to_string().contains("line 5"), "{err}");
+        assert_eq!(ring.age_count(), 0);
+        let both = format!("{RSA}{PROTECTED}");
+        assert!(matches!(
+            ring.import_pgp(both.as_bytes()),
+            Err(KeyError::PgpProtected { .. })
+        ));
+        assert_eq!(ring.pgp_count(), 0);
+    }
+
+    #[test]
+    fn sops_written_enc_values_unwrap_to_the_same_data_key() {
+        let ring = full_keyring();
+        for (name, text) in [("gnupg", SOPS_GNUPG), ("openpgp", SOPS_OPENPGP)] {
+            let file = parse(text);
+            assert_eq!((file.sops.age.len(), file.sops.pgp.len()), (1, 2), "{name}");
+            let from_age = ring.decrypt_age(&file.sops.age[0].enc).unwrap();
+            assert_eq!(from_age.len(), 32, "{name}");
+            for entry in &file.sops.pgp {
+                assert_eq!(ring.decrypt_pgp(&entry.enc).unwrap(), from_age, "{name}");
+            }
+            assert_eq!(
+                open_password(&file.password, &from_age),
+                b"hunter2",
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn sops_enc_values_with_only_some_keys() {
+        let file = parse(SOPS_GNUPG);
+        let mut ring = Keyring::new();
+        ring.import_pgp(ECC.as_bytes()).unwrap();
+        assert!(matches!(
+            ring.decrypt_age(&file.sops.age[0].enc),
+            Err(KeyError::NoMatchingKey)
+        ));
+        assert!(matches!(
+            ring.decrypt_pgp(&file.sops.pgp[0].enc),
+            Err(KeyError::NoMatchingKey)
+        ));
+        let key = ring.decrypt_pgp(&file.sops.pgp[1].enc).unwrap();
+        assert_eq!(open_password(&file.password, &key), b"hunter2");
+    }
+
+    #[test]
+    fn sops_shamir_groups_combine_to_the_data_key() {
+        let file = parse(SOPS_SHAMIR);
+        let groups = &file.sops.key_groups;
+        assert_eq!(groups.len(), 3);
+        let ring = full_keyring();
+        let parts = [
+            ring.decrypt_age(&groups[0].age[0].enc).unwrap(),
+            ring.decrypt_pgp(&groups[1].pgp[0].enc).unwrap(),
+            ring.decrypt_age(&groups[2].age[0].enc).unwrap(),
+        ];
+        assert!(parts.iter().all(|p| p.len() == 33));
+        let all = shamir::combine(&parts).unwrap();
+        assert_eq!(all.len(), 32);
+        assert_eq!(open_password(&file.password, &all), b"hunter2");
+        for pair in [[0, 1], [0, 2], [1, 2]] {
+            let chosen: Vec<_> = pair.iter().map(|&i| parts[i].clone()).collect();
+            assert_eq!(shamir::combine(&chosen).unwrap(), all, "groups {pair:?}");
+        }
+        assert!(shamir::combine(&parts[..1]).is_err());
+    }
+}
