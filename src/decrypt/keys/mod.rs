@@ -20,6 +20,9 @@ const MAX_PLAINTEXT: usize = 64 * 1024;
 /// fingerprint or stage at fault, never key material or plaintext.
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
+    /// An age identity file that is not UTF-8 text.
+    #[error("age identities are not UTF-8 text")]
+    NotUtf8,
     /// A malformed age identity line.
     #[error("age identity on line {line}: {reason}")]
     AgeIdentity {
