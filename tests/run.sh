@@ -15,6 +15,11 @@ if [[ -z "${KC_DIFF_KUSTOMIZE:-}" ]]; then
   KC_DIFF_KUSTOMIZE="$(bash "$repo/tests/kustomize/install-kustomize.sh")"
 fi
 export KC_DIFF_KUSTOMIZE
+# The reference sops that tests/sops_roundtrip.rs compares our decryption with.
+if [[ -z "${KC_SOPS_BIN:-}" ]]; then
+  KC_SOPS_BIN="$(bash "$repo/tests/sops/install-tools.sh")"
+fi
+export KC_SOPS_BIN
 
 cd "$repo"
 cargo test --locked --all-targets --no-fail-fast "$@"
