@@ -4,6 +4,7 @@
 //! A pure stage: no kube client, no files written, no process-global state. Plaintext and key
 //! material are wiped when dropped, and no error message carries a value.
 
+pub mod stores;
 pub mod tree;
 
 use std::path::Path;
