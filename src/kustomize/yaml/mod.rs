@@ -24,7 +24,7 @@
 mod read;
 
 pub use read::{Booleans, DuplicateKeys};
-mod scalar;
+pub(crate) mod scalar;
 mod write;
 
 use serde_json::Value;
