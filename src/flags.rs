@@ -355,7 +355,12 @@ mod tests {
         let err = flags.validate().unwrap_err();
         assert_eq!(err.flag, "override-manager");
         assert!(err.to_string().contains("--override-manager"));
-        assert!(parse(&["--sops-age-secret=age-keys"]).unwrap().validate().is_ok());
+        assert!(
+            parse(&["--sops-age-secret=age-keys"])
+                .unwrap()
+                .validate()
+                .is_ok()
+        );
         let flags = parse(&["--requeue-dependency=10s"]).unwrap();
         assert_eq!(flags.validate().unwrap_err().flag, "requeue-dependency");
         let flags = parse(&["--feature-gates=GroupChangeLog=true"]).unwrap();

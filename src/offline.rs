@@ -5,12 +5,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use zeroize::Zeroizing;
 use kustomize_controller::api::Kustomization;
 use kustomize_controller::build;
 use kustomize_controller::decrypt::Keyring;
 use kustomize_controller::kustomize::{LoadRestrictions, yaml};
 use kustomize_controller::substitute::strip_newlines;
+use zeroize::Zeroizing;
 
 /// Arguments of `kustomize-controller build`.
 #[derive(Args, Debug)]
@@ -123,8 +123,12 @@ fn sops_keys(
         let imported = if is_armored_pgp(&bytes) {
             keys.import_pgp(&bytes)
         } else {
-            let text = std::str::from_utf8(&bytes)
-                .map_err(|_| format!("{} is neither an age identity file nor an armored OpenPGP key", file.display()))?;
+            let text = std::str::from_utf8(&bytes).map_err(|_| {
+                format!(
+                    "{} is neither an age identity file nor an armored OpenPGP key",
+                    file.display()
+                )
+            })?;
             keys.import_age(text)
         };
         imported.map_err(|e| format!("failed to import SOPS key {}: {e}", file.display()))?;

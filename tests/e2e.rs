@@ -1856,7 +1856,12 @@ async fn create_key_secret(client: &kube::Client, ns: &str, name: &str, entries:
     use k8s_openapi::api::core::v1::Secret;
     let data: serde_json::Map<String, Value> = entries
         .iter()
-        .map(|(entry, file)| (entry.to_string(), json!(sops_fixture(&format!("keys/{file}")))))
+        .map(|(entry, file)| {
+            (
+                entry.to_string(),
+                json!(sops_fixture(&format!("keys/{file}"))),
+            )
+        })
         .collect();
     let secret: Secret = serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "Secret",
@@ -1870,7 +1875,11 @@ async fn create_key_secret(client: &kube::Client, ns: &str, name: &str, entries:
         .expect("create key Secret");
 }
 
-async fn secret_data(client: &kube::Client, ns: &str, name: &str) -> Option<HashMap<String, Vec<u8>>> {
+async fn secret_data(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+) -> Option<HashMap<String, Vec<u8>>> {
     use k8s_openapi::api::core::v1::Secret;
     let secret = Api::<Secret>::namespaced(client.clone(), ns)
         .get_opt(name)
@@ -1890,8 +1899,20 @@ async fn secret_data(client: &kube::Client, ns: &str, name: &str) -> Option<Hash
 async fn sops_encrypted_manifests_and_generator_files_are_decrypted_before_apply() {
     let f = Fixture::new("sops").await;
     let ns = f.ns();
-    create_key_secret(&f.client, ns, "sops-keys", &[("age.agekey", "age-1.agekey"), ("rsa.asc", "pgp-rsa.asc")]).await;
-    create_key_secret(&f.client, ns, "wrong-keys", &[("other.agekey", "age-2-and-3.agekey")]).await;
+    create_key_secret(
+        &f.client,
+        ns,
+        "sops-keys",
+        &[("age.agekey", "age-1.agekey"), ("rsa.asc", "pgp-rsa.asc")],
+    )
+    .await;
+    create_key_secret(
+        &f.client,
+        ns,
+        "wrong-keys",
+        &[("other.agekey", "age-2-and-3.agekey")],
+    )
+    .await;
 
     let kustomization = "\
 apiVersion: kustomize.config.k8s.io/v1beta1
@@ -1923,22 +1944,49 @@ secretGenerator:
     create_git_repository(&f.client, ns, "repo").await;
     f.publish(1, &files).await;
     let decryption = |secret: &str| json!({"provider": "sops", "secretRef": {"name": secret}});
-    create_kustomization(&f.client, ns, "decrypted", "repo", json!({
-        "path": "./app", "targetNamespace": ns, "decryption": decryption("sops-keys"),
-    }))
+    create_kustomization(
+        &f.client,
+        ns,
+        "decrypted",
+        "repo",
+        json!({
+            "path": "./app", "targetNamespace": ns, "decryption": decryption("sops-keys"),
+        }),
+    )
     .await;
-    create_kustomization(&f.client, ns, "wrong-key", "repo", json!({
-        "path": "./app", "targetNamespace": ns, "namePrefix": "wrong-",
-        "decryption": decryption("wrong-keys"),
-    }))
+    create_kustomization(
+        &f.client,
+        ns,
+        "wrong-key",
+        "repo",
+        json!({
+            "path": "./app", "targetNamespace": ns, "namePrefix": "wrong-",
+            "decryption": decryption("wrong-keys"),
+        }),
+    )
     .await;
-    create_kustomization(&f.client, ns, "no-decryption", "repo", json!({
-        "path": "./plain", "targetNamespace": ns, "namePrefix": "plain-",
-    }))
+    create_kustomization(
+        &f.client,
+        ns,
+        "no-decryption",
+        "repo",
+        json!({
+            "path": "./plain", "targetNamespace": ns, "namePrefix": "plain-",
+        }),
+    )
     .await;
 
-    wait_ready_with(&f.client, ns, "decrypted", ConditionStatus::True, "decrypted: Ready").await;
-    let credentials = secret_data(&f.client, ns, "app-credentials").await.expect("app-credentials applied");
+    wait_ready_with(
+        &f.client,
+        ns,
+        "decrypted",
+        ConditionStatus::True,
+        "decrypted: Ready",
+    )
+    .await;
+    let credentials = secret_data(&f.client, ns, "app-credentials")
+        .await
+        .expect("app-credentials applied");
     assert_eq!(credentials["password"], b"s3cr3t-Pa55word");
     assert_eq!(credentials["username"], b"app");
     assert!(String::from_utf8_lossy(&credentials["config.yaml"]).contains("tok_0123456789abcdef"));
@@ -1949,7 +1997,9 @@ secretGenerator:
         sops_fixture("expected/k8s/dockerconfig.json").into_bytes(),
         "the encrypted data value is decrypted to the JSON sops -d prints"
     );
-    let generated = secret_data(&f.client, ns, "generated").await.expect("generated Secret");
+    let generated = secret_data(&f.client, ns, "generated")
+        .await
+        .expect("generated Secret");
     assert_eq!(
         generated["settings.yaml"],
         sops_fixture("expected/keys/pgp-rsa.yaml").into_bytes(),
@@ -1961,26 +2011,52 @@ secretGenerator:
         }
     }
 
-    let (reason, message) =
-        wait_ready_with(&f.client, ns, "wrong-key", ConditionStatus::False, "wrong-key: Ready=False").await;
+    let (reason, message) = wait_ready_with(
+        &f.client,
+        ns,
+        "wrong-key",
+        ConditionStatus::False,
+        "wrong-key: Ready=False",
+    )
+    .await;
     assert_eq!(reason, "BuildFailed", "{message}");
-    assert!(message.contains("pgp-settings.yaml"), "the message names the file: {message}");
+    assert!(
+        message.contains("pgp-settings.yaml"),
+        "the message names the file: {message}"
+    );
     assert!(message.contains("supplied: 2 age identities"), "{message}");
     for secret in ["s3cr3t", "tok_0123", "AGE-SECRET-KEY"] {
         assert!(!message.contains(secret), "{message}");
     }
-    for name in ["wrong-app-credentials", "wrong-generated", "wrong-registry-credentials"] {
-        assert!(secret_data(&f.client, ns, name).await.is_none(), "{name} must not be written");
+    for name in [
+        "wrong-app-credentials",
+        "wrong-generated",
+        "wrong-registry-credentials",
+    ] {
+        assert!(
+            secret_data(&f.client, ns, name).await.is_none(),
+            "{name} must not be written"
+        );
     }
 
     let (reason, message) = wait_ready_with(
-        &f.client, ns, "no-decryption", ConditionStatus::False, "no-decryption: Ready=False",
+        &f.client,
+        ns,
+        "no-decryption",
+        ConditionStatus::False,
+        "no-decryption: Ready=False",
     )
     .await;
     assert_eq!(reason, "ReconciliationFailed", "{message}");
     assert!(
-        message.contains("plain-app-credentials is SOPS encrypted, configuring decryption is required"),
+        message.contains(
+            "plain-app-credentials is SOPS encrypted, configuring decryption is required"
+        ),
         "{message}"
     );
-    assert!(secret_data(&f.client, ns, "plain-app-credentials").await.is_none());
+    assert!(
+        secret_data(&f.client, ns, "plain-app-credentials")
+            .await
+            .is_none()
+    );
 }

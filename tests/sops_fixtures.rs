@@ -55,7 +55,8 @@ fn keyring(files: &[String]) -> Keyring {
         if file.ends_with(".asc") {
             keys.import_pgp(&bytes).unwrap();
         } else {
-            keys.import_age(std::str::from_utf8(&bytes).unwrap()).unwrap();
+            keys.import_age(std::str::from_utf8(&bytes).unwrap())
+                .unwrap();
         }
     }
     keys
@@ -76,7 +77,10 @@ fn read(case: &Case, path: &str) -> Vec<u8> {
 
 fn assert_no_secret(message: &str) {
     for secret in SECRETS {
-        assert!(!message.contains(secret), "message leaks a secret: {message}");
+        assert!(
+            !message.contains(secret),
+            "message leaks a secret: {message}"
+        );
     }
 }
 
@@ -112,9 +116,17 @@ fn keys_that_cannot_open_a_file_are_named_in_a_clear_error() {
             let err = decrypt::decrypt(&data, fmt, fmt, &keyring(set), false)
                 .expect_err(&format!("{} opened with {set:?}", case.name));
             let message = err.to_string();
-            assert!(matches!(err, DecryptError::DataKey(_)), "{}: {message}", case.name);
+            assert!(
+                matches!(err, DecryptError::DataKey(_)),
+                "{}: {message}",
+                case.name
+            );
             assert!(message.contains("supplied:"), "{}: {message}", case.name);
-            assert!(message.contains("encrypted for"), "{}: {message}", case.name);
+            assert!(
+                message.contains("encrypted for"),
+                "{}: {message}",
+                case.name
+            );
             assert_no_secret(&message);
         }
     }
@@ -123,12 +135,19 @@ fn keys_that_cannot_open_a_file_are_named_in_a_clear_error() {
 #[test]
 fn no_keys_lists_what_the_file_offers() {
     let data = std::fs::read(fixtures().join("encrypted/keys/groups-age-pgp.yaml")).unwrap();
-    let err = decrypt::decrypt(&data, Format::Yaml, Format::Yaml, &Keyring::new(), true).unwrap_err();
+    let err =
+        decrypt::decrypt(&data, Format::Yaml, Format::Yaml, &Keyring::new(), true).unwrap_err();
     let message = err.to_string();
     assert!(message.contains("age age1"), "{message}");
     assert!(message.contains("pgp "), "{message}");
-    assert!(message.contains("0 age identities, 0 OpenPGP keys"), "{message}");
-    assert!(message.contains("0 of 2 key groups opened, 2 needed"), "{message}");
+    assert!(
+        message.contains("0 age identities, 0 OpenPGP keys"),
+        "{message}"
+    );
+    assert!(
+        message.contains("0 of 2 key groups opened, 2 needed"),
+        "{message}"
+    );
 }
 
 /// The first `ENC[...]` value of the file with one base64 character of its data changed.
@@ -150,13 +169,23 @@ fn damaged_files_are_errors_that_name_no_secret() {
 
     let tampered = run(&tamper_first_value(&original), false).unwrap_err();
     assert!(matches!(tampered, DecryptError::Value(_)), "{tampered}");
-    assert!(tampered.to_string().contains("authentication failed"), "{tampered}");
+    assert!(
+        tampered.to_string().contains("authentication failed"),
+        "{tampered}"
+    );
 
     let mac_start = original.find("mac: ENC[AES256_GCM,data:").unwrap() + "mac: ".len();
-    let bad_mac = format!("{}{}", &original[..mac_start], tamper_first_value(&original[mac_start..]));
+    let bad_mac = format!(
+        "{}{}",
+        &original[..mac_start],
+        tamper_first_value(&original[mac_start..])
+    );
     let err = run(&bad_mac, true).unwrap_err();
     assert!(matches!(err, DecryptError::Mac(_)), "{err}");
-    assert!(run(&bad_mac, false).is_ok(), "without MAC checks the values still decrypt");
+    assert!(
+        run(&bad_mac, false).is_ok(),
+        "without MAC checks the values still decrypt"
+    );
 
     // A value moved to another key keeps its ciphertext but not its authenticated path.
     let swapped = original.replacen("    user:", "    usr:", 1);
@@ -176,7 +205,10 @@ fn damaged_files_are_errors_that_name_no_secret() {
     }
 
     let oversize = "a: b\n".repeat(decrypt::MAX_ENCRYPTED_FILE_SIZE / 5 + 1);
-    assert!(matches!(run(&oversize, true), Err(DecryptError::TooLarge { .. })));
+    assert!(matches!(
+        run(&oversize, true),
+        Err(DecryptError::TooLarge { .. })
+    ));
 
     for err in [tampered, err] {
         assert_no_secret(&err.to_string());
@@ -186,8 +218,21 @@ fn damaged_files_are_errors_that_name_no_secret() {
 #[test]
 fn garbage_in_every_format_is_an_error() {
     let keys = all_keys();
-    let inputs: [&[u8]; 6] = [b"", b"\xff\xfe", b"{", b"sops: 1", b"[sops]\nmac=x", b"sops_mac=ENC[x"];
-    for fmt in [Format::Yaml, Format::Json, Format::Dotenv, Format::Ini, Format::Binary] {
+    let inputs: [&[u8]; 6] = [
+        b"",
+        b"\xff\xfe",
+        b"{",
+        b"sops: 1",
+        b"[sops]\nmac=x",
+        b"sops_mac=ENC[x",
+    ];
+    for fmt in [
+        Format::Yaml,
+        Format::Json,
+        Format::Dotenv,
+        Format::Ini,
+        Format::Binary,
+    ] {
         for input in inputs {
             assert!(
                 decrypt::decrypt(input, fmt, fmt, &keys, true).is_err(),

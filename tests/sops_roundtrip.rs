@@ -78,14 +78,35 @@ fn run_sops(dir: &Path, args: &[&str], input: &Path) -> Vec<u8> {
 
 fn word(rng: &mut StdRng) -> String {
     const WORDS: [&str; 16] = [
-        "alpha", "yes", "0755", "", "x: y", "- item", "ünïcødé", "1.5", "null", "true",
-        "multi\nline\ntext", " padded ", "#hash", "quote'd", "dq\"x", "tab\there",
+        "alpha",
+        "yes",
+        "0755",
+        "",
+        "x: y",
+        "- item",
+        "ünïcødé",
+        "1.5",
+        "null",
+        "true",
+        "multi\nline\ntext",
+        " padded ",
+        "#hash",
+        "quote'd",
+        "dq\"x",
+        "tab\there",
     ];
     WORDS[rng.random_range(0..WORDS.len())].to_owned()
 }
 
 fn key(rng: &mut StdRng, i: usize) -> String {
-    const KEYS: [&str; 6] = ["name", "secret", "token_unencrypted", "data", "s_value", "port"];
+    const KEYS: [&str; 6] = [
+        "name",
+        "secret",
+        "token_unencrypted",
+        "data",
+        "s_value",
+        "port",
+    ];
     format!("{}{i}", KEYS[rng.random_range(0..KEYS.len())])
 }
 
@@ -154,18 +175,27 @@ fn what_sops_encrypts_we_decrypt_to_what_sops_prints() {
     let dir = tempfile::tempdir().unwrap();
     let recipient = recipient();
     let mut keys = Keyring::new();
-    keys.import_age(&std::fs::read_to_string(key_file()).unwrap()).unwrap();
+    keys.import_age(&std::fs::read_to_string(key_file()).unwrap())
+        .unwrap();
     let rules: [&[&str]; 4] = [
         &[],
         &["--encrypted-regex", "^(s_|data)"],
-        &["--unencrypted-suffix", "_unencrypted", "--mac-only-encrypted"],
+        &[
+            "--unencrypted-suffix",
+            "_unencrypted",
+            "--mac-only-encrypted",
+        ],
         &["--encrypted-suffix", "0"],
     ];
     let mut rng = StdRng::seed_from_u64(0x5eed_50b5);
     let mut failures = Vec::new();
     let mut checked = 0;
     for (format, ext, generate) in [
-        (Format::Yaml, "yaml", yaml_document as fn(&mut StdRng) -> String),
+        (
+            Format::Yaml,
+            "yaml",
+            yaml_document as fn(&mut StdRng) -> String,
+        ),
         (Format::Json, "json", json_document),
         (Format::Dotenv, "env", dotenv_document),
     ] {
@@ -174,12 +204,12 @@ fn what_sops_encrypts_we_decrypt_to_what_sops_prints() {
             let text = generate(&mut rng);
             std::fs::write(&plain_path, &text).unwrap();
             let rule = rules[n % rules.len()];
-            let mut args = vec!["encrypt", "--age", recipient.as_str()];
+            let mut args = vec!["--encrypt", "--age", recipient.as_str()];
             args.extend_from_slice(rule);
             let encrypted = run_sops(dir.path(), &args, &plain_path);
             let encrypted_path = dir.path().join(format!("doc-{n}.enc.{ext}"));
             std::fs::write(&encrypted_path, &encrypted).unwrap();
-            let expected = run_sops(dir.path(), &["decrypt"], &encrypted_path);
+            let expected = run_sops(dir.path(), &["--decrypt"], &encrypted_path);
             checked += 1;
             match decrypt::decrypt(&encrypted, format, format, &keys, true) {
                 Ok(ours) if ours.as_slice() == expected.as_slice() => {}

@@ -46,7 +46,7 @@ pub enum DecryptionError {
         /// Path relative to the artifact root.
         path: String,
         /// Why.
-        source: DecryptError,
+        source: Box<DecryptError>,
     },
     /// An encrypted object did not decrypt.
     #[error("decryption failed for '{object}': {source}")]
@@ -54,23 +54,21 @@ pub enum DecryptionError {
         /// `Kind/name` as Flux prints it.
         object: String,
         /// Why.
-        source: DecryptError,
+        source: Box<DecryptError>,
     },
     /// A Secret data value holding an encrypted file did not decrypt.
     #[error(
-        "decryption failed for '{object}': failed to decrypt and format '{namespace}/{name}' Secret field '{field}': {source}"
+        "decryption failed for '{object}': failed to decrypt and format '{secret}' Secret field '{field}': {source}"
     )]
     SecretField {
         /// `~G_v1_Secret/name`, as Flux prints it.
         object: String,
-        /// The Secret's namespace.
-        namespace: String,
-        /// The Secret's name.
-        name: String,
+        /// `namespace/name`.
+        secret: String,
         /// The data key.
         field: String,
         /// Why.
-        source: DecryptError,
+        source: Box<DecryptError>,
     },
 }
 
@@ -157,8 +155,12 @@ impl SourceWalk<'_> {
         if !format.is_encrypted(&data) {
             return Ok(());
         }
-        let plain = decrypt::decrypt(&data, format, format, self.keys, true)
-            .map_err(|source| DecryptionError::Source { path: display, source })?;
+        let plain = decrypt::decrypt(&data, format, format, self.keys, true).map_err(|source| {
+            DecryptionError::Source {
+                path: display,
+                source: Box::new(source),
+            }
+        })?;
         self.decrypted.insert(path, plain);
         Ok(())
     }
@@ -182,7 +184,7 @@ pub fn decrypt_objects(objects: &mut [Object], keys: &Keyring) -> Result<(), Dec
             let decrypted = decrypt::decrypt_object(object.as_map(), keys).map_err(|source| {
                 DecryptionError::Object {
                     object: flux_id(object),
-                    source,
+                    source: Box::new(source),
                 }
             })?;
             *object = Object::new(decrypted);
@@ -195,23 +197,31 @@ pub fn decrypt_objects(objects: &mut [Object], keys: &Keyring) -> Result<(), Dec
 
 fn decrypt_secret_data(secret: &mut Object, keys: &Keyring) -> Result<(), DecryptionError> {
     let object = flux_id(secret);
-    let namespace = secret.namespace().unwrap_or_default().to_owned();
-    let name = secret.name().to_owned();
+    let id = format!(
+        "{}/{}",
+        secret.namespace().unwrap_or_default(),
+        secret.name()
+    );
     let Some(Value::Object(data)) = secret.as_map_mut().get_mut("data") else {
         return Ok(());
     };
     for (field, value) in data.iter_mut() {
-        let Some(encoded) = value.as_str() else { continue };
-        let Ok(bytes) = STANDARD.decode(encoded) else { continue };
+        let Some(encoded) = value.as_str() else {
+            continue;
+        };
+        let Ok(bytes) = STANDARD.decode(encoded) else {
+            continue;
+        };
         let bytes = Zeroizing::new(bytes);
-        let Some(input) = Format::detect(&bytes) else { continue };
+        let Some(input) = Format::detect(&bytes) else {
+            continue;
+        };
         let plain = decrypt::decrypt(&bytes, input, Format::for_key(field), keys, true).map_err(
             |source| DecryptionError::SecretField {
                 object: object.clone(),
-                namespace: namespace.clone(),
-                name: name.clone(),
+                secret: id.clone(),
                 field: field.clone(),
-                source,
+                source: Box::new(source),
             },
         )?;
         *value = Value::String(STANDARD.encode(plain.as_slice()));
@@ -240,10 +250,7 @@ fn has_sops_block(object: &Object) -> bool {
 pub fn is_encrypted_secret(object: &Object) -> bool {
     object.kind() == "Secret"
         && object.api_version() == "v1"
-        && object
-            .as_map()
-            .get("sops")
-            .is_some_and(|s| !s.is_null())
+        && object.as_map().get("sops").is_some_and(|s| !s.is_null())
 }
 
 /// The object as kustomize's resource id prints in Flux's messages (`~G_v1_Secret/name`).

@@ -361,7 +361,13 @@ mod tests {
             "app/kustomization.yaml",
             "resources: [../../secret.yaml]\n",
         );
-        let err = build(&root, &root.join("app"), &KustomizationSpec::default(), None).unwrap_err();
+        let err = build(
+            &root,
+            &root.join("app"),
+            &KustomizationSpec::default(),
+            None,
+        )
+        .unwrap_err();
         assert!(err.to_string().contains("outside"), "{err}");
     }
 }

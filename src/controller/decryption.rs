@@ -65,7 +65,12 @@ pub async fn load(
     match (&decryption.secret_ref, global) {
         (Some(reference), _) => {
             let secret = read(client, namespace, &reference.name).await?;
-            import(&mut keys, &secret, &format!("{namespace}/{}", reference.name), true)?;
+            import(
+                &mut keys,
+                &secret,
+                &format!("{namespace}/{}", reference.name),
+                true,
+            )?;
         }
         (None, Some(global)) => {
             let secret = read(client, &global.namespace, &global.name).await?;

@@ -11,10 +11,10 @@ use kube::{Resource, ResourceExt};
 use serde_json::json;
 
 use super::context::Context;
+use super::decryption;
 use super::events::Severity;
 use super::schedule;
 use super::status;
-use super::decryption;
 use super::variables;
 use crate::api::duration;
 use crate::api::kustomization::{DeletionPolicy, SourceKind};
@@ -661,7 +661,11 @@ mod tests {
         };
         let failure = refuse_encrypted_secrets(&[secret(json!({}))]).unwrap_err();
         assert_eq!(failure.reason, reason::RECONCILIATION_FAILED);
-        assert!(failure.message.starts_with("Secret/apps/db is SOPS encrypted"));
+        assert!(
+            failure
+                .message
+                .starts_with("Secret/apps/db is SOPS encrypted")
+        );
         let opted_out = secret(json!({"kustomize.toolkit.fluxcd.io/decrypt": "Disabled"}));
         assert!(refuse_encrypted_secrets(&[opted_out]).is_ok());
     }

@@ -42,11 +42,6 @@ pub enum CipherError {
     UnknownType(String),
 }
 
-/// Whether `text` has the shape of an encrypted value.
-pub fn is_encrypted(text: &str) -> bool {
-    parse(text).is_ok()
-}
-
 struct Parts<'a> {
     data: &'a str,
     iv: &'a str,
@@ -115,7 +110,11 @@ fn decode(field: &str, name: &'static str) -> Result<Vec<u8>, CipherError> {
 fn typed(kind: &str, plain: Zeroizing<Vec<u8>>) -> Result<Value, CipherError> {
     let text = || std::str::from_utf8(&plain).map_err(|_| CipherError::Type("UTF-8 string"));
     Ok(match kind {
-        "str" => Value::String(text()?.to_owned()),
+        // Go strings are bytes: a `str` that is not UTF-8 (a binary file) stays bytes.
+        "str" => match String::from_utf8(plain.to_vec()) {
+            Ok(s) => Value::String(s),
+            Err(e) => Value::Bytes(e.into_bytes()),
+        },
         "int" => Value::Int(go_text::parse_int(text()?).ok_or(CipherError::Type("int"))?),
         "float" => Value::Float(go_text::parse_float(text()?).ok_or(CipherError::Type("float"))?),
         "bool" => Value::Bool(go_text::parse_bool(text()?).ok_or(CipherError::Type("bool"))?),
@@ -227,9 +226,7 @@ pub(crate) mod tests {
         ] {
             assert!(decrypt(text, &KEY, "").is_err(), "{text}");
         }
-        assert!(is_encrypted(
-            "ENC[AES256_GCM,data:AA==,iv:AA==,tag:AA==,type:str]"
-        ));
-        assert!(!is_encrypted("ENC[AES256_GCM,data:AA==]"));
+        assert!(parse("ENC[AES256_GCM,data:AA==,iv:AA==,tag:AA==,type:str]").is_ok());
+        assert!(parse("ENC[AES256_GCM,data:AA==]").is_err());
     }
 }

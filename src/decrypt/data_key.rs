@@ -49,7 +49,12 @@ pub fn recover(metadata: &Metadata, keys: &Keyring) -> Result<Zeroizing<Vec<u8>>
             groups
         };
         if parts.len() < needed {
-            return Err(no_key(metadata, keys, &failures, Some((parts.len(), needed, groups))));
+            return Err(no_key(
+                metadata,
+                keys,
+                &failures,
+                Some((parts.len(), needed, groups)),
+            ));
         }
         shamir::combine(&parts)?
     } else {

@@ -194,7 +194,8 @@ fn string(branch: &Branch, name: &str) -> Result<Option<String>, MetadataError> 
 }
 
 fn rule(branch: &Branch) -> Result<Rule, MetadataError> {
-    let candidates: [(&str, fn(String) -> Rule); 6] = [
+    type MakeRule = fn(String) -> Rule;
+    let candidates: [(&str, MakeRule); 6] = [
         ("unencrypted_suffix", Rule::UnencryptedSuffix),
         ("encrypted_suffix", Rule::EncryptedSuffix),
         ("unencrypted_regex", Rule::UnencryptedRegex),

@@ -141,8 +141,12 @@ fn decrypt_branches(
         &data_key,
     )?;
     if verify_mac {
-        let stored = cipher::decrypt(&metadata.mac, &data_key, &metadata.last_modified)
-            .map_err(|_| DecryptError::Mac("the stored MAC does not decrypt (it was changed, or lastmodified was)"))?;
+        let stored =
+            cipher::decrypt(&metadata.mac, &data_key, &metadata.last_modified).map_err(|_| {
+                DecryptError::Mac(
+                    "the stored MAC does not decrypt (it was changed, or lastmodified was)",
+                )
+            })?;
         match stored {
             tree::Value::String(s) if s.is_empty() => {
                 return Err(DecryptError::Mac("the file has no MAC"));
