@@ -193,3 +193,81 @@ fn substitutes_post_build_variables_like_the_controller() {
     assert!(ok, "{stderr}");
     assert_eq!(docs[0]["metadata"]["labels"]["env"], "dev");
 }
+
+fn sops_fixtures() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sops")
+}
+
+#[test]
+fn sops_keys_decrypt_generator_sources_and_patches_as_the_controller_does() {
+    let fixtures = sops_fixtures();
+    let dir = fixtures.join("kustomize");
+    let key = fixtures.join("keys/age-1.agekey");
+    let (ok, docs, stderr) = build(&[dir.to_str().unwrap(), "--sops-key", key.to_str().unwrap()]);
+    assert!(ok, "{stderr}");
+    let secret = docs
+        .iter()
+        .find(|d| d["kind"] == "Secret")
+        .expect("the generated Secret");
+    assert!(
+        secret["metadata"]["name"]
+            .as_str()
+            .unwrap()
+            .starts_with("app-secrets-")
+    );
+    use base64::Engine;
+    // kustomize wraps generated base64 at 70 columns.
+    let decode = |k: &str| {
+        let text = secret["data"][k]
+            .as_str()
+            .unwrap_or_else(|| panic!("data.{k}"));
+        let text: String = text.split_whitespace().collect();
+        base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .unwrap()
+    };
+    assert_eq!(
+        decode("config.yaml"),
+        std::fs::read(fixtures.join("expected/kustomize/config.yaml")).unwrap()
+    );
+    assert_eq!(
+        decode("tls.key"),
+        std::fs::read(fixtures.join("expected/kustomize/tls.key")).unwrap()
+    );
+    assert_eq!(decode("DB_PASSWORD"), b"gener4tor-pa55");
+    let deployment = docs
+        .iter()
+        .find(|d| d["kind"] == "Deployment")
+        .expect("Deployment");
+    let env = &deployment["spec"]["template"]["spec"]["containers"][0]["env"][0];
+    assert_eq!(
+        env["value"], "lic-0123-4567-89ab",
+        "the encrypted patch was decrypted and applied"
+    );
+}
+
+#[test]
+fn sops_errors_name_the_file_and_never_a_secret() {
+    let fixtures = sops_fixtures();
+    let dir = fixtures.join("kustomize");
+    let wrong = fixtures.join("keys/age-2-and-3.agekey");
+    let (ok, _, stderr) = build(&[dir.to_str().unwrap(), "--sops-key", wrong.to_str().unwrap()]);
+    assert!(!ok);
+    assert!(stderr.contains("config.yaml"), "{stderr}");
+    assert!(
+        stderr.contains("supplied: 2 age identities, 0 OpenPGP keys"),
+        "{stderr}"
+    );
+    for secret in ["gener4tor", "lic-0123", "AGE-SECRET-KEY"] {
+        assert!(!stderr.contains(secret), "{stderr}");
+    }
+    let not_a_key = fixtures.join("plain/stores/app.yaml");
+    let (ok, _, stderr) = build(&[
+        dir.to_str().unwrap(),
+        "--sops-key",
+        not_a_key.to_str().unwrap(),
+    ]);
+    assert!(!ok);
+    assert!(stderr.contains("failed to import SOPS key"), "{stderr}");
+    assert!(!stderr.contains("s3cr3t"), "{stderr}");
+}
