@@ -150,7 +150,11 @@ fn key_name(line: &str) -> Result<(String, usize), &'static str> {
 /// ini.v1's `readValue` with its defaults: `"""`/`` ` `` quoting (possibly over several
 /// lines), `\` continuation lines, inline `#`/`;` comments, one pair of surrounding quotes
 /// removed.
-fn read_value(input: &str, lines: &mut Lines<'_>, comment: &mut String) -> Result<String, &'static str> {
+fn read_value(
+    input: &str,
+    lines: &mut Lines<'_>,
+    comment: &mut String,
+) -> Result<String, &'static str> {
     let line = input.trim_start();
     if line.is_empty() {
         return Ok(String::new());
@@ -184,7 +188,10 @@ fn read_value(input: &str, lines: &mut Lines<'_>, comment: &mut String) -> Resul
 }
 
 fn surrounded(s: &str, quote: char) -> bool {
-    s.len() >= 2 && s.starts_with(quote) && s.ends_with(quote) && s[1..].find(quote) == Some(s.len() - 2)
+    s.len() >= 2
+        && s.starts_with(quote)
+        && s.ends_with(quote)
+        && s[1..].find(quote) == Some(s.len() - 2)
 }
 
 fn read_multilines(

@@ -24,7 +24,9 @@ pub(super) fn emit(branches: &Branches) -> Result<Zeroizing<Vec<u8>>, StoreError
         emitter.document(&events, index == 0);
     }
     emitter.stream_end();
-    Ok(Zeroizing::new(std::mem::take(&mut emitter.out).into_bytes()))
+    Ok(Zeroizing::new(
+        std::mem::take(&mut emitter.out).into_bytes(),
+    ))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -517,7 +519,9 @@ impl Emitter {
                 ..
             } => (head.as_str(), line.as_str(), foot.as_str(), tail.as_str()),
             Event::MappingStart { head, tail, .. } => (head.as_str(), "", "", tail.as_str()),
-            Event::MappingEnd { tail, line, foot } => ("", line.as_str(), foot.as_str(), tail.as_str()),
+            Event::MappingEnd { tail, line, foot } => {
+                ("", line.as_str(), foot.as_str(), tail.as_str())
+            }
             Event::SequenceStart { head, .. } => (head.as_str(), "", "", ""),
             Event::SequenceEnd { line, foot } => ("", line.as_str(), foot.as_str(), ""),
             Event::DocumentStart | Event::DocumentEnd => ("", "", "", ""),
@@ -565,13 +569,7 @@ impl Emitter {
         self.indent = self.indents.pop().unwrap_or(-1);
     }
 
-    fn node(
-        &mut self,
-        event: &Event,
-        next: Option<&Event>,
-        root: bool,
-        simple_key: bool,
-    ) {
+    fn node(&mut self, event: &Event, next: Option<&Event>, root: bool, simple_key: bool) {
         self.root_context = root;
         self.simple_key_context = simple_key;
         match event {
@@ -659,10 +657,8 @@ impl Emitter {
         self.write_indicator(":", false, false, false);
         if !self.key_line_comment.is_empty() {
             match event {
-                Event::Scalar { .. } => {
-                    if self.line_comment.is_empty() {
-                        self.line_comment = std::mem::take(&mut self.key_line_comment);
-                    }
+                Event::Scalar { .. } if self.line_comment.is_empty() => {
+                    self.line_comment = std::mem::take(&mut self.key_line_comment);
                 }
                 Event::MappingStart { .. } | Event::SequenceStart { .. } => {
                     std::mem::swap(&mut self.line_comment, &mut self.key_line_comment);
@@ -972,8 +968,7 @@ impl Emitter {
 
     fn write_indent(&mut self) {
         let indent = self.indent.max(0);
-        if !self.indention || self.column > indent || (self.column == indent && !self.whitespace)
-        {
+        if !self.indention || self.column > indent || (self.column == indent && !self.whitespace) {
             self.put_break();
         }
         if self.foot_indent == indent {
