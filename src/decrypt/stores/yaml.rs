@@ -23,7 +23,10 @@ pub(super) fn load(data: &[u8]) -> Result<Branches, StoreError> {
     let mut options = Options::default();
     options.emit_comments = true;
     let parser = Parser::new_from_str_with_options(text, options);
-    let mut builder = Builder::default();
+    let mut builder = Builder {
+        layout: Layout::new(text),
+        ..Builder::default()
+    };
     for event in parser {
         let (event, span) = event.map_err(scan_error)?;
         builder.event(event, &span)?;
@@ -54,6 +57,57 @@ fn syntax(span: &Span, reason: &str) -> StoreError {
 struct Pending {
     text: String,
     column: usize,
+    /// 0-based line.
+    line: usize,
+    /// Already found to be a head comment of the content after it.
+    head: bool,
+}
+
+/// Which lines are blank, and where the next content line starts, to place comments the way
+/// go-yaml's scanner splits them into foot and head comments.
+#[derive(Default)]
+struct Layout {
+    blank: Vec<bool>,
+    /// For each line, the column of the first content (not blank, not comment) line after it.
+    next_content_column: Vec<Option<usize>>,
+}
+
+impl Layout {
+    fn new(text: &str) -> Layout {
+        let lines: Vec<&str> = text.split('\n').collect();
+        let blank: Vec<bool> = lines.iter().map(|l| l.trim().is_empty()).collect();
+        let mut next_content_column = vec![None; lines.len()];
+        let mut next = None;
+        for (i, line) in lines.iter().enumerate().rev() {
+            next_content_column[i] = next;
+            let trimmed = line.trim_start();
+            if !trimmed.is_empty() && !trimmed.starts_with('#') {
+                next = Some(line.len() - trimmed.len());
+            }
+        }
+        Layout {
+            blank,
+            next_content_column,
+        }
+    }
+
+    fn is_blank(&self, line: usize) -> bool {
+        self.blank.get(line).copied().unwrap_or(true)
+    }
+
+    /// Whether the comment block starting at `first` (and ending at `last`) is a foot of the
+    /// content before it, given the column of the innermost open block.
+    fn is_foot(&self, first: usize, last: usize, column: usize, inner: usize) -> bool {
+        let after_content = first > 0 && !self.is_blank(first - 1);
+        if after_content && self.is_blank(last + 1) {
+            return column >= inner;
+        }
+        let next = self.next_content_column.get(last).copied().flatten();
+        match next {
+            Some(next) => next < inner && column != next,
+            None => column >= inner,
+        }
+    }
 }
 
 enum Frame {
@@ -141,6 +195,7 @@ impl Frame {
 
 #[derive(Default)]
 struct Builder {
+    layout: Layout,
     docs: Vec<Branch>,
     stack: Vec<Frame>,
     anchors: Vec<Option<(Value, usize)>>,
@@ -190,7 +245,7 @@ impl Builder {
                     anchor,
                     last: None,
                 });
-                self.flush_pending_into_top(column);
+                self.flush_pending();
                 Ok(())
             }
             Event::MappingStart(style, anchor, _) => {
@@ -204,7 +259,7 @@ impl Builder {
                     anchor,
                     last: None,
                 });
-                self.flush_pending_into_top(column);
+                self.flush_pending();
                 Ok(())
             }
             Event::SequenceEnd | Event::MappingEnd => self.close(span),
@@ -215,7 +270,7 @@ impl Builder {
                 self.doc_comments = Branch::new();
                 Ok(())
             }
-            Event::DocumentEnd => self.end_document(span),
+            Event::DocumentEnd => self.end_document(),
             _ => Ok(()),
         }
     }
@@ -237,6 +292,8 @@ impl Builder {
         self.pending.push(Pending {
             text: text.to_string(),
             column: span.start.col(),
+            line: span.start.line().saturating_sub(1),
+            head: false,
         });
     }
 
@@ -279,11 +336,6 @@ impl Builder {
             }
         }
         Ok(column)
-    }
-
-    /// The remaining pending comments open the collection just pushed.
-    fn flush_pending_into_top(&mut self, _column: usize) {
-        self.flush_pending();
     }
 
     fn expecting_key(&self) -> bool {
@@ -362,18 +414,7 @@ impl Builder {
     }
 
     fn close(&mut self, span: &Span) -> Result<(), StoreError> {
-        if let Some(frame) = self.stack.last_mut() {
-            let column = frame.column();
-            let block = frame.block();
-            let keep = self
-                .pending
-                .iter()
-                .position(|p| block && p.column < column)
-                .unwrap_or(self.pending.len());
-            for p in self.pending.drain(..keep) {
-                frame.push_comment(p.text, false);
-            }
-        }
+        self.place_feet();
         let (value, anchor) = match self.stack.pop() {
             Some(Frame::Seq { items, anchor, .. }) => (Value::Seq(items), anchor),
             Some(Frame::Map { items, anchor, .. }) => (Value::Map(items), anchor),
@@ -382,7 +423,53 @@ impl Builder {
         self.complete(value, anchor, span)
     }
 
-    fn end_document(&mut self, span: &Span) -> Result<(), StoreError> {
+    /// Before a block closes: the leading comment blocks that go-yaml takes for feet of the
+    /// content before them go into the innermost collection; the rest wait for the next node.
+    fn place_feet(&mut self) {
+        let Some(frame) = self.stack.last_mut() else {
+            return;
+        };
+        if !frame.block() {
+            for p in self.pending.drain(..) {
+                frame.push_comment(p.text, false);
+            }
+            return;
+        }
+        let inner = frame.column();
+        let mut taken = 0;
+        while taken < self.pending.len() && !self.pending[taken].head {
+            let first = &self.pending[taken];
+            let mut end = taken + 1;
+            let mut dedented = false;
+            while end < self.pending.len()
+                && self.pending[end].line == self.pending[end - 1].line + 1
+            {
+                let column = self.pending[end].column;
+                if column != first.column && column < inner {
+                    dedented = true;
+                    break;
+                }
+                end += 1;
+            }
+            let last_line = self.pending[end - 1].line;
+            if !dedented
+                && !self
+                    .layout
+                    .is_foot(first.line, last_line, first.column, inner)
+            {
+                break;
+            }
+            taken = end;
+        }
+        for p in self.pending.drain(..taken) {
+            frame.push_comment(p.text, false);
+        }
+        for p in &mut self.pending {
+            p.head = true;
+        }
+    }
+
+    fn end_document(&mut self) -> Result<(), StoreError> {
         if !self.in_document {
             return Ok(());
         }
@@ -406,7 +493,6 @@ impl Builder {
                 value: Value::Null,
             });
         }
-        let _ = span;
         self.docs.push(branch);
         Ok(())
     }
