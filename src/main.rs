@@ -24,6 +24,8 @@ enum Command {
     Crd,
     /// Print the kustomize build of a directory, with no cluster needed.
     Build(offline::BuildArgs),
+    /// Decrypt one SOPS file as the controller does (like `sops -d`), with no cluster needed.
+    Decrypt(offline::DecryptArgs),
 }
 
 fn main() -> ExitCode {
@@ -40,6 +42,7 @@ fn main() -> ExitCode {
             }
         },
         Some(Command::Build(args)) => offline::run(&args),
+        Some(Command::Decrypt(args)) => offline::run_decrypt(&args),
         None => run_controller(cli.flags),
     }
 }

@@ -1,13 +1,14 @@
 //! The offline `build` subcommand: the controller's build stage run on a local directory.
 
 use std::collections::BTreeMap;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 use kustomize_controller::api::Kustomization;
 use kustomize_controller::build;
-use kustomize_controller::decrypt::Keyring;
+use kustomize_controller::decrypt::{self, Format, Keyring};
 use kustomize_controller::kustomize::{LoadRestrictions, yaml};
 use kustomize_controller::substitute::strip_newlines;
 use zeroize::Zeroizing;
@@ -47,6 +48,42 @@ pub struct BuildArgs {
     /// `spec.decryption` Secret holding these keys.
     #[arg(long = "sops-key", value_name = "FILE")]
     sops_keys: Vec<PathBuf>,
+}
+
+/// Arguments of `kustomize-controller decrypt`.
+#[derive(Args, Debug)]
+pub struct DecryptArgs {
+    /// The sops-encrypted file; its format (YAML, JSON, dotenv, INI, else binary) comes from
+    /// its name, as with sops.
+    file: PathBuf,
+    /// A SOPS key: an age identity file or an armored OpenPGP secret key (repeatable).
+    #[arg(long = "sops-key", value_name = "FILE", required = true)]
+    sops_keys: Vec<PathBuf>,
+}
+
+/// Runs `decrypt`: the plaintext on stdout (MAC verified), or the error on stderr.
+pub fn run_decrypt(args: &DecryptArgs) -> ExitCode {
+    let result = sops_keys(&args.sops_keys, None).and_then(|keys| {
+        let keys = keys.unwrap_or_default();
+        let data = std::fs::read(&args.file)
+            .map_err(|e| format!("cannot read {}: {e}", args.file.display()))?;
+        let format = Format::for_path(&args.file);
+        decrypt::decrypt(&data, format, format, &keys, true)
+            .map_err(|e| format!("failed to decrypt {}: {e}", args.file.display()))
+    });
+    match result {
+        Ok(plain) => match std::io::stdout().write_all(&plain) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        },
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 /// kustomize's `--load-restrictor` values.

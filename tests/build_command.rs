@@ -271,3 +271,37 @@ fn sops_errors_name_the_file_and_never_a_secret() {
     assert!(stderr.contains("failed to import SOPS key"), "{stderr}");
     assert!(!stderr.contains("s3cr3t"), "{stderr}");
 }
+
+#[test]
+fn decrypt_prints_what_sops_prints_or_fails_without_output() {
+    let fixtures = sops_fixtures();
+    let run = |file: &str, key: &str| {
+        Command::new(BINARY)
+            .args([
+                "decrypt",
+                fixtures.join(file).to_str().unwrap(),
+                "--sops-key",
+            ])
+            .arg(fixtures.join("keys").join(key))
+            .output()
+            .expect("run kustomize-controller decrypt")
+    };
+    let ok = run("encrypted/stores/app.ini", "age-1.agekey");
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert_eq!(
+        ok.stdout,
+        std::fs::read(fixtures.join("expected/stores/app.ini")).unwrap()
+    );
+    let wrong = run("encrypted/stores/app.ini", "pgp-rsa.asc");
+    assert!(!wrong.status.success());
+    assert!(wrong.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&wrong.stderr);
+    assert!(
+        stderr.contains("app.ini") && stderr.contains("0 age identities, 1 OpenPGP key"),
+        "{stderr}"
+    );
+}
