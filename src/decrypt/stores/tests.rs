@@ -156,7 +156,9 @@ fn check_encrypted_structure(format: Format, name: &str, ext: &str) {
 
 #[test]
 fn yaml_matches_sops() {
-    for name in ["basic", "comments", "multi", "k8s", "feet", "blanks"] {
+    for name in [
+        "basic", "comments", "multi", "k8s", "feet", "blanks", "edge",
+    ] {
         round_trip(Format::Yaml, name, "yaml");
         check_encrypted_structure(Format::Yaml, name, "yaml");
     }

@@ -169,6 +169,13 @@ impl Frame {
                 last: Some((l, index)),
                 ..
             } if *l == line => {
+                if let Some(Value::Map(_) | Value::Seq(_)) = items.get(*index).map(|i| &i.value) {
+                    // sops keeps a collection's line comment at the collection's start.
+                    if let Some(item) = items.get_mut(*index) {
+                        prepend_comment(&mut item.value, comment.text);
+                    }
+                    return true;
+                }
                 items.insert(
                     *index,
                     Item {
@@ -184,12 +191,35 @@ impl Frame {
                 last: Some((l, index)),
                 ..
             } if *l == line => {
+                if let Some(value @ (Value::Map(_) | Value::Seq(_))) = items.get_mut(*index) {
+                    prepend_comment(value, comment.text);
+                    return true;
+                }
                 items.insert(*index, Value::Comment(comment));
                 *index += 1;
                 true
             }
             _ => false,
         }
+    }
+}
+
+/// Puts a comment line first in a collection.
+fn prepend_comment(value: &mut Value, text: String) {
+    let comment = Comment {
+        text,
+        inline: false,
+    };
+    match value {
+        Value::Map(items) => items.insert(
+            0,
+            Item {
+                key: Key::Comment(comment),
+                value: Value::Null,
+            },
+        ),
+        Value::Seq(items) => items.insert(0, Value::Comment(comment)),
+        _ => {}
     }
 }
 

@@ -11,6 +11,8 @@ use crate::decrypt::tree::{Branch, Branches, Key, Value};
 use crate::kustomize::yaml::scalar::{Plain, go_timestamp, resolve_plain};
 
 const BEST_INDENT: i64 = 4;
+/// Longest key (in bytes, with its tag) go-yaml writes as a simple `key:`; longer ones get `? `.
+const MAX_SIMPLE_KEY: usize = 128;
 
 /// Writes every branch as one YAML document, `---` between them.
 pub(super) fn emit(branches: &Branches) -> Result<Zeroizing<Vec<u8>>, StoreError> {
@@ -428,6 +430,7 @@ enum State {
     MappingFirstKey,
     MappingKey,
     MappingSimpleValue,
+    MappingValue,
     FlowEnd,
 }
 
@@ -549,7 +552,8 @@ impl Emitter {
             State::SequenceItem => self.sequence_item(event, next, false),
             State::MappingFirstKey => self.mapping_key(event, next, true),
             State::MappingKey => self.mapping_key(event, next, false),
-            State::MappingSimpleValue => self.mapping_value(event, next),
+            State::MappingSimpleValue => self.mapping_value(event, next, true),
+            State::MappingValue => self.mapping_value(event, next, false),
             State::FlowEnd => self.flow_end(event),
         }
     }
@@ -598,6 +602,10 @@ impl Emitter {
 
     /// An empty collection: `[]` or `{}` (the closing side runs on the end event).
     fn flow_start(&mut self, open: &str) {
+        if self.root_context {
+            // A document that is only comments: go-yaml writes them above the `{}`.
+            self.process_head_comment();
+        }
         self.write_indicator(open, true, true, false);
         self.increase_indent(true, false);
         self.state = State::FlowEnd;
@@ -649,12 +657,26 @@ impl Emitter {
         if !self.line_comment.is_empty() {
             self.key_line_comment = std::mem::take(&mut self.line_comment);
         }
+        if let Event::Scalar { text, tag, .. } = event
+            && (text.len() + tag.map_or(0, str::len) > MAX_SIMPLE_KEY
+                || analyze_scalar(text).multiline)
+        {
+            self.write_indicator("?", true, false, true);
+            self.states.push(State::MappingValue);
+            self.node(event, next, false, false);
+            return;
+        }
         self.states.push(State::MappingSimpleValue);
         self.node(event, next, false, true);
     }
 
-    fn mapping_value(&mut self, event: &Event, next: Option<&Event>) {
-        self.write_indicator(":", false, false, false);
+    fn mapping_value(&mut self, event: &Event, next: Option<&Event>, simple: bool) {
+        if simple {
+            self.write_indicator(":", false, false, false);
+        } else {
+            self.write_indent();
+            self.write_indicator(":", true, false, true);
+        }
         if !self.key_line_comment.is_empty() {
             match event {
                 Event::Scalar { .. } if self.line_comment.is_empty() => {
