@@ -11,6 +11,7 @@ pub mod client;
 pub mod controller;
 pub mod decrypt;
 pub mod flags;
+mod go_json;
 pub mod http;
 pub mod kustomize;
 pub mod leader;

@@ -117,7 +117,7 @@ fn write_go_json(value: &Value, out: &mut String) {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Number(n) => out.push_str(&go_number(n)),
-        Value::String(s) => write_go_string(s, out),
+        Value::String(s) => crate::go_json::write_string(out, s),
         Value::Array(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
@@ -136,7 +136,7 @@ fn write_go_json(value: &Value, out: &mut String) {
                 if i > 0 {
                     out.push(',');
                 }
-                write_go_string(key, out);
+                crate::go_json::write_string(out, key);
                 out.push(':');
                 if let Some(v) = map.get(key.as_str()) {
                     write_go_json(v, out);
@@ -145,28 +145,6 @@ fn write_go_json(value: &Value, out: &mut String) {
             out.push('}');
         }
     }
-}
-
-/// A JSON string the way Go escapes it (`<`, `>`, `&`, U+2028 and U+2029 included).
-fn write_go_string(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
-                out.push_str(&format!("\\u{:04x}", c as u32));
-            }
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 /// A number as Go prints a float64 in JSON: shortest round-trip digits, plain notation

@@ -405,27 +405,7 @@ fn write_value(out: &mut String, value: &Value, depth: usize, key: &str) -> Resu
     Ok(())
 }
 
-/// Go's `encoding/json` string encoding (HTML-safe).
-pub(super) fn write_string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
-                out.push_str(&format!("\\u{:04x}", c as u32));
-            }
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-}
+pub(super) use crate::go_json::write_string;
 
 /// Go's `encoding/json` float: shortest digits, `%f` style between 1e-6 and 1e21, otherwise
 /// `%e` with a negative exponent's leading zero dropped (`1e-07` becomes `1e-7`).
