@@ -1127,9 +1127,9 @@ async fn bad_input_is_refused_with_a_clear_condition_and_nothing_applied() {
         ),
         (
             "decryption",
-            json!({"decryption": {"provider": "sops"}}),
+            json!({"decryption": {"provider": "sops", "secretRef": {"name": "no-such-keys"}}}),
             "BuildFailed",
-            "spec.decryption is not supported",
+            "secrets \"no-such-keys\" not found",
         ),
         (
             "patches",

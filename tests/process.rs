@@ -56,7 +56,6 @@ fn http_get(port: u16, path: &str) -> Result<(u16, String), String> {
 #[test]
 fn flags_without_behaviour_are_refused_by_name() {
     for (flag, name) in [
-        ("--sops-age-secret=age", "--sops-age-secret"),
         (
             "--default-service-account=deployer",
             "--default-service-account",
