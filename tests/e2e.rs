@@ -1419,24 +1419,10 @@ fn kustomize_fixture_files() -> Vec<(String, String)> {
 fn reference_kustomize() -> &'static std::path::Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| {
-        if let Some(path) = std::env::var_os(REFERENCE_KUSTOMIZE_ENV).filter(|v| !v.is_empty()) {
-            return PathBuf::from(path);
-        }
-        let script = support::repo_root().join("tests/kustomize/install-kustomize.sh");
-        let output = Command::new("bash")
-            .arg(&script)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-        assert!(
-            output.status.success(),
-            "{} failed; the kustomize e2e tests need the reference kustomize (or \
-             {REFERENCE_KUSTOMIZE_ENV}). Its stderr:\n{}",
-            script.display(),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        PathBuf::from(stdout.lines().last().unwrap_or("").trim())
+        support::reference_tool(
+            REFERENCE_KUSTOMIZE_ENV,
+            "tests/kustomize/install-kustomize.sh",
+        )
     })
 }
 

@@ -208,40 +208,7 @@ fn check_build(fixture: &str, dir: &Path, build: &str, expect: Expect) -> Result
 fn reference_binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| {
-        if let Some(path) = std::env::var_os(KUSTOMIZE_ENV).filter(|v| !v.is_empty()) {
-            return PathBuf::from(path);
-        }
-        let script = support::repo_root().join("tests/kustomize/install-kustomize.sh");
-        eprintln!(
-            "kustomize_differential: getting the reference kustomize with {} (the first run \
-             builds it and takes a while; set {KUSTOMIZE_ENV} to use an existing binary)",
-            script.display()
-        );
-        let output = Command::new("bash")
-            .arg(&script)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        if !output.status.success() {
-            panic!(
-                "{} failed ({}); the differential tests need the reference kustomize. \
-                 Its stderr:\n{}",
-                script.display(),
-                output.status,
-                tail_lines(&stderr, 40)
-            );
-        }
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let path = PathBuf::from(stdout.lines().last().unwrap_or("").trim());
-        if !path.is_file() {
-            panic!(
-                "{} did not print the path of a kustomize binary (stdout: {stdout:?}); stderr:\n{}",
-                script.display(),
-                tail_lines(&stderr, 40)
-            );
-        }
-        path
+        support::reference_tool(KUSTOMIZE_ENV, "tests/kustomize/install-kustomize.sh")
     })
 }
 
@@ -523,11 +490,6 @@ fn first_line(text: &str) -> &str {
         .find(|l| l.starts_with("Error") || l.starts_with("error"))
         .or_else(|| text.lines().next())
         .unwrap_or("")
-}
-
-fn tail_lines(text: &str, n: usize) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
 #[test]

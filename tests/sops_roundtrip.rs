@@ -9,7 +9,7 @@ mod support;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
 
 use kustomize_controller::decrypt::{self, Format, Keyring};
@@ -21,24 +21,7 @@ const DOCUMENTS_PER_FORMAT: usize = 25;
 
 fn sops() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
-    BINARY.get_or_init(|| {
-        if let Some(path) = std::env::var_os(SOPS_ENV).filter(|v| !v.is_empty()) {
-            return PathBuf::from(path);
-        }
-        let script = support::repo_root().join("tests/sops/install-tools.sh");
-        let output = Command::new("bash")
-            .arg(&script)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-        assert!(
-            output.status.success(),
-            "{} failed; the round-trip test needs the real sops. Its stderr:\n{}",
-            script.display(),
-            String::from_utf8_lossy(&output.stderr)
-        );
-        PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
-    })
+    BINARY.get_or_init(|| support::reference_tool(SOPS_ENV, "tests/sops/install-tools.sh"))
 }
 
 fn key_file() -> PathBuf {
@@ -232,21 +215,7 @@ fn what_sops_encrypts_we_decrypt_to_what_sops_prints() {
 
 /// The reference kustomize (`KC_DIFF_KUSTOMIZE`, else tests/kustomize/install-kustomize.sh).
 fn kustomize() -> PathBuf {
-    if let Some(path) = std::env::var_os("KC_DIFF_KUSTOMIZE").filter(|v| !v.is_empty()) {
-        return PathBuf::from(path);
-    }
-    let script = support::repo_root().join("tests/kustomize/install-kustomize.sh");
-    let output = Command::new("bash")
-        .arg(&script)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
+    support::reference_tool("KC_DIFF_KUSTOMIZE", "tests/kustomize/install-kustomize.sh")
 }
 
 /// What Flux applies for an encrypted kustomization tree: its sources decrypted in place by

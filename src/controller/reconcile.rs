@@ -60,7 +60,7 @@ impl Failure {
     }
 
     /// Spec fields whose behaviour this controller does not have yet; `subject` names them
-    /// with their verb (`spec.decryption is`).
+    /// with their verb (`spec.kubeConfig is`).
     fn unsupported(reason: &'static str, subject: &str) -> Self {
         Failure::new(
             reason,

@@ -86,6 +86,47 @@ pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// A reference tool the tests compare with (kustomize, sops): the binary `env_var` names, else
+/// the one `script` (relative to the repository) installs and prints the path of on its last
+/// stdout line. Panics with the script's stderr when it cannot be had: tests never skip.
+#[allow(dead_code)]
+pub fn reference_tool(env_var: &str, script: &str) -> PathBuf {
+    if let Some(path) = std::env::var_os(env_var).filter(|v| !v.is_empty()) {
+        return PathBuf::from(path);
+    }
+    let script = repo_root().join(script);
+    eprintln!(
+        "getting a reference tool with {} (the first run builds it and takes a while; set \
+         {env_var} to use an existing binary)",
+        script.display()
+    );
+    let output = Command::new("bash")
+        .arg(&script)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let path = PathBuf::from(stdout.lines().last().unwrap_or("").trim());
+    assert!(
+        output.status.success() && path.is_file(),
+        "{} failed ({}) or printed no binary path (stdout: {stdout:?}); set {env_var} or fix it. \
+         Its stderr:\n{}",
+        script.display(),
+        output.status,
+        stderr
+            .lines()
+            .rev()
+            .take(40)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    path
+}
+
 /// Finds kubectl: `<state dir>/bin/kubectl` (symlink written by up.sh next to the kubeconfig),
 /// else the newest `k8s-*/kubectl` in the binary cache, else `kubectl` from PATH.
 fn kubectl_binary() -> PathBuf {
