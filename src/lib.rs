@@ -12,6 +12,7 @@ pub mod controller;
 pub mod decrypt;
 pub mod flags;
 mod go_json;
+pub mod health;
 pub mod http;
 pub mod kustomize;
 pub mod leader;

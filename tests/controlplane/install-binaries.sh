@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the test control plane's binaries (kube-apiserver, etcd, kubectl) from the Go module
-# proxy and fetches Flux's source CRDs from the source-controller module. Everything lands in a
+# Builds the test control plane's binaries (kube-apiserver, kube-controller-manager,
+# kube-scheduler, etcd, kubectl, and kwok for fake nodes and kubelets) from the Go module proxy
+# and fetches Flux's source CRDs from the source-controller module. Everything lands in a
 # cache outside the repository, keyed by version, so only the first run pays for the build.
 #
 # Prints the cache directory on stdout. Nothing built here is ever part of the product.
@@ -8,17 +9,23 @@ set -euo pipefail
 
 K8S_VERSION="${K8S_VERSION:-v1.35.4}"
 SOURCE_CONTROLLER_VERSION="${SOURCE_CONTROLLER_VERSION:-v1.9.6}"
+KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
 CACHE_ROOT="${KC_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kustomize-controller-tests}"
 BIN_DIR="$CACHE_ROOT/k8s-$K8S_VERSION"
 CRD_DIR="$CACHE_ROOT/source-controller-$SOURCE_CONTROLLER_VERSION"
+KWOK_DIR="$CACHE_ROOT/kwok-$KWOK_VERSION"
+K8S_COMMANDS=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 
 log() { echo "install-binaries: $*" >&2; }
 
 # True if the cached binaries exist and carry the right version stamp (earlier versions of this
 # script built them without one: they reported v0.0.0-master and an empty major/minor).
 binaries_ok() {
-  [[ -x "$BIN_DIR/kube-apiserver" && -x "$BIN_DIR/etcd" && -x "$BIN_DIR/kubectl" ]] \
-    && [[ "$("$BIN_DIR/kube-apiserver" --version 2>/dev/null)" == "Kubernetes $K8S_VERSION" ]]
+  local cmd
+  for cmd in "${K8S_COMMANDS[@]}" etcd; do
+    [[ -x "$BIN_DIR/$cmd" ]] || return 1
+  done
+  [[ "$("$BIN_DIR/kube-apiserver" --version 2>/dev/null)" == "Kubernetes $K8S_VERSION" ]]
 }
 
 build_kubernetes() {
@@ -29,7 +36,7 @@ build_kubernetes() {
   local work
   work="$(mktemp -d)"
   trap 'rm -rf "$work"' RETURN
-  log "building kube-apiserver, kubectl and etcd $K8S_VERSION (first run only; takes a while)"
+  log "building ${K8S_COMMANDS[*]} and etcd $K8S_VERSION (first run only; takes a while)"
 
   # k8s.io/kubernetes requires its staging modules at v0.0.0 and replaces them with local
   # paths; a consumer must pin each one to the published v0.X.Y instead.
@@ -68,6 +75,8 @@ package tools
 
 import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
 	_ "k8s.io/kubernetes/cmd/kubectl"
 )
 GO
@@ -87,8 +96,10 @@ GO
     done
     rm -rf "$BIN_DIR.tmp"
     mkdir -p "$BIN_DIR.tmp"
-    go build -trimpath -ldflags "$ldflags" -o "$BIN_DIR.tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver >&2
-    go build -trimpath -ldflags "$ldflags" -o "$BIN_DIR.tmp/kubectl" k8s.io/kubernetes/cmd/kubectl >&2
+    local cmd
+    for cmd in "${K8S_COMMANDS[@]}"; do
+      go build -trimpath -ldflags "$ldflags" -o "$BIN_DIR.tmp/$cmd" "k8s.io/kubernetes/cmd/$cmd" >&2
+    done
     go build -trimpath -ldflags "-s -w" -o "$BIN_DIR.tmp/etcd" ./etcd >&2
   )
   rm -rf "$BIN_DIR"
@@ -111,6 +122,21 @@ fetch_source_crds() {
   mv "$CRD_DIR.tmp" "$CRD_DIR"
 }
 
+# kwok simulates nodes and kubelets: pods are scheduled onto its fake nodes, run, and become
+# Ready (or stay unready, or fail) as its Stage resources say.
+build_kwok() {
+  if [[ -x "$KWOK_DIR/kwok" ]]; then
+    return
+  fi
+  log "building kwok $KWOK_VERSION (first run only)"
+  rm -rf "$KWOK_DIR.tmp"
+  mkdir -p "$KWOK_DIR.tmp"
+  GOBIN="$KWOK_DIR.tmp" GOFLAGS=-mod=mod go install -trimpath -ldflags "-s -w" \
+    "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" >&2
+  rm -rf "$KWOK_DIR"
+  mv "$KWOK_DIR.tmp" "$KWOK_DIR"
+}
+
 mkdir -p "$CACHE_ROOT"
 # Serialise concurrent installs into the same cache (e.g. up.sh for two state dirs).
 exec 8>"$CACHE_ROOT/.install.lock"
@@ -120,5 +146,6 @@ if command -v flock >/dev/null && ! flock -n 8; then
 fi
 build_kubernetes
 binaries_ok || { log "built binaries do not report Kubernetes $K8S_VERSION"; exit 1; }
+build_kwok
 fetch_source_crds
 echo "$CACHE_ROOT"
