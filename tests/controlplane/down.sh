@@ -26,7 +26,8 @@ fi
 exec 9>>"$STATE_DIR/lock"
 flock -w 120 9 || die "timed out after 120s waiting for $STATE_DIR/lock"
 
-stop_process "$STATE_DIR" kube-apiserver 10
-stop_process "$STATE_DIR" etcd 10
+for name in kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
+  stop_process "$STATE_DIR" "$name" 10
+done
 rm -rf "$STATE_DIR"
 log "control plane in $STATE_DIR stopped and removed"

@@ -125,14 +125,25 @@ fetch_source_crds() {
 # kwok simulates nodes and kubelets: pods are scheduled onto its fake nodes, run, and become
 # Ready (or stay unready, or fail) as its Stage resources say.
 build_kwok() {
-  if [[ -x "$KWOK_DIR/kwok" ]]; then
+  if [[ -x "$KWOK_DIR/kwok" ]] && compgen -G "$KWOK_DIR/stages/*.yaml" >/dev/null; then
     return
   fi
   log "building kwok $KWOK_VERSION (first run only)"
   rm -rf "$KWOK_DIR.tmp"
-  mkdir -p "$KWOK_DIR.tmp"
+  mkdir -p "$KWOK_DIR.tmp/stages"
   GOBIN="$KWOK_DIR.tmp" GOFLAGS=-mod=mod go install -trimpath -ldflags "-s -w" \
     "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" >&2
+  # kwok's own stages, as kwokctl configures them: nodes become Ready and keep a lease; pods
+  # become Ready, Job pods complete, deleted pods go away; and the chaos stage that fails a
+  # running pod labelled pod-container-running-failed.stage.kwok.x-k8s.io=true (failed Jobs).
+  local dir stage
+  dir="$(go mod download -json "sigs.k8s.io/kwok@$KWOK_VERSION" | python3 -c 'import json,sys; print(json.load(sys.stdin)["Dir"])')"
+  for stage in node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with-lease \
+    pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete \
+    pod/chaos/pod-container-running-failed; do
+    cp "$dir/kustomize/stage/$stage.yaml" "$KWOK_DIR.tmp/stages/"
+  done
+  chmod u+w "$KWOK_DIR.tmp/stages"/*.yaml
   rm -rf "$KWOK_DIR"
   mv "$KWOK_DIR.tmp" "$KWOK_DIR"
 }

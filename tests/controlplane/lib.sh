@@ -4,6 +4,7 @@
 # Defaults shared with install-binaries.sh (exported so that script builds the same versions).
 export K8S_VERSION="${K8S_VERSION:-v1.35.4}"
 export SOURCE_CONTROLLER_VERSION="${SOURCE_CONTROLLER_VERSION:-v1.9.6}"
+export KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
 
 # Marker file up.sh puts in every state dir; down.sh refuses to delete a directory without it.
 # shellcheck disable=SC2034 # used by the scripts that source this file

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Starts (idempotently) a throwaway Kubernetes control plane on loopback for the integration tests
-# and the demo: etcd plus kube-apiserver, no controller-manager, no scheduler, no kubelet.
+# Starts (idempotently) a throwaway Kubernetes cluster on loopback for the integration tests, the
+# benchmarks and the demo: etcd, kube-apiserver, kube-controller-manager and kube-scheduler, and
+# kwok simulating two nodes and their kubelets. Deployments roll out, pods become Ready, Jobs
+# complete (or fail, for pods labelled pod-container-running-failed.stage.kwok.x-k8s.io=true),
+# and namespaces finish terminating, at a few hundred MiB and no container runtime.
 #
 # Usage: tests/controlplane/up.sh [STATE_DIR]      (default STATE_DIR: <repo>/.controlplane)
 #
 # - Binaries come from install-binaries.sh (built once into ~/.cache/kustomize-controller-tests).
-# - STATE_DIR holds the PKI, etcd data, logs (etcd.log, kube-apiserver.log), pid files, the admin
-#   kubeconfig (STATE_DIR/kubeconfig) and a `bin` symlink to the kubectl/etcd/kube-apiserver used.
+# - STATE_DIR holds the PKI, etcd data, logs (one NAME.log per process), pid files, the admin
+#   kubeconfig (STATE_DIR/kubeconfig) and a `bin` symlink to the Kubernetes binaries used.
 # - If STATE_DIR already runs a healthy control plane, only the CRDs are re-applied.
 # - Installs every CustomResourceDefinition found in <repo>/crds/ plus the source-controller CRDs
 #   (GitRepository, OCIRepository, Bucket, ExternalArtifact) and waits until they are Established.
@@ -52,10 +55,12 @@ fi
 CACHE_ROOT="$("$SCRIPT_DIR/install-binaries.sh" </dev/null 9>&-)" \
   || die "install-binaries.sh failed (see its messages above)"
 BIN_DIR="$CACHE_ROOT/k8s-$K8S_VERSION"
+KWOK_DIR="$CACHE_ROOT/kwok-$KWOK_VERSION"
 SOURCE_CRD_DIR="$CACHE_ROOT/source-controller-$SOURCE_CONTROLLER_VERSION"
-for bin in etcd kube-apiserver kubectl; do
+for bin in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl; do
   [[ -x "$BIN_DIR/$bin" ]] || die "$BIN_DIR/$bin is missing after install-binaries.sh"
 done
+[[ -x "$KWOK_DIR/kwok" ]] || die "$KWOK_DIR/kwok is missing after install-binaries.sh"
 KUBECTL="$BIN_DIR/kubectl"
 
 kubectl_admin() { "$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" "$@"; }
@@ -65,13 +70,27 @@ readyz() {
   kubectl_admin get --raw=/readyz --request-timeout=5s >/dev/null 2>&1
 }
 
+# Every process of the cluster, in start order (stopped in reverse).
+PROCESSES=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+
 healthy() {
-  is_running "$STATE_DIR" etcd && is_running "$STATE_DIR" kube-apiserver && readyz
+  local name
+  for name in "${PROCESSES[@]}"; do
+    is_running "$STATE_DIR" "$name" || return 1
+  done
+  readyz
+}
+
+stop_all() {
+  local i
+  for ((i = ${#PROCESSES[@]} - 1; i >= 0; i--)); do
+    stop_process "$STATE_DIR" "${PROCESSES[i]}" 5
+  done
 }
 
 print_log_tails() {
   local name
-  for name in etcd kube-apiserver; do
+  for name in "${PROCESSES[@]}"; do
     if [[ -f "$STATE_DIR/$name.log" ]]; then
       log "----- last 40 lines of $STATE_DIR/$name.log -----"
       tail -n 40 "$STATE_DIR/$name.log" >&2 || true
@@ -82,8 +101,7 @@ print_log_tails() {
 fail_start() {
   log "error: $*"
   print_log_tails
-  stop_process "$STATE_DIR" kube-apiserver 5
-  stop_process "$STATE_DIR" etcd 5
+  stop_all
   log "logs are kept in $STATE_DIR"
   exit 1
 }
@@ -92,7 +110,7 @@ fail_start() {
 start_bg() {
   local name="$1"
   shift
-  setsid nohup "$@" </dev/null >"$STATE_DIR/$name.log" 2>&1 9>&- &
+  setsid nohup "$@" </dev/null >"$STATE_DIR/$name.log" 2>&1 9>&- 8>&- &
   echo "$!" >"$STATE_DIR/$name.pid"
 }
 
@@ -175,8 +193,7 @@ EOF
 
 start_control_plane() {
   log "starting a fresh control plane in $STATE_DIR"
-  stop_process "$STATE_DIR" kube-apiserver 5
-  stop_process "$STATE_DIR" etcd 5
+  stop_all
   # Wipe everything but the lock we are holding.
   find "$STATE_DIR" -mindepth 1 -maxdepth 1 ! -name lock -exec rm -rf {} +
   touch "$STATE_DIR/$CP_MARKER"
@@ -202,8 +219,9 @@ start_control_plane() {
     --log-level=warn
 
   local pki="$STATE_DIR/pki"
-  # No controller-manager runs, so: no ServiceAccount admission (pods would need the `default`
-  # ServiceAccount it creates) and no endpoint reconciler (127.0.0.1 is not a valid endpoint IP).
+  # No ServiceAccount admission (kwok's pods need no token volume, and a pod created before the
+  # controller-manager made the namespace's `default` ServiceAccount would be refused) and no
+  # endpoint reconciler (127.0.0.1 is not a valid endpoint IP).
   start_bg kube-apiserver "$BIN_DIR/kube-apiserver" \
     --etcd-servers="$etcd_client" \
     --bind-address=127.0.0.1 \
@@ -231,7 +249,83 @@ start_control_plane() {
     sleep 0.5
   done
   log "control plane ready on https://127.0.0.1:$apiserver_port (etcd on $etcd_client)"
+  start_workload_controllers
 }
+
+# kube-controller-manager, kube-scheduler and kwok, with client limits high enough that the
+# cluster is never what a benchmark measures.
+start_workload_controllers() {
+  local pki="$STATE_DIR/pki" kwok_port
+  read -r kwok_port <<<"$(free_ports 1)"
+  start_bg kube-controller-manager "$BIN_DIR/kube-controller-manager" \
+    --kubeconfig="$KUBECONFIG_FILE" \
+    --secure-port=0 \
+    --leader-elect=false \
+    --service-account-private-key-file="$pki/sa.key" \
+    --root-ca-file="$pki/ca.crt" \
+    --use-service-account-credentials=false \
+    --kube-api-qps=1000 \
+    --kube-api-burst=2000 \
+    --concurrent-deployment-syncs=10 \
+    --concurrent-replicaset-syncs=10 \
+    --profiling=false
+  cat >"$STATE_DIR/kube-scheduler.yaml" <<EOF
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: $KUBECONFIG_FILE
+  qps: 1000
+  burst: 2000
+leaderElection:
+  leaderElect: false
+EOF
+  start_bg kube-scheduler "$BIN_DIR/kube-scheduler" \
+    --config="$STATE_DIR/kube-scheduler.yaml" \
+    --secure-port=0 \
+    --profiling=false
+  local configs=() stage
+  for stage in "$KWOK_DIR"/stages/*.yaml; do configs+=(--config="$stage"); done
+  start_bg kwok "$KWOK_DIR/kwok" \
+    --kubeconfig="$KUBECONFIG_FILE" \
+    "${configs[@]}" \
+    --manage-all-nodes=false \
+    --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
+    --node-lease-duration-seconds=40 \
+    --cidr=10.244.0.0/16 \
+    --node-ip=10.0.1.1 \
+    --server-address="127.0.0.1:$kwok_port"
+
+  local node
+  for node in kwok-node-0 kwok-node-1; do
+    kubectl_admin apply --server-side --field-manager=kustomize-controller-tests -f - >/dev/null <<EOF \
+      || fail_start "creating the kwok node $node failed"
+apiVersion: v1
+kind: Node
+metadata:
+  name: $node
+  annotations:
+    kwok.x-k8s.io/node: fake
+    node.alpha.kubernetes.io/ttl: "0"
+  labels:
+    kubernetes.io/arch: amd64
+    kubernetes.io/hostname: $node
+    kubernetes.io/os: linux
+    kubernetes.io/role: agent
+    type: kwok
+EOF
+  done
+  local deadline=$((SECONDS + READY_TIMEOUT)) name
+  until [[ "$(kubectl_admin get nodes -l type=kwok \
+    -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{" "}{end}' 2>/dev/null)" == "True True " ]]; do
+    for name in kube-controller-manager kube-scheduler kwok; do
+      is_running "$STATE_DIR" "$name" || fail_start "$name exited during startup"
+    done
+    ((SECONDS < deadline)) || fail_start "the kwok nodes did not become Ready within ${READY_TIMEOUT}s"
+    sleep 0.5
+  done
+  log "kube-controller-manager, kube-scheduler and kwok running; nodes kwok-node-0 and kwok-node-1 Ready"
+}
+
 
 install_crds() {
   local files=() f
