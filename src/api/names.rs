@@ -87,6 +87,10 @@ pub mod reason {
     pub const ACCESS_DENIED: &str = "AccessDenied";
     /// Health checks passed.
     pub const SUCCEEDED: &str = "Succeeded";
+    /// A new reconcile request cancelled the health checks.
+    pub const HEALTH_CHECK_CANCELED: &str = "HealthCheckCanceled";
+    /// A CEL expression of the spec does not parse; the Kustomization is stalled.
+    pub const INVALID_CEL_EXPRESSION: &str = "InvalidCELExpression";
     /// The Kustomization is suspended.
     pub const SUSPENDED: &str = "Suspended";
 }

@@ -70,6 +70,8 @@ pub struct Change {
     pub id: ObjectId,
     /// What happened to it.
     pub action: Action,
+    /// `metadata.generation` of the object the API server returned, when it was applied.
+    pub generation: Option<i64>,
 }
 
 /// The outcome of an apply or a prune, in order.
@@ -181,6 +183,11 @@ impl Applier {
         }
     }
 
+    /// The discovery cache this applier resolves kinds with.
+    pub fn resolver(&self) -> &Resolver {
+        &self.resolver
+    }
+
     /// Applies every object in Flux's stage order. Returns the change set in apply order,
     /// which is also the inventory order.
     pub async fn apply_all(&self, mut objects: Vec<Object>) -> Result<ChangeSet, ApplyError> {
@@ -231,6 +238,7 @@ impl Applier {
             return Ok(Change {
                 id,
                 action: Action::Skipped,
+                generation: None,
             });
         }
         object.set_labels(&self.owner_labels());
@@ -248,6 +256,7 @@ impl Applier {
             return Ok(Change {
                 id,
                 action: Action::Skipped,
+                generation: None,
             });
         }
         let params = PatchParams::apply(APPLY_FIELD_MANAGER).force();
@@ -275,7 +284,11 @@ impl Applier {
             }
             Some(_) => Action::Unchanged,
         };
-        Ok(Change { id, action })
+        Ok(Change {
+            id,
+            action,
+            generation: applied.metadata.generation,
+        })
     }
 
     fn policy(&self, object: &Object) -> Policy {
@@ -445,6 +458,7 @@ impl Applier {
             return Ok(Some(Change {
                 id: id.clone(),
                 action: Action::Skipped,
+                generation: None,
             }));
         }
         if live.metadata.deletion_timestamp.is_none() {
@@ -461,6 +475,7 @@ impl Applier {
         Ok(Some(Change {
             id: id.clone(),
             action: Action::Deleted,
+            generation: None,
         }))
     }
 }
@@ -525,14 +540,17 @@ mod tests {
             Change {
                 id: id("a", "v1"),
                 action: Action::Created,
+                generation: None,
             },
             Change {
                 id: id("b", "v1"),
                 action: Action::Unchanged,
+                generation: None,
             },
             Change {
                 id: id("c", "v1"),
                 action: Action::Deleted,
+                generation: None,
             },
         ]);
         assert!(set.has_changes());
@@ -543,6 +561,7 @@ mod tests {
         let quiet = ChangeSet(vec![Change {
             id: id("b", "v1"),
             action: Action::Unchanged,
+            generation: None,
         }]);
         assert!(!quiet.has_changes());
     }

@@ -7,9 +7,12 @@ use std::time::Duration;
 
 use kube::Client;
 use kube::runtime::reflector::ObjectRef;
+use tokio::sync::Semaphore;
 
 use super::events::EventSink;
+use super::interrupts::Interrupts;
 use crate::api::Kustomization;
+use crate::health::wait::HealthWatches;
 use crate::metrics::Metrics;
 use crate::source::ArtifactFetcher;
 
@@ -32,6 +35,14 @@ pub struct Settings {
     pub min_retry_delay: Duration,
     /// Upper bound of that backoff.
     pub max_retry_delay: Duration,
+    /// Kustomizations that fetch, build, apply and prune at once (`--concurrent`). Health
+    /// checks wait outside this bound: a wait costs no CPU and must not hold back others.
+    pub concurrent: usize,
+    /// Stop a health check at the first Failed object (unless `DisableFailFastBehavior`).
+    pub health_fail_fast: bool,
+    /// A new reconcile request cancels a running health check
+    /// (`CancelHealthCheckOnNewRevision`).
+    pub cancel_health_check_on_new_revision: bool,
     /// The age Secret used when a Kustomization's decryption names no Secret
     /// (`--sops-age-secret`, in the controller's namespace).
     pub sops_age_secret: Option<super::decryption::GlobalAgeSecret>,
@@ -50,6 +61,12 @@ pub struct Context {
     pub metrics: Metrics,
     /// Settings from the flags.
     pub settings: Settings,
+    /// The watches health checks share.
+    pub health_watches: HealthWatches,
+    /// Health checks a new reconcile request may cancel.
+    pub interrupts: std::sync::Arc<Interrupts>,
+    /// Permits for the working part of a reconcile (`--concurrent`).
+    pub work_permits: std::sync::Arc<Semaphore>,
     failures: Mutex<HashMap<ObjectRef<Kustomization>, u32>>,
 }
 
@@ -61,8 +78,12 @@ impl Context {
         events: EventSink,
         metrics: Metrics,
         settings: Settings,
+        interrupts: std::sync::Arc<Interrupts>,
     ) -> Self {
         Context {
+            health_watches: HealthWatches::new(client.clone()),
+            work_permits: std::sync::Arc::new(Semaphore::new(settings.concurrent.max(1))),
+            interrupts,
             client,
             fetcher,
             events,

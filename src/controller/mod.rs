@@ -4,6 +4,7 @@
 mod context;
 pub mod decryption;
 pub mod events;
+mod interrupts;
 mod reconcile;
 pub mod schedule;
 pub mod status;
@@ -22,6 +23,7 @@ use kube::runtime::{PredicateConfig, WatchStreamExt};
 use kube::{Client, Resource, ResourceExt};
 
 pub use context::{Context, Settings};
+pub use interrupts::Interrupts;
 pub use reconcile::{ReconcileError, reconcile};
 
 use crate::api::Kustomization;
@@ -106,6 +108,11 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
         concurrent_ssa: usize::from(flags.concurrent_ssa),
         custom_apply_stage_kinds: flags.custom_apply_stage_kinds.clone(),
         interval_jitter_percentage: flags.interval_jitter_percentage,
+        concurrent: usize::from(flags.concurrent.max(1)),
+        health_fail_fast: !flags.feature_gates.enabled("DisableFailFastBehavior"),
+        cancel_health_check_on_new_revision: flags
+            .feature_gates
+            .enabled("CancelHealthCheckOnNewRevision"),
         min_retry_delay: flags.min_retry_delay,
         max_retry_delay: flags.max_retry_delay,
         sops_age_secret: match (&runtime_namespace, flags.sops_age_secret.as_str()) {
@@ -117,12 +124,16 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
         },
     };
     let events = events::EventSink::new(client.clone(), identity, &flags.events_addr);
+    let interrupts = Arc::new(Interrupts::new(
+        settings.cancel_health_check_on_new_revision,
+    ));
     let context = Arc::new(Context::new(
         client.clone(),
         fetcher,
         events,
         metrics,
         settings.clone(),
+        Arc::clone(&interrupts),
     ));
 
     let watch_namespace = if flags.watch_all_namespaces {
@@ -133,7 +144,13 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
                 .ok_or(RunError::NoRuntimeNamespace("--watch-all-namespaces=false"))?,
         )
     };
-    let controller = build_controller(client, watch_namespace.as_deref(), &flags, &settings);
+    let controller = build_controller(
+        client,
+        watch_namespace.as_deref(),
+        &flags,
+        &settings,
+        interrupts,
+    );
     let (stopping, stop_requested) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
         shutdown_signal().await;
@@ -177,11 +194,19 @@ async fn stopped(mut stop_requested: tokio::sync::watch::Receiver<bool>) {
     let _ = stop_requested.wait_for(|stop| *stop).await;
 }
 
+/// The controller: Kustomizations and what triggers their reconciles. Every trigger also
+/// interrupts a running health check of the Kustomization it names, when the
+/// `CancelHealthCheckOnNewRevision` gate is on.
+///
+/// The controller itself runs any number of reconciles at once; `--concurrent` bounds the
+/// working part of each (see [`Context::work_permits`]), so Kustomizations waiting for
+/// their workloads never hold back others.
 fn build_controller(
     client: Client,
     namespace: Option<&str>,
     flags: &ControllerFlags,
     settings: &Settings,
+    interrupts: Arc<Interrupts>,
 ) -> Controller<Kustomization> {
     let kustomizations: Api<Kustomization> = match namespace {
         Some(ns) => Api::namespaced(client.clone(), ns),
@@ -192,13 +217,25 @@ fn build_controller(
         watch_config = watch_config.labels(&flags.watch_label_selector);
     }
     let (reader, writer) = reflector::store();
+    let spec_interrupts = Arc::clone(&interrupts);
     let triggers = watcher(kustomizations, watch_config)
         .default_backoff()
         .reflect(writer)
         .applied_objects()
-        .predicate_filter(reconcile_trigger, PredicateConfig::default());
+        .predicate_filter(reconcile_trigger, PredicateConfig::default())
+        .inspect(move |ks| {
+            if let Ok(ks) = ks {
+                let object = ObjectRef::from_obj(ks);
+                let trigger = format!(
+                    "Kustomization/{}/{}",
+                    object.namespace.as_deref().unwrap_or(""),
+                    object.name
+                );
+                spec_interrupts.interrupt(&object, &trigger);
+            }
+        });
     let mut controller = Controller::for_stream(triggers, reader.clone())
-        .with_config(ControllerConfig::default().concurrency(flags.concurrent.max(1)));
+        .with_config(ControllerConfig::default().concurrency(0));
     for kind in SourceKind::ALL {
         if kind == SourceKind::ExternalArtifact && !settings.allow_external_artifact {
             continue;
@@ -209,11 +246,23 @@ fn build_controller(
             None => Api::all_with(client.clone(), &resource),
         };
         let store = reader.clone();
+        let interrupts = Arc::clone(&interrupts);
         controller = controller.watches_with(
             sources,
             resource,
             watcher::Config::default(),
-            move |source| kustomizations_to_update(&store, kind, &source),
+            move |source| {
+                let updated = kustomizations_to_update(&store, kind, &source);
+                let trigger = format!(
+                    "{kind}/{}/{}",
+                    source.namespace().unwrap_or_default(),
+                    source.name_any()
+                );
+                for object in &updated {
+                    interrupts.interrupt(object, &trigger);
+                }
+                updated
+            },
         );
     }
     controller = watch_variables::<ConfigMap>(controller, &client, namespace, &reader, "ConfigMap");

@@ -2,13 +2,16 @@
 //! health -> prune -> status. Each stage is one call; a failed stage stops the pipeline
 //! before anything from that build is applied or pruned.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::runtime::controller::Action as Requeue;
+use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use serde_json::json;
+use tokio::sync::OwnedSemaphorePermit;
 
 use super::context::Context;
 use super::decryption;
@@ -17,13 +20,16 @@ use super::schedule;
 use super::status;
 use super::variables;
 use crate::api::duration;
+use crate::api::kustomization::ResourceInventory;
 use crate::api::kustomization::{DeletionPolicy, SourceKind};
-use crate::api::names::{FINALIZER, reason};
+use crate::api::names::{FINALIZER, GROUP, reason};
 use crate::api::source::{Artifact, artifact_of, source_version};
-use crate::api::{Kustomization, KustomizationStatus, ResourceRef};
-use crate::apply::{Applier, ApplyError, ChangeSet, ObjectId, Owner, stale_objects};
+use crate::api::{ConditionStatus, Kustomization, KustomizationStatus};
+use crate::apply::{Action, Applier, ApplyError, ChangeSet, ObjectId, Owner, stale_objects};
 use crate::build::{self, BuildError};
 use crate::decrypt::Keyring;
+use crate::health::cel::HealthCheckExprs;
+use crate::health::wait::{Target, WaitError, WaitOptions};
 use crate::manifest::Object;
 use crate::source::{FetchError, PathError, resolve_path};
 
@@ -44,11 +50,26 @@ pub enum ReconcileError {
     Finalize(#[from] ApplyError),
 }
 
+/// The prefix Flux gives errors that no retry can fix.
+const TERMINAL_ERROR_MESSAGE: &str = "Reconciliation failed terminally due to configuration error";
+
 /// A failed stage: the Ready reason Flux uses for it and a message naming what is at fault.
 #[derive(Debug)]
 struct Failure {
     reason: &'static str,
     message: String,
+    kind: FailureKind,
+}
+
+/// What follows a failure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FailureKind {
+    /// Retried after `retryInterval`.
+    Retry,
+    /// A configuration error: Stalled, retried only when the Kustomization changes.
+    Terminal,
+    /// A new reconcile request cancelled the health checks: reconciled again at once.
+    Canceled,
 }
 
 impl Failure {
@@ -56,6 +77,24 @@ impl Failure {
         Failure {
             reason,
             message: message.into(),
+            kind: FailureKind::Retry,
+        }
+    }
+
+    fn terminal(reason: &'static str, error: impl std::fmt::Display) -> Self {
+        Failure {
+            reason,
+            message: format!("{TERMINAL_ERROR_MESSAGE}: {error}"),
+            kind: FailureKind::Terminal,
+        }
+    }
+
+    /// The health checks were cancelled by `trigger` (`Kind/namespace/name`).
+    fn canceled(trigger: &str) -> Self {
+        Failure {
+            reason: reason::HEALTH_CHECK_CANCELED,
+            message: format!("New reconciliation triggered by {trigger}"),
+            kind: FailureKind::Canceled,
         }
     }
 
@@ -73,7 +112,6 @@ impl Failure {
 struct Applied {
     revision: String,
     origin_revision: Option<String>,
-    inventory: Vec<ResourceRef>,
     changes: ChangeSet,
 }
 
@@ -82,6 +120,8 @@ pub async fn reconcile(
     cached: Arc<Kustomization>,
     ctx: Arc<Context>,
 ) -> Result<Requeue, ReconcileError> {
+    // `--concurrent` bounds the work; the permit is given back before health checks wait.
+    let permit = Arc::clone(&ctx.work_permits).acquire_owned().await.ok();
     let namespace = cached.namespace().unwrap_or_default();
     let api: Api<Kustomization> = Api::namespaced(ctx.client.clone(), &namespace);
     // The watch cache may not hold the status this controller wrote last, and pruning
@@ -110,7 +150,7 @@ pub async fn reconcile(
 
     let started = Instant::now();
     let mut status = ks.status.clone().unwrap_or_default();
-    let outcome = run_pipeline(&api, &ks, &ctx, &mut status).await;
+    let outcome = run_pipeline(&api, &ks, &ctx, &mut status, permit).await;
     status::record_requested_at(&ks, &mut status);
     let interval = duration::parse(&ks.spec.interval).unwrap_or(Duration::from_secs(600));
     let requeue = match outcome {
@@ -121,9 +161,6 @@ pub async fn reconcile(
                 &applied.revision,
                 applied.origin_revision.as_deref(),
             );
-            status.inventory = Some(crate::api::kustomization::ResourceInventory {
-                entries: applied.inventory,
-            });
             status::write(&api, &ks, &status)
                 .await
                 .map_err(|source| ReconcileError::Kube {
@@ -160,6 +197,48 @@ pub async fn reconcile(
                 .await;
             next
         }
+        Err(failure) if failure.kind == FailureKind::Terminal => {
+            status::mark_stalled(&ks, &mut status, failure.reason, &failure.message);
+            status::write(&api, &ks, &status)
+                .await
+                .map_err(|source| ReconcileError::Kube {
+                    action: "status update",
+                    source,
+                })?;
+            tracing::error!(kustomization = %ks.name_any(), namespace, reason = failure.reason, "{}", failure.message);
+            ctx.events
+                .publish(&ks, Severity::Error, failure.reason, &failure.message, None)
+                .await;
+            ctx.metrics
+                .observe_reconcile(&namespace, &ks.name_any(), started.elapsed());
+            return Ok(Requeue::await_change());
+        }
+        Err(failure) if failure.kind == FailureKind::Canceled => {
+            status::mark_failed(&ks, &mut status, failure.reason, &failure.message);
+            status::write(&api, &ks, &status)
+                .await
+                .map_err(|source| ReconcileError::Kube {
+                    action: "status update",
+                    source,
+                })?;
+            tracing::info!(kustomization = %ks.name_any(), namespace, "{}, canceling health checks", failure.message);
+            let trigger = failure
+                .message
+                .trim_start_matches("New reconciliation triggered by ");
+            let revision = status.last_attempted_revision.clone();
+            ctx.events
+                .publish(
+                    &ks,
+                    Severity::Info,
+                    failure.reason,
+                    &format!(
+                        "Health checks canceled due to new reconciliation triggered by {trigger}"
+                    ),
+                    revision.as_deref(),
+                )
+                .await;
+            Duration::ZERO
+        }
         Err(failure) => {
             status::mark_failed(&ks, &mut status, failure.reason, &failure.message);
             status::write(&api, &ks, &status)
@@ -191,13 +270,17 @@ pub async fn reconcile(
     Ok(Requeue::requeue(requeue))
 }
 
-/// The pipeline proper. Progress is written to status once the revision is known.
+/// The pipeline proper. Progress is written to status once the revision is known. `permit`
+/// is held until everything but the health checks is done.
 async fn run_pipeline(
     api: &Api<Kustomization>,
     ks: &Kustomization,
     ctx: &Context,
     status: &mut KustomizationStatus,
+    permit: Option<OwnedSemaphorePermit>,
 ) -> Result<Applied, Failure> {
+    let exprs = HealthCheckExprs::new(ks.spec.health_check_exprs.as_deref().unwrap_or(&[]))
+        .map_err(|e| Failure::terminal(reason::INVALID_CEL_EXPRESSION, e))?;
     refuse_unsupported_fields(ks)?;
     let artifact = get_artifact(ks, ctx).await?;
     let revision = artifact.revision.clone();
@@ -207,7 +290,7 @@ async fn run_pipeline(
         "Fetching manifests for revision {revision} with a timeout of {}",
         duration::format(timeout)
     );
-    status::mark_progressing(ks, status, &revision, &step);
+    status::mark_progressing(ks, status, &step);
     status::write(api, ks, status).await.map_err(|e| {
         Failure::new(
             reason::RECONCILIATION_FAILED,
@@ -231,6 +314,7 @@ async fn run_pipeline(
     let objects = substitute(ks, ctx, objects).await?;
     drop(workdir);
     refuse_encrypted_secrets(&objects)?;
+    let jobs_with_ttl = jobs_with_ttl(&objects);
 
     let applier = Applier::new(
         ctx.client.clone(),
@@ -241,18 +325,64 @@ async fn run_pipeline(
         timeout,
     );
     let mut changes = apply(&applier, objects, timeout).await?;
-    check_health(ks)?;
+    let drifted = changes.has_changes();
     let inventory: Vec<ObjectId> = changes.0.iter().map(|c| c.id.clone()).collect();
+    let previous = previous_inventory(status);
+    let stale = stale_objects(&previous, &inventory);
+    // Until the prune is done, the stale objects stay in the inventory: a failed prune or a
+    // crash leaves them to be pruned by the next reconcile, never orphaned.
+    let pending: Vec<ObjectId> = inventory.iter().chain(&stale).cloned().collect();
+    set_inventory(status, &pending);
     if ks.spec.prune {
-        let pruned = prune(&applier, status, &inventory).await?;
+        let pruned = prune(&applier, &stale).await?;
         changes.0.extend(pruned.0);
     }
+    set_inventory(status, &inventory);
+    drop(permit);
+
+    check_health(
+        api,
+        ks,
+        ctx,
+        status,
+        HealthCheck {
+            applier: &applier,
+            changes: &changes,
+            jobs_with_ttl,
+            revision: &revision,
+            exprs: &exprs,
+            timeout,
+            drifted,
+        },
+    )
+    .await?;
     Ok(Applied {
         revision,
         origin_revision: artifact.origin_revision().map(str::to_string),
-        inventory: inventory.iter().map(ObjectId::to_ref).collect(),
         changes,
     })
+}
+
+fn set_inventory(status: &mut KustomizationStatus, objects: &[ObjectId]) {
+    status.inventory = Some(ResourceInventory {
+        entries: objects.iter().map(ObjectId::to_ref).collect(),
+    });
+}
+
+/// Jobs with `spec.ttlSecondsAfterFinished`: the TTL controller may delete them once
+/// complete, which then counts as completed.
+fn jobs_with_ttl(objects: &[Object]) -> HashSet<ObjectId> {
+    objects
+        .iter()
+        .filter(|o| o.group() == "batch" && o.kind() == "Job")
+        .filter(|o| {
+            o.as_map()
+                .get("spec")
+                .and_then(|spec| spec.get("ttlSecondsAfterFinished"))
+                .is_some_and(|ttl| !ttl.is_null())
+        })
+        .map(ObjectId::of)
+        .collect()
 }
 
 /// Fields whose behaviour this controller does not have yet. Ignoring them would apply to
@@ -426,34 +556,178 @@ async fn apply(
     }
 }
 
-/// Stage `health`: health assessment is not part of this controller yet, so a
-/// Kustomization that asks for it is not reported ready without it.
-fn check_health(ks: &Kustomization) -> Result<(), Failure> {
-    let asks = ks.spec.wait == Some(true)
-        || ks
-            .spec
-            .health_checks
-            .as_ref()
-            .is_some_and(|h| !h.is_empty());
-    if asks {
-        return Err(Failure::unsupported(
-            reason::HEALTH_CHECK_FAILED,
-            "spec.wait and spec.healthChecks are",
-        ));
+/// What the health stage works on.
+struct HealthCheck<'a> {
+    applier: &'a Applier,
+    changes: &'a ChangeSet,
+    jobs_with_ttl: HashSet<ObjectId>,
+    revision: &'a str,
+    exprs: &'a HealthCheckExprs,
+    timeout: Duration,
+    /// The apply changed something.
+    drifted: bool,
+}
+
+/// Stage `health`: with `spec.wait`, every applied object; otherwise the objects of
+/// `spec.healthChecks`. Waits until all are Current, as Flux's controller decides it, and
+/// records the outcome in the Healthy condition.
+async fn check_health(
+    api: &Api<Kustomization>,
+    ks: &Kustomization,
+    ctx: &Context,
+    status: &mut KustomizationStatus,
+    check: HealthCheck<'_>,
+) -> Result<(), Failure> {
+    let targets = health_targets(ks, check.changes);
+    if targets.is_empty() {
+        status::clear_healthy(status);
+        return Ok(());
     }
-    Ok(())
+    let was_healthy = status::was_healthy(status);
+    let new_revision = status.last_applied_revision.as_deref() != Some(check.revision);
+    let step = format!(
+        "Running health checks for revision {} with a timeout of {}",
+        check.revision,
+        duration::format(check.timeout)
+    );
+    status::mark_step(ks, status, &step);
+    status::mark_healthy(
+        ks,
+        status,
+        ConditionStatus::Unknown,
+        reason::PROGRESSING,
+        &step,
+    );
+    status::write(api, ks, status).await.map_err(|e| {
+        Failure::new(
+            reason::RECONCILIATION_FAILED,
+            format!("unable to update the healthy status to progressing: {e}"),
+        )
+    })?;
+
+    let started = Instant::now();
+    let options = WaitOptions {
+        timeout: check.timeout,
+        fail_fast: ctx.settings.health_fail_fast,
+        jobs_with_ttl: check.jobs_with_ttl,
+    };
+    let mut interruptible = ctx.interrupts.register(ObjectRef::from_obj(ks));
+    let outcome = ctx
+        .health_watches
+        .wait(
+            check.applier.resolver(),
+            &targets,
+            check.exprs,
+            &options,
+            interruptible.interrupted(),
+        )
+        .await;
+    match outcome {
+        Ok(()) => {
+            let message = format!(
+                "Health check passed in {}",
+                duration::format(started.elapsed())
+            );
+            if !was_healthy || (new_revision && check.drifted) {
+                ctx.events
+                    .publish(
+                        ks,
+                        Severity::Info,
+                        reason::PROGRESSING,
+                        &message,
+                        Some(check.revision),
+                    )
+                    .await;
+            }
+            status::mark_healthy(
+                ks,
+                status,
+                ConditionStatus::True,
+                reason::SUCCEEDED,
+                &message,
+            );
+            Ok(())
+        }
+        Err(WaitError::Canceled(trigger)) => Err(Failure::canceled(&trigger)),
+        Err(err) => {
+            let message = err.to_string();
+            status::mark_healthy(
+                ks,
+                status,
+                ConditionStatus::False,
+                reason::HEALTH_CHECK_FAILED,
+                &message,
+            );
+            Err(Failure::new(
+                reason::HEALTH_CHECK_FAILED,
+                format!(
+                    "health check failed after {}: {message}",
+                    duration::format(started.elapsed())
+                ),
+            ))
+        }
+    }
+}
+
+/// The objects to assess: every applied object that was not skipped (`spec.wait`), or
+/// those `spec.healthChecks` names, never the Kustomization itself (it would wait on
+/// itself). A health check without apiVersion means `apps/v1`, as in Flux; one without a
+/// namespace is in the Kustomization's namespace, as the API documents it.
+fn health_targets(ks: &Kustomization, changes: &ChangeSet) -> Vec<Target> {
+    let namespace = ks.namespace().unwrap_or_default();
+    let name = ks.name_any();
+    let is_self = |id: &ObjectId| {
+        id.group == GROUP
+            && id.kind == "Kustomization"
+            && id.name == name
+            && id.namespace == namespace
+    };
+    let targets: Vec<Target> = if ks.spec.wait == Some(true) {
+        changes
+            .0
+            .iter()
+            .filter(|c| !matches!(c.action, Action::Skipped | Action::Deleted))
+            .map(|c| Target {
+                id: c.id.clone(),
+                min_generation: c.generation,
+            })
+            .collect()
+    } else {
+        ks.spec
+            .health_checks
+            .iter()
+            .flatten()
+            .map(|check| {
+                let api_version = check
+                    .api_version
+                    .as_deref()
+                    .filter(|v| !v.is_empty())
+                    .unwrap_or("apps/v1");
+                let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+                Target {
+                    id: ObjectId {
+                        namespace: check
+                            .namespace
+                            .clone()
+                            .filter(|ns| !ns.is_empty())
+                            .unwrap_or_else(|| namespace.clone()),
+                        name: check.name.clone(),
+                        group: group.to_string(),
+                        kind: check.kind.clone(),
+                        version: version.to_string(),
+                    },
+                    min_generation: None,
+                }
+            })
+            .collect()
+    };
+    targets.into_iter().filter(|t| !is_self(&t.id)).collect()
 }
 
 /// Stage `prune`: deletes what left the inventory.
-async fn prune(
-    applier: &Applier,
-    status: &KustomizationStatus,
-    inventory: &[ObjectId],
-) -> Result<ChangeSet, Failure> {
-    let previous = previous_inventory(status);
-    let stale = stale_objects(&previous, inventory);
+async fn prune(applier: &Applier, stale: &[ObjectId]) -> Result<ChangeSet, Failure> {
     applier
-        .prune(&stale)
+        .prune(stale)
         .await
         .map_err(|e| Failure::new(reason::PRUNE_FAILED, e.to_string()))
 }
@@ -670,13 +944,98 @@ mod tests {
         assert!(refuse_encrypted_secrets(&[opted_out]).is_ok());
     }
 
+    fn change(kind: &str, name: &str, action: Action) -> crate::apply::Change {
+        crate::apply::Change {
+            id: ObjectId {
+                namespace: "apps".into(),
+                name: name.into(),
+                group: if kind == "Kustomization" {
+                    GROUP.into()
+                } else {
+                    "apps".into()
+                },
+                kind: kind.into(),
+                version: "v1".into(),
+            },
+            action,
+            generation: Some(3),
+        }
+    }
+
     #[test]
-    fn unbuilt_stages_refuse_instead_of_pretending() {
+    fn wait_assesses_every_applied_object_but_skipped_ones_and_itself() {
         let mut k = ks("1m", None);
+        k.metadata.namespace = Some("apps".into());
+        let changes = ChangeSet(vec![
+            change("Deployment", "web", Action::Created),
+            change("Deployment", "ignored", Action::Skipped),
+            change("StatefulSet", "db", Action::Unchanged),
+            change("Kustomization", "app", Action::Configured),
+        ]);
+        assert!(health_targets(&k, &changes).is_empty());
         k.spec.wait = Some(true);
+        let targets = health_targets(&k, &changes);
+        let names: Vec<&str> = targets.iter().map(|t| t.id.name.as_str()).collect();
+        assert_eq!(names, ["web", "db"]);
+        assert_eq!(targets[0].min_generation, Some(3));
+    }
+
+    #[test]
+    fn health_checks_default_to_apps_v1_and_the_kustomization_namespace() {
+        let mut k = ks("1m", None);
+        k.metadata.namespace = Some("apps".into());
+        k.spec.health_checks = Some(vec![
+            crate::api::kustomization::NamespacedObjectKindReference {
+                api_version: None,
+                kind: "Deployment".into(),
+                name: "web".into(),
+                namespace: None,
+            },
+            crate::api::kustomization::NamespacedObjectKindReference {
+                api_version: Some("v1".into()),
+                kind: "Service".into(),
+                name: "db".into(),
+                namespace: Some("data".into()),
+            },
+        ]);
+        let targets = health_targets(&k, &ChangeSet::default());
+        assert_eq!(targets[0].id.describe(), "Deployment/apps/web");
+        assert_eq!(targets[0].id.api_version(), "apps/v1");
+        assert_eq!(targets[1].id.describe(), "Service/data/db");
+        assert_eq!(targets[1].id.api_version(), "v1");
+        assert_eq!(targets[1].min_generation, None);
+    }
+
+    #[test]
+    fn only_jobs_with_a_ttl_may_vanish() {
+        let job = |name: &str, spec: serde_json::Value| {
+            Object::new(
+                json!({"apiVersion": "batch/v1", "kind": "Job",
+                    "metadata": {"name": name, "namespace": "apps"}, "spec": spec})
+                .as_object()
+                .unwrap()
+                .clone(),
+            )
+        };
+        let set = jobs_with_ttl(&[
+            job("ttl", json!({"ttlSecondsAfterFinished": 60})),
+            job("plain", json!({})),
+        ]);
+        let names: Vec<&str> = set.iter().map(|id| id.name.as_str()).collect();
+        assert_eq!(names, ["ttl"]);
+    }
+
+    #[test]
+    fn invalid_expressions_are_terminal_with_flux_prefix() {
+        let failure = Failure::terminal(reason::INVALID_CEL_EXPRESSION, "bad expression");
+        assert_eq!(failure.kind, FailureKind::Terminal);
         assert_eq!(
-            check_health(&k).unwrap_err().reason,
-            reason::HEALTH_CHECK_FAILED
+            failure.message,
+            "Reconciliation failed terminally due to configuration error: bad expression"
+        );
+        assert_eq!(
+            Failure::canceled("GitRepository/flux-system/repo").message,
+            "New reconciliation triggered by GitRepository/flux-system/repo"
         );
     }
 }

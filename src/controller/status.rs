@@ -11,22 +11,14 @@ use crate::api::names::{
 };
 use crate::api::{ConditionStatus, Kustomization, KustomizationStatus};
 
-/// Marks the reconcile as in progress with the current step, as Flux does. Ready turns
-/// Unknown only when there is something new to apply, so that a periodic reconcile of an
-/// unchanged revision does not make a ready Kustomization flicker.
-pub fn mark_progressing(
-    ks: &Kustomization,
-    status: &mut KustomizationStatus,
-    revision: &str,
-    step: &str,
-) {
+/// Marks the reconcile as in progress with the current step, as Flux does: Ready turns
+/// Unknown for the run (also for a periodic reconcile of an unchanged revision, which is
+/// what `kubectl wait` and the flux CLI see from Flux's controller).
+pub fn mark_progressing(ks: &Kustomization, status: &mut KustomizationStatus, step: &str) {
     let generation = ks.meta().generation;
     let conditions = status.conditions.get_or_insert_with(Vec::new);
     let ready = find_condition(conditions, condition::READY);
     let retrying = ready.is_some_and(|c| c.status == ConditionStatus::False);
-    let up_to_date = ready.is_some_and(|c| c.status == ConditionStatus::True)
-        && status.observed_generation == generation
-        && status.last_applied_revision.as_deref() == Some(revision);
     let progress_reason = if retrying {
         reason::PROGRESSING_WITH_RETRY
     } else {
@@ -40,16 +32,102 @@ pub fn mark_progressing(
         step,
         generation,
     );
-    if !up_to_date {
-        set_condition(
-            conditions,
-            condition::READY,
-            ConditionStatus::Unknown,
-            reason::PROGRESSING,
-            "Reconciliation in progress",
-            generation,
-        );
+    set_condition(
+        conditions,
+        condition::READY,
+        ConditionStatus::Unknown,
+        reason::PROGRESSING,
+        "Reconciliation in progress",
+        generation,
+    );
+}
+
+/// Moves the Reconciling condition to the next step of the run.
+pub fn mark_step(ks: &Kustomization, status: &mut KustomizationStatus, step: &str) {
+    let generation = ks.meta().generation;
+    let conditions = status.conditions.get_or_insert_with(Vec::new);
+    let reason =
+        find_condition(conditions, condition::RECONCILING).map_or(reason::PROGRESSING, |c| {
+            if c.reason == reason::PROGRESSING_WITH_RETRY {
+                reason::PROGRESSING_WITH_RETRY
+            } else {
+                reason::PROGRESSING
+            }
+        });
+    set_condition(
+        conditions,
+        condition::RECONCILING,
+        ConditionStatus::True,
+        reason,
+        step,
+        generation,
+    );
+}
+
+/// Sets the Healthy condition (Flux writes it only when health checks are asked for).
+pub fn mark_healthy(
+    ks: &Kustomization,
+    status: &mut KustomizationStatus,
+    healthy: ConditionStatus,
+    healthy_reason: &str,
+    message: &str,
+) {
+    let generation = ks.meta().generation;
+    let conditions = status.conditions.get_or_insert_with(Vec::new);
+    set_condition(
+        conditions,
+        condition::HEALTHY,
+        healthy,
+        healthy_reason,
+        message,
+        generation,
+    );
+}
+
+/// Removes the Healthy condition: the Kustomization asks for no health checks.
+pub fn clear_healthy(status: &mut KustomizationStatus) {
+    if let Some(conditions) = status.conditions.as_mut() {
+        remove_condition(conditions, condition::HEALTHY);
     }
+}
+
+/// Whether the last health check passed.
+pub fn was_healthy(status: &KustomizationStatus) -> bool {
+    status
+        .conditions
+        .as_deref()
+        .and_then(|c| find_condition(c, condition::HEALTHY))
+        .is_some_and(|c| c.status == ConditionStatus::True)
+}
+
+/// Records a configuration error that no retry can fix (Flux's terminal errors): Ready=False
+/// and Stalled=True with the same reason and message, and the generation observed.
+pub fn mark_stalled(
+    ks: &Kustomization,
+    status: &mut KustomizationStatus,
+    stalled_reason: &str,
+    message: &str,
+) {
+    let generation = ks.meta().generation;
+    let conditions = status.conditions.get_or_insert_with(Vec::new);
+    set_condition(
+        conditions,
+        condition::READY,
+        ConditionStatus::False,
+        stalled_reason,
+        message,
+        generation,
+    );
+    set_condition(
+        conditions,
+        condition::STALLED,
+        ConditionStatus::True,
+        stalled_reason,
+        message,
+        generation,
+    );
+    remove_condition(conditions, condition::RECONCILING);
+    status.observed_generation = generation;
 }
 
 /// Records a successful reconcile of `revision`.
@@ -149,7 +227,6 @@ mod tests {
         mark_progressing(
             &ks,
             &mut status,
-            "main@sha1:abc",
             "Fetching manifests for revision main@sha1:abc",
         );
         assert_eq!(
@@ -175,11 +252,21 @@ mod tests {
             status.last_applied_revision.as_deref(),
             Some("main@sha1:abc")
         );
-        // A periodic reconcile of the same revision keeps Ready=True.
-        mark_progressing(&ks, &mut status, "main@sha1:abc", "Fetching manifests");
+        // A periodic reconcile of the same revision turns Ready Unknown for the run, as
+        // Flux's controller does.
+        mark_progressing(&ks, &mut status, "Fetching manifests");
         assert_eq!(
-            get(&status, "Ready").map(|c| c.0),
-            Some(ConditionStatus::True)
+            get(&status, "Ready"),
+            Some((
+                ConditionStatus::Unknown,
+                "Progressing".into(),
+                "Reconciliation in progress".into()
+            ))
+        );
+        mark_step(&ks, &mut status, "Running health checks");
+        assert_eq!(
+            get(&status, "Reconciling").map(|c| c.2),
+            Some("Running health checks".into())
         );
     }
 
@@ -187,7 +274,7 @@ mod tests {
     fn failure_then_retry() {
         let ks = ks(1);
         let mut status = KustomizationStatus::default();
-        mark_progressing(&ks, &mut status, "r", "Fetching");
+        mark_progressing(&ks, &mut status, "Fetching");
         mark_failed(&ks, &mut status, "ArtifactFailed", "digest mismatch");
         assert_eq!(
             get(&status, "Ready"),
@@ -202,7 +289,7 @@ mod tests {
             Some("ProgressingWithRetry".into())
         );
         assert_eq!(status.observed_generation, None);
-        mark_progressing(&ks, &mut status, "r", "Fetching again");
+        mark_progressing(&ks, &mut status, "Fetching again");
         assert_eq!(
             get(&status, "Reconciling").map(|c| c.1),
             Some("ProgressingWithRetry".into())

@@ -1,0 +1,1399 @@
+//! `spec.healthCheckExprs`: CEL expressions judging custom resources, as fluxcd/pkg/runtime's
+//! `cel.NewStatusReader` and `cel.StatusEvaluator` do.
+//!
+//! Each entry's expressions are parsed (not type-checked, as Flux does: custom resources need not
+//! follow the usual top-level fields) when the Kustomization is read. An object is evaluated with
+//! its top-level fields (`apiVersion`, `kind`, `metadata`, `spec`, `status`, ...) as the variables,
+//! so an expression naming a field the object lacks fails only when evaluated.
+//!
+//! The environment is CEL's standard library with optional types, plus the extensions Flux enables
+//! in cel-go: strings, encoders (`base64.encode`/`base64.decode`) and sets (`sets.contains`,
+//! `sets.equivalent`, `sets.intersects`, written here).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::{Arc, LazyLock};
+
+use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue, operators};
+use cel::common::types::{CelBool, LIST_TYPE};
+use cel::common::value::{CowVal, Val};
+use cel::objects::{Key, Map};
+use cel::{Context, DeclarationError, Env, ExecutionError, Program, Value as CelValue};
+use serde_json::Value;
+
+use super::kstatus::{Assessment, Status, nested_int64, parse_group, top_level_string};
+use crate::api::kustomization::CustomHealthCheck;
+
+/// Why `spec.healthCheckExprs` could not be compiled, or an expression not evaluated. The texts are
+/// Flux's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CelError {
+    /// The CEL environment could not be built (a bug, not a user error).
+    #[error("failed to create CEL environment: {0}")]
+    Environment(String),
+    /// Two entries cover the same group and kind (the version is not part of the key).
+    #[error("duplicate custom health check for GroupKind {group_kind} at healthchecks[{index}]")]
+    Duplicate {
+        /// The group and kind as apimachinery prints them (`Kind.group`, `.group` for a
+        /// group-only entry).
+        group_kind: String,
+        /// The index of the second entry.
+        index: usize,
+    },
+    /// An entry has no `current` expression.
+    #[error(
+        "failed to create custom status evaluator for healthchecks[{index}]: expression Current \
+         not specified"
+    )]
+    CurrentNotSpecified {
+        /// The index of the entry.
+        index: usize,
+    },
+    /// An expression does not parse.
+    #[error(
+        "failed to create custom status evaluator for healthchecks[{index}]: failed to parse the \
+         expression {field}: failed to parse the CEL expression '{expression}': {issues}"
+    )]
+    Parse {
+        /// The index of the entry.
+        index: usize,
+        /// Which expression: `Current`, `InProgress` or `Failed`.
+        field: &'static str,
+        /// The expression.
+        expression: String,
+        /// The parser's report.
+        issues: String,
+    },
+    /// Evaluating an expression failed.
+    #[error("failed to evaluate the CEL expression '{expression}': {reason}")]
+    Evaluation {
+        /// The expression.
+        expression: String,
+        /// Why, in cel-go's words where they are known (`no such key: x`,
+        /// `no such attribute(s): status.conditions`).
+        reason: String,
+    },
+    /// An expression evaluated to something other than a boolean.
+    #[error("failed to evaluate CEL expression as boolean: '{expression}'")]
+    NotBoolean {
+        /// The expression.
+        expression: String,
+    },
+}
+
+/// `spec.healthCheckExprs` compiled: one evaluator per GroupKind (or per group when kind is empty), as
+/// fluxcd/pkg/runtime/cel.NewStatusReader builds them.
+#[derive(Clone)]
+pub struct HealthCheckExprs {
+    env: Arc<Env>,
+    /// group -> kind ("" for a group-only entry) -> evaluator.
+    evaluators: Arc<BTreeMap<String, BTreeMap<String, StatusEvaluator>>>,
+}
+
+impl fmt::Debug for HealthCheckExprs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut list = f.debug_list();
+        for (group, kinds) in self.evaluators.iter() {
+            for kind in kinds.keys() {
+                list.entry(&group_kind_string(group, kind));
+            }
+        }
+        list.finish()
+    }
+}
+
+impl HealthCheckExprs {
+    /// Parses every expression. Errors carry Flux's wording and name the expression and its index,
+    /// e.g. "failed to create custom status evaluator for healthchecks[0]: failed to parse the expression Current:
+    /// failed to parse the CEL expression '<expr>': <issues>", "duplicate custom health check for GroupKind ...",
+    /// "expression Current not specified".
+    pub fn new(checks: &[CustomHealthCheck]) -> Result<Self, CelError> {
+        let env = shared_env()?;
+        let mut evaluators: BTreeMap<String, BTreeMap<String, StatusEvaluator>> = BTreeMap::new();
+        for (index, check) in checks.iter().enumerate() {
+            let kind = check.kind.as_deref().unwrap_or("");
+            // apimachinery's FromAPIVersionAndKind: an unparsable apiVersion is the core group.
+            let group = parse_group(&check.api_version).unwrap_or("");
+            let kinds = evaluators.entry(group.to_string()).or_default();
+            if kinds.contains_key(kind) {
+                return Err(CelError::Duplicate {
+                    group_kind: group_kind_string(group, kind),
+                    index,
+                });
+            }
+            let evaluator = StatusEvaluator::new(&env, check, index)?;
+            kinds.insert(kind.to_string(), evaluator);
+        }
+        Ok(HealthCheckExprs {
+            env,
+            evaluators: Arc::new(evaluators),
+        })
+    }
+
+    /// True when there is no expression at all.
+    pub fn is_empty(&self) -> bool {
+        self.evaluators.values().all(BTreeMap::is_empty)
+    }
+
+    /// True when an expression covers this group/kind (by kind, or by group when the check's kind is empty).
+    pub fn supports(&self, group: &str, kind: &str) -> bool {
+        self.evaluator(group, kind).is_some()
+    }
+
+    /// Flux's StatusEvaluator.Evaluate: observedGeneration != generation -> InProgress (message empty, as Flux);
+    /// then inProgress, failed, current in that order, first true wins; none true -> InProgress.
+    /// A non-boolean result or an evaluation error is an Err (Flux: "failed to evaluate CEL expression as boolean: '<expr>'",
+    /// "failed to evaluate the CEL expression '<expr>': <err>"). None when no expression covers the object.
+    pub fn evaluate(&self, object: &Value) -> Option<Result<Assessment, CelError>> {
+        // apimachinery's FromAPIVersionAndKind, as Flux's reader computes the GroupKind.
+        let group = parse_group(top_level_string(object, "apiVersion")).unwrap_or("");
+        let kind = top_level_string(object, "kind");
+        let evaluator = self.evaluator(group, kind)?;
+        Some(evaluator.evaluate(&self.env, object))
+    }
+
+    /// The evaluator for a kind, else the group-only one, as Flux's reader picks it.
+    fn evaluator(&self, group: &str, kind: &str) -> Option<&StatusEvaluator> {
+        let kinds = self.evaluators.get(group)?;
+        kinds.get(kind).or_else(|| kinds.get(""))
+    }
+}
+
+/// apimachinery's `GroupKind.String()`.
+fn group_kind_string(group: &str, kind: &str) -> String {
+    if group.is_empty() {
+        kind.to_string()
+    } else {
+        format!("{kind}.{group}")
+    }
+}
+
+/// One entry's expressions.
+struct StatusEvaluator {
+    current: Expression,
+    failed: Option<Expression>,
+    in_progress: Option<Expression>,
+}
+
+impl StatusEvaluator {
+    fn new(env: &Env, check: &CustomHealthCheck, index: usize) -> Result<Self, CelError> {
+        if check.current.is_empty() {
+            return Err(CelError::CurrentNotSpecified { index });
+        }
+        let current = Expression::parse(env, &check.current, index, "Current")?;
+        let optional = |source: &Option<String>, field: &'static str| match source
+            .as_deref()
+            .filter(|s| !s.is_empty())
+        {
+            Some(source) => Expression::parse(env, source, index, field).map(Some),
+            None => Ok(None),
+        };
+        let failed = optional(&check.failed, "Failed")?;
+        let in_progress = optional(&check.in_progress, "InProgress")?;
+        Ok(StatusEvaluator {
+            current,
+            failed,
+            in_progress,
+        })
+    }
+
+    fn evaluate(&self, env: &Arc<Env>, object: &Value) -> Result<Assessment, CelError> {
+        // Flux skips this check when either field is absent or not an integer.
+        let observed = nested_int64(object, &["status", "observedGeneration"]);
+        let generation = nested_int64(object, &["metadata", "generation"]);
+        if let (Ok(Some(observed)), Ok(Some(generation))) = (observed, generation)
+            && observed != generation
+        {
+            return Ok(Assessment::new(Status::InProgress, ""));
+        }
+
+        let mut context = Context::with_env(Arc::clone(env));
+        if let Some(fields) = object.as_object() {
+            for (name, value) in fields {
+                context.add_variable_from_value(name.clone(), to_cel(value));
+            }
+        }
+        let ordered = [
+            (self.in_progress.as_ref(), Status::InProgress),
+            (self.failed.as_ref(), Status::Failed),
+            (Some(&self.current), Status::Current),
+        ];
+        for (expression, status) in ordered {
+            let Some(expression) = expression else {
+                continue;
+            };
+            if expression.evaluate_bool(&context)? {
+                return Ok(Assessment::new(status, ""));
+            }
+        }
+        Ok(Assessment::new(Status::InProgress, ""))
+    }
+}
+
+/// A parsed expression and its source.
+struct Expression {
+    source: String,
+    program: Program,
+}
+
+impl Expression {
+    fn parse(env: &Env, source: &str, index: usize, field: &'static str) -> Result<Self, CelError> {
+        let program = env.compile(source).map_err(|issues| CelError::Parse {
+            index,
+            field,
+            expression: source.to_string(),
+            issues: issues.to_string(),
+        })?;
+        Ok(Expression {
+            source: source.to_string(),
+            program,
+        })
+    }
+
+    fn evaluate_bool(&self, context: &Context<'_, '_>) -> Result<bool, CelError> {
+        match self.program.execute(context) {
+            Ok(CelValue::Bool(b)) => Ok(b),
+            Ok(_) => Err(CelError::NotBoolean {
+                expression: self.source.clone(),
+            }),
+            Err(error) => {
+                let (failing, error) = failing_operand(self.program.expression(), context, error);
+                Err(CelError::Evaluation {
+                    expression: self.source.clone(),
+                    reason: describe(&error, failing),
+                })
+            }
+        }
+    }
+}
+
+/// The environment every Kustomization's expressions share: built once.
+fn shared_env() -> Result<Arc<Env>, CelError> {
+    static ENV: LazyLock<Result<Arc<Env>, String>> =
+        LazyLock::new(|| build_env().map(Arc::new).map_err(|e| e.to_string()));
+    ENV.clone().map_err(CelError::Environment)
+}
+
+/// CEL's standard library with optional types (on by default), and the extensions Flux enables.
+fn build_env() -> Result<Env, DeclarationError> {
+    let mut env = Env::stdlib();
+    // cel-go keeps the last of a map literal's repeated keys.
+    env.set_error_on_duplicate_map_keys(false);
+    env.add_extension(cel::extensions::strings)?;
+    env.add_extension(cel::extensions::encoders)?;
+    env.add_extension(sets)?;
+    Ok(env)
+}
+
+/// cel-go's `ext.Sets()`.
+fn sets(env: &mut Env) -> Result<(), DeclarationError> {
+    let lists = || vec![LIST_TYPE, LIST_TYPE];
+    env.add_overload(
+        "sets.contains",
+        "list_sets_contains_list",
+        lists(),
+        sets_contains,
+    )?;
+    env.add_overload(
+        "sets.equivalent",
+        "list_sets_equivalent_list",
+        lists(),
+        sets_equivalent,
+    )?;
+    env.add_overload(
+        "sets.intersects",
+        "list_sets_intersects_list",
+        lists(),
+        sets_intersects,
+    )?;
+    Ok(())
+}
+
+/// The elements of a list argument.
+fn elements<'b, 'v>(
+    function: &str,
+    list: &'b (dyn Val + 'v),
+) -> Result<Elements<'b, 'v>, ExecutionError> {
+    let iterable = list.as_iterable().ok_or_else(|| {
+        ExecutionError::no_such_overload(function, vec![list.get_type().name().to_owned()])
+    })?;
+    let mut iter = iterable.iter();
+    let mut out = Vec::new();
+    while let Some(item) = iter.next() {
+        out.push(item);
+    }
+    Ok(out)
+}
+
+/// A list argument's elements.
+type Elements<'b, 'v> = Vec<&'b (dyn Val + 'v)>;
+
+fn two_lists<'b, 'v>(
+    function: &str,
+    args: &'b [CowVal<'_, 'v>],
+) -> Result<(Elements<'b, 'v>, Elements<'b, 'v>), ExecutionError> {
+    match args {
+        [a, b] => Ok((
+            elements(function, a.as_ref())?,
+            elements(function, b.as_ref())?,
+        )),
+        _ => Err(ExecutionError::invalid_argument_count(2, args.len())),
+    }
+}
+
+/// Whether every element of `sub` is in `list`.
+fn contains_all(list: &[&(dyn Val + '_)], sub: &[&(dyn Val + '_)]) -> bool {
+    sub.iter()
+        .all(|wanted| list.iter().any(|have| have.equals(*wanted)))
+}
+
+fn sets_contains<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let result = {
+        let (list, sub) = two_lists("sets.contains", &args)?;
+        contains_all(&list, &sub)
+    };
+    Ok(CowVal::owned(CelBool::from(result)))
+}
+
+fn sets_equivalent<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let result = {
+        let (a, b) = two_lists("sets.equivalent", &args)?;
+        contains_all(&a, &b) && contains_all(&b, &a)
+    };
+    Ok(CowVal::owned(CelBool::from(result)))
+}
+
+fn sets_intersects<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, ExecutionError> {
+    let result = {
+        let (a, b) = two_lists("sets.intersects", &args)?;
+        a.iter().any(|x| b.iter().any(|y| x.equals(*y)))
+    };
+    Ok(CowVal::owned(CelBool::from(result)))
+}
+
+/// A JSON value as CEL sees the Go unstructured value Flux passes: integers that fit an int64
+/// are `int`, other numbers `double`.
+fn to_cel(value: &Value) -> CelValue {
+    match value {
+        Value::Null => CelValue::Null,
+        Value::Bool(b) => CelValue::Bool(*b),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => CelValue::Int(i),
+            None => CelValue::Float(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Value::String(s) => CelValue::String(Arc::new(s.clone())),
+        Value::Array(items) => CelValue::List(Arc::new(items.iter().map(to_cel).collect())),
+        Value::Object(fields) => CelValue::Map(Map {
+            map: Arc::new(
+                fields
+                    .iter()
+                    .map(|(k, v)| (Key::String(Arc::new(k.clone())), to_cel(v)))
+                    .collect(),
+            ),
+        }),
+    }
+}
+
+/// The operand whose error cel-go reports, and that error, for an expression that failed with
+/// `error`. When both operands of `&&` or `||` fail, cel-go reports the left one's error where the
+/// interpreter reports the right one's; the operands of `&&`, `||`, `!` and `?:` are evaluated
+/// again to find it.
+fn failing_operand<'e>(
+    expression: &'e IdedExpr,
+    context: &Context<'_, '_>,
+    error: ExecutionError,
+) -> (&'e IdedExpr, ExecutionError) {
+    let Expr::Call(call) = &expression.expr else {
+        return (expression, error);
+    };
+    let failure = |operand: &'e IdedExpr| CelValue::resolve(operand, context).err();
+    let operand = match (call.func_name.as_str(), call.args.as_slice()) {
+        (operators::LOGICAL_AND | operators::LOGICAL_OR, [left, right]) => failure(left)
+            .map(|e| (left, e))
+            .or_else(|| failure(right).map(|e| (right, e))),
+        (operators::LOGICAL_NOT, [operand]) => failure(operand).map(|e| (operand, e)),
+        (operators::CONDITIONAL, [condition, yes, no]) => {
+            match CelValue::resolve(condition, context) {
+                Err(e) => Some((condition, e)),
+                Ok(CelValue::Bool(true)) => failure(yes).map(|e| (yes, e)),
+                Ok(CelValue::Bool(false)) => failure(no).map(|e| (no, e)),
+                Ok(_) => None,
+            }
+        }
+        _ => None,
+    };
+    match operand {
+        Some((operand, error)) => failing_operand(operand, context, error),
+        None => (expression, error),
+    }
+}
+
+/// An evaluation error in cel-go's words where they differ, and without the interpreter's debug
+/// renderings of values.
+fn describe(error: &ExecutionError, expression: &IdedExpr) -> String {
+    match error {
+        ExecutionError::UndeclaredReference(name) => {
+            let root = name.split('.').next().unwrap_or(name);
+            match missing_attribute(expression, root) {
+                Some(attribute) => format!("no such attribute(s): {attribute}"),
+                None => format!("undeclared reference to '{name}'"),
+            }
+        }
+        ExecutionError::NoSuchKey(key) => format!("no such key: {key}"),
+        ExecutionError::UnsupportedTargetType { target } => {
+            format!("unsupported target of type {}", target.type_of())
+        }
+        ExecutionError::NotSupportedAsMethod { method, target } => format!(
+            "method '{method}' not supported on type '{}'",
+            target.type_of()
+        ),
+        ExecutionError::UnsupportedKeyType(key) => {
+            format!("unsupported key type: {}", key.type_of())
+        }
+        ExecutionError::ValuesNotComparable(a, b) => {
+            format!("{} can not be compared to {}", a.type_of(), b.type_of())
+        }
+        ExecutionError::UnsupportedBinaryOperator(operator, a, b) => format!(
+            "unsupported binary operator '{operator}' on {} and {}",
+            a.type_of(),
+            b.type_of()
+        ),
+        ExecutionError::UnsupportedIndex(index, target) => format!(
+            "cannot use a value of type {} to index a {}",
+            index.type_of(),
+            target.type_of()
+        ),
+        ExecutionError::DivisionByZero(_) => "division by zero".to_string(),
+        ExecutionError::RemainderByZero(_) => "modulus by zero".to_string(),
+        ExecutionError::Overflow(..) => "integer overflow".to_string(),
+        ExecutionError::IndexOutOfBounds(index) => match index {
+            CelValue::Int(i) => format!("index out of bounds: {i}"),
+            CelValue::UInt(u) => format!("index out of bounds: {u}"),
+            _ => "index out of bounds".to_string(),
+        },
+        ExecutionError::DuplicateKey(key) => {
+            format!("duplicate map key of type {}", key.type_of())
+        }
+        ExecutionError::InternalError(message) => format!("internal error: {message}"),
+        other => other.to_string(),
+    }
+}
+
+/// The attribute cel-go names when the variable `root` is missing: the field selections (and
+/// constant string indexes) applied to its first use, as `status.conditions` in
+/// `status.conditions.exists(...)`.
+fn missing_attribute(expression: &IdedExpr, root: &str) -> Option<String> {
+    let mut bound = Vec::new();
+    find_attribute(expression, root, &mut bound)
+}
+
+fn find_attribute<'a>(
+    expression: &'a IdedExpr,
+    root: &str,
+    bound: &mut Vec<&'a str>,
+) -> Option<String> {
+    if let Some(segments) = qualified_name(expression)
+        && segments.first() == Some(&root)
+        && !bound.contains(&root)
+    {
+        return Some(segments.join("."));
+    }
+    match &expression.expr {
+        Expr::Select(select) => find_attribute(&select.operand, root, bound),
+        Expr::Call(call) => call
+            .target
+            .iter()
+            .map(|target| target.as_ref())
+            .chain(call.args.iter())
+            .find_map(|arg| find_attribute(arg, root, bound)),
+        Expr::Comprehension(comprehension) => {
+            if let Some(found) = find_attribute(&comprehension.iter_range, root, bound)
+                .or_else(|| find_attribute(&comprehension.accu_init, root, bound))
+            {
+                return Some(found);
+            }
+            let depth = bound.len();
+            bound.push(&comprehension.iter_var);
+            if let Some(second) = &comprehension.iter_var2 {
+                bound.push(second);
+            }
+            bound.push(&comprehension.accu_var);
+            let found = [
+                &comprehension.loop_cond,
+                &comprehension.loop_step,
+                &comprehension.result,
+            ]
+            .into_iter()
+            .find_map(|e| find_attribute(e, root, bound));
+            bound.truncate(depth);
+            found
+        }
+        Expr::List(list) => list
+            .elements
+            .iter()
+            .find_map(|e| find_attribute(e, root, bound)),
+        Expr::Map(map) => map.entries.iter().find_map(|entry| match &entry.expr {
+            EntryExpr::MapEntry(e) => find_attribute(&e.key, root, bound)
+                .or_else(|| find_attribute(&e.value, root, bound)),
+            EntryExpr::StructField(f) => find_attribute(&f.value, root, bound),
+        }),
+        Expr::Struct(s) => s.entries.iter().find_map(|entry| match &entry.expr {
+            EntryExpr::MapEntry(e) => find_attribute(&e.value, root, bound),
+            EntryExpr::StructField(f) => find_attribute(&f.value, root, bound),
+        }),
+        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => None,
+    }
+}
+
+/// `a.b.c` (and `a['b']`) as its segments; None for anything else.
+fn qualified_name(expression: &IdedExpr) -> Option<Vec<&str>> {
+    match &expression.expr {
+        Expr::Ident(name) => Some(vec![name.as_str()]),
+        Expr::Select(select) => {
+            let mut segments = qualified_name(&select.operand)?;
+            segments.push(&select.field);
+            Some(segments)
+        }
+        Expr::Call(call) if call.func_name == operators::INDEX && call.target.is_none() => {
+            let [operand, index] = call.args.as_slice() else {
+                return None;
+            };
+            let Expr::Literal(LiteralValue::String(key)) = &index.expr else {
+                return None;
+            };
+            let mut segments = qualified_name(operand)?;
+            segments.push(key.inner());
+            Some(segments)
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn check(api_version: &str, kind: Option<&str>, current: &str) -> CustomHealthCheck {
+        CustomHealthCheck {
+            api_version: api_version.to_string(),
+            kind: kind.map(str::to_string),
+            current: current.to_string(),
+            in_progress: None,
+            failed: None,
+        }
+    }
+
+    fn full(current: &str, in_progress: &str, failed: &str) -> CustomHealthCheck {
+        CustomHealthCheck {
+            api_version: "example.com/v1".to_string(),
+            kind: Some("Thing".to_string()),
+            current: current.to_string(),
+            in_progress: Some(in_progress.to_string()),
+            failed: Some(failed.to_string()),
+        }
+    }
+
+    fn thing(fields: Value) -> Value {
+        let mut object = json!({"apiVersion": "example.com/v1", "kind": "Thing"});
+        if let (Some(object), Some(fields)) = (object.as_object_mut(), fields.as_object()) {
+            object.extend(fields.clone());
+        }
+        object
+    }
+
+    fn eval(check: CustomHealthCheck, object: Value) -> Result<Assessment, CelError> {
+        let exprs = HealthCheckExprs::new(&[check]).unwrap();
+        exprs
+            .evaluate(&thing(object))
+            .expect("the check covers Thing")
+    }
+
+    fn flux_instance(status: Value, generation: i64) -> Value {
+        json!({"apiVersion": "fluxcd.controlplane.io/v1", "kind": "FluxInstance",
+               "metadata": {"name": "flux", "generation": generation}, "status": status})
+    }
+
+    #[test]
+    fn construction() {
+        let parse_error = |index: usize, field: &str, expr: &str, issues: &str| {
+            format!(
+                "failed to create custom status evaluator for healthchecks[{index}]: failed to \
+                 parse the expression {field}: failed to parse the CEL expression '{expr}': \
+                 {issues}"
+            )
+        };
+        let cases: Vec<(&str, Vec<CustomHealthCheck>, Option<String>)> =
+            vec![
+            ("no checks", vec![], None),
+            (
+                "all expressions",
+                vec![full("data.current", "data.inProgress", "data.failed")],
+                None,
+            ),
+            (
+                "inProgress and failed are optional, empty counts as absent",
+                vec![full("data.current", "", "")],
+                None,
+            ),
+            (
+                "same kind in different groups",
+                vec![
+                    check("a.example.com/v1", Some("Thing"), "true"),
+                    check("b.example.com/v1", Some("Thing"), "true"),
+                ],
+                None,
+            ),
+            (
+                "a kind and its group",
+                vec![
+                    check("example.com/v1", Some("Thing"), "true"),
+                    check("example.com/v1", None, "true"),
+                    check("example.com/v2", Some(""), "false"),
+                ],
+                Some(
+                    "duplicate custom health check for GroupKind .example.com at healthchecks[2]"
+                        .to_string(),
+                ),
+            ),
+            (
+                "versions do not matter",
+                vec![
+                    check("bitnami.com/v1alpha1", Some("SealedSecret"), "true"),
+                    check("bitnami.com/v1", Some("SealedSecret"), "true"),
+                ],
+                Some(
+                    "duplicate custom health check for GroupKind SealedSecret.bitnami.com at \
+                     healthchecks[1]"
+                        .to_string(),
+                ),
+            ),
+            (
+                "core group",
+                vec![
+                    check("v1", Some("ConfigMap"), "true"),
+                    check("v1", Some("ConfigMap"), "true"),
+                ],
+                Some(
+                    "duplicate custom health check for GroupKind ConfigMap at healthchecks[1]"
+                        .to_string(),
+                ),
+            ),
+            (
+                "an invalid apiVersion is the core group",
+                vec![
+                    check("v1", Some("ConfigMap"), "true"),
+                    check("a/b/c", Some("ConfigMap"), "true"),
+                ],
+                Some(
+                    "duplicate custom health check for GroupKind ConfigMap at healthchecks[1]"
+                        .to_string(),
+                ),
+            ),
+            (
+                "duplicates are found before the expressions are parsed",
+                vec![
+                    check("example.com/v1", Some("Thing"), "true"),
+                    check("example.com/v1", Some("Thing"), "data."),
+                ],
+                Some(
+                    "duplicate custom health check for GroupKind Thing.example.com at \
+                     healthchecks[1]"
+                        .to_string(),
+                ),
+            ),
+            (
+                "current is required",
+                vec![
+                    check("example.com/v1", Some("Other"), "true"),
+                    full("", "true", "false"),
+                ],
+                Some(
+                    "failed to create custom status evaluator for healthchecks[1]: expression \
+                     Current not specified"
+                        .to_string(),
+                ),
+            ),
+            (
+                "invalid current",
+                vec![check("example.com/v1", Some("Thing"), "data.")],
+                Some(parse_error(
+                    0,
+                    "Current",
+                    "data.",
+                    "ERROR: <input>:1:6: Syntax error: no viable alternative at input '.'\n\
+                     | data.\n| .....^",
+                )),
+            ),
+            (
+                "invalid inProgress",
+                vec![full("data.current", "data.", "data.failed")],
+                Some(parse_error(
+                    0,
+                    "InProgress",
+                    "data.",
+                    "ERROR: <input>:1:6: Syntax error: no viable alternative at input '.'\n\
+                     | data.\n| .....^",
+                )),
+            ),
+            (
+                "invalid failed",
+                vec![full("data.current", "data.inProgress", "has(status)")],
+                Some(parse_error(
+                    0,
+                    "Failed",
+                    "has(status)",
+                    "ERROR: <input>:1:5: invalid argument to has() macro\n| has(status)\n| ....^",
+                )),
+            ),
+            (
+                "failed is parsed before inProgress",
+                vec![full("true", "(", ")")],
+                Some(parse_error(
+                    0,
+                    "Failed",
+                    ")",
+                    "ERROR: <input>:1:1: Syntax error: mismatched input ')' expecting {'[', \
+                     '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, \
+                     NUM_UINT, STRING, BYTES, IDENTIFIER}\n| )\n| ^",
+                )),
+            ),
+            (
+                "unknown variables are not an error until evaluated",
+                vec![check("example.com/v1", Some("Thing"), "nosuchvariable.field == 1")],
+                None,
+            ),
+        ];
+        for (name, checks, want) in cases {
+            let got = HealthCheckExprs::new(&checks).err().map(|e| e.to_string());
+            assert_eq!(got, want, "{name}");
+        }
+    }
+
+    #[test]
+    fn support() {
+        let exprs = HealthCheckExprs::new(&[
+            check("example.com/v1", Some("Thing"), "true"),
+            check("cert-manager.io/v1", None, "true"),
+            check("v1", Some("ConfigMap"), "true"),
+        ])
+        .unwrap();
+        assert!(!exprs.is_empty());
+        assert!(HealthCheckExprs::new(&[]).unwrap().is_empty());
+        for (group, kind, want) in [
+            ("example.com", "Thing", true),
+            ("example.com", "Other", false),
+            ("other.com", "Thing", false),
+            ("cert-manager.io", "Certificate", true),
+            ("cert-manager.io", "ClusterIssuer", true),
+            ("", "ConfigMap", true),
+            ("", "Secret", false),
+        ] {
+            assert_eq!(exprs.supports(group, kind), want, "{group}/{kind}");
+        }
+        assert!(
+            exprs
+                .evaluate(&json!({"apiVersion": "example.com/v1", "kind": "Other"}))
+                .is_none()
+        );
+        assert!(
+            exprs
+                .evaluate(&json!({"apiVersion": "v1", "kind": "ConfigMap"}))
+                .is_some()
+        );
+        assert_eq!(
+            format!("{exprs:?}"),
+            r#"["ConfigMap", ".cert-manager.io", "Thing.example.com"]"#
+        );
+    }
+
+    #[test]
+    fn kind_wins_over_group() {
+        let exprs = HealthCheckExprs::new(&[
+            check("example.com/v1", None, "false"),
+            check("example.com/v2", Some("Thing"), "true"),
+        ])
+        .unwrap();
+        let status = |kind: &str| {
+            exprs
+                .evaluate(&json!({"apiVersion": "example.com/v9", "kind": kind}))
+                .unwrap()
+                .unwrap()
+                .status
+        };
+        assert_eq!(status("Thing"), Status::Current);
+        assert_eq!(status("Other"), Status::InProgress);
+    }
+
+    /// fluxcd/pkg/runtime's StatusEvaluator cases.
+    #[test]
+    fn status_evaluator() {
+        let data = |current: bool, in_progress: bool, failed: bool| json!({"data": {"current": current, "inProgress": in_progress, "failed": failed}});
+        let ready_failed =
+            "status.conditions.filter(e, e.type == 'Ready').all(e, e.status == 'False')";
+        let ready_current =
+            "status.conditions.filter(e, e.type == 'Ready').all(e, e.status == 'True')";
+        let not_observed =
+            "has(status.observedGeneration) && metadata.generation != status.observedGeneration";
+        let cases: Vec<(&str, CustomHealthCheck, Value, Result<Status, &str>)> = vec![
+            (
+                "observed generation differs",
+                check("example.com/v1", Some("Thing"), "true"),
+                json!({"metadata": {"generation": 2}, "status": {"observedGeneration": 1}}),
+                Ok(Status::InProgress),
+            ),
+            (
+                "current fails",
+                full("data.currentt", "data.inProgress", "data.failed"),
+                data(true, false, false),
+                Err("failed to evaluate the CEL expression 'data.currentt': no such key: currentt"),
+            ),
+            (
+                "inProgress fails",
+                full("data.current", "data.inProgresss", "data.failed"),
+                data(true, false, false),
+                Err(
+                    "failed to evaluate the CEL expression 'data.inProgresss': no such key: \
+                     inProgresss",
+                ),
+            ),
+            (
+                "failed fails",
+                full("data.current", "data.inProgress", "data.failedd"),
+                data(true, false, false),
+                Err("failed to evaluate the CEL expression 'data.failedd': no such key: failedd"),
+            ),
+            (
+                "all false",
+                full("data.current", "data.inProgress", "data.failed"),
+                data(false, false, false),
+                Ok(Status::InProgress),
+            ),
+            (
+                "all true",
+                full("data.current", "data.inProgress", "data.failed"),
+                data(true, true, true),
+                Ok(Status::InProgress),
+            ),
+            (
+                "failed and current",
+                full("data.current", "data.inProgress", "data.failed"),
+                data(true, false, true),
+                Ok(Status::Failed),
+            ),
+            (
+                "only current",
+                full("data.current", "data.inProgress", "data.failed"),
+                data(true, false, false),
+                Ok(Status::Current),
+            ),
+            (
+                "no status, with inProgress",
+                full(ready_current, not_observed, ready_failed),
+                json!({}),
+                Err(
+                    "failed to evaluate the CEL expression 'has(status.observedGeneration) && \
+                     metadata.generation != status.observedGeneration': no such attribute(s): \
+                     status.observedGeneration",
+                ),
+            ),
+            (
+                "no status, without inProgress",
+                full(ready_current, "", ready_failed),
+                json!({}),
+                Err(
+                    "failed to evaluate the CEL expression 'status.conditions.filter(e, e.type \
+                     == 'Ready').all(e, e.status == 'False')': no such attribute(s): \
+                     status.conditions",
+                ),
+            ),
+            (
+                "status without conditions, with inProgress",
+                full(ready_current, not_observed, ready_failed),
+                json!({"status": {}}),
+                Err(
+                    "failed to evaluate the CEL expression 'status.conditions.filter(e, e.type \
+                     == 'Ready').all(e, e.status == 'False')': no such key: conditions",
+                ),
+            ),
+            (
+                "status without conditions, without inProgress",
+                full(ready_current, "", ready_failed),
+                json!({"status": {}}),
+                Err(
+                    "failed to evaluate the CEL expression 'status.conditions.filter(e, e.type \
+                     == 'Ready').all(e, e.status == 'False')': no such key: conditions",
+                ),
+            ),
+            (
+                "empty conditions, with inProgress",
+                full(ready_current, not_observed, ready_failed),
+                json!({"status": {"conditions": []}}),
+                Ok(Status::Failed),
+            ),
+            (
+                "empty conditions, without inProgress",
+                full(ready_current, "", ready_failed),
+                json!({"status": {"conditions": []}}),
+                Ok(Status::Failed),
+            ),
+            (
+                "observedGeneration behind, with inProgress",
+                full(ready_current, not_observed, ready_failed),
+                json!({"metadata": {"generation": 2}, "status": {"observedGeneration": 1}}),
+                Ok(Status::InProgress),
+            ),
+            (
+                "observedGeneration behind, without inProgress",
+                full(ready_current, "", ready_failed),
+                json!({"metadata": {"generation": 2}, "status": {"observedGeneration": 1}}),
+                Ok(Status::InProgress),
+            ),
+            (
+                "a string observedGeneration is left to the expressions",
+                check(
+                    "example.com/v1",
+                    Some("Thing"),
+                    "status.observedGeneration == '2'",
+                ),
+                json!({"metadata": {"generation": 2}, "status": {"observedGeneration": "2"}}),
+                Ok(Status::Current),
+            ),
+            (
+                "a string generation is left to the expressions",
+                check(
+                    "example.com/v1",
+                    Some("Thing"),
+                    "metadata.generation == '2'",
+                ),
+                json!({"metadata": {"generation": "2"}, "status": {"observedGeneration": 2}}),
+                Ok(Status::Current),
+            ),
+            (
+                "a non-boolean result",
+                check("example.com/v1", Some("Thing"), "'some-value'"),
+                json!({}),
+                Err("failed to evaluate CEL expression as boolean: ''some-value''"),
+            ),
+            (
+                "a non-boolean field",
+                check("example.com/v1", Some("Thing"), "foo.bar"),
+                json!({"foo": {"bar": "baz"}}),
+                Err("failed to evaluate CEL expression as boolean: 'foo.bar'"),
+            ),
+            (
+                "a null field is not a boolean",
+                check("example.com/v1", Some("Thing"), "foo"),
+                json!({"foo": null}),
+                Err("failed to evaluate CEL expression as boolean: 'foo'"),
+            ),
+            (
+                "a missing variable",
+                check("example.com/v1", Some("Thing"), "foo"),
+                json!({}),
+                Err("failed to evaluate the CEL expression 'foo': no such attribute(s): foo"),
+            ),
+            (
+                "a non-boolean inProgress stops the evaluation",
+                full("true", "1", "true"),
+                json!({}),
+                Err("failed to evaluate CEL expression as boolean: '1'"),
+            ),
+        ];
+        for (name, check, object, want) in cases {
+            let got = eval(check, object);
+            match want {
+                Ok(status) => assert_eq!(got, Ok(Assessment::new(status, "")), "{name}"),
+                Err(message) => assert_eq!(
+                    got.map_err(|e| e.to_string()),
+                    Err(message.to_string()),
+                    "{name}"
+                ),
+            }
+        }
+    }
+
+    /// The expressions of Flux's documentation and CEL cheatsheet.
+    #[test]
+    fn documented_expressions() {
+        let ready = |status: &str| json!({"conditions": [{"type": "Ready", "status": status}]});
+        let failed_ready =
+            "status.conditions.filter(e, e.type == 'Ready').all(e, e.status == 'False')";
+        let current_ready =
+            "status.conditions.filter(e, e.type == 'Ready').all(e, e.status == 'True')";
+        let entry = |api_version: &str, kind: Option<&str>, failed: &str, current: &str| {
+            CustomHealthCheck {
+                api_version: api_version.to_string(),
+                kind: kind.map(str::to_string),
+                current: current.to_string(),
+                in_progress: None,
+                failed: Some(failed.to_string()),
+            }
+        };
+        let object = |api_version: &str, kind: &str, status: Value| {
+            json!({"apiVersion": api_version, "kind": kind,
+                   "metadata": {"name": "x", "generation": 3}, "status": status})
+        };
+        let cases: Vec<(&str, CustomHealthCheck, Value, Status)> =
+            vec![
+            (
+                "SealedSecret synced",
+                entry(
+                    "bitnami.com/v1alpha1",
+                    Some("SealedSecret"),
+                    "status.conditions.filter(e, e.type == 'Synced').all(e, e.status == 'False')",
+                    "status.conditions.filter(e, e.type == 'Synced').all(e, e.status == 'True')",
+                ),
+                object(
+                    "bitnami.com/v1alpha1",
+                    "SealedSecret",
+                    json!({"conditions": [{"type": "Synced", "status": "True"}]}),
+                ),
+                Status::Current,
+            ),
+            (
+                "SealedSecret not synced",
+                entry(
+                    "bitnami.com/v1alpha1",
+                    Some("SealedSecret"),
+                    "status.conditions.filter(e, e.type == 'Synced').all(e, e.status == 'False')",
+                    "status.conditions.filter(e, e.type == 'Synced').all(e, e.status == 'True')",
+                ),
+                object(
+                    "bitnami.com/v1alpha1",
+                    "SealedSecret",
+                    json!({"conditions": [{"type": "Synced", "status": "False"}]}),
+                ),
+                Status::Failed,
+            ),
+            (
+                "cert-manager Certificate ready",
+                entry("cert-manager.io/v1", Some("Certificate"), failed_ready, current_ready),
+                object(
+                    "cert-manager.io/v1",
+                    "Certificate",
+                    json!({"conditions": [
+                        {"type": "Ready", "status": "True", "reason": "Ready",
+                         "message": "Certificate is up to date and has not expired"},
+                        {"type": "Issuing", "status": "False"}],
+                        "notAfter": "2026-04-01T00:00:00Z"}),
+                ),
+                Status::Current,
+            ),
+            (
+                "cert-manager Certificate issuing",
+                CustomHealthCheck {
+                    in_progress: Some(
+                        "status.conditions.exists(e, e.type == 'Issuing' && e.status == 'True')"
+                            .to_string(),
+                    ),
+                    ..entry("cert-manager.io/v1", Some("Certificate"), failed_ready, current_ready)
+                },
+                object(
+                    "cert-manager.io/v1",
+                    "Certificate",
+                    json!({"conditions": [
+                        {"type": "Ready", "status": "False"},
+                        {"type": "Issuing", "status": "True"}]}),
+                ),
+                Status::InProgress,
+            ),
+            (
+                "ClusterIssuer failed",
+                entry("cert-manager.io/v1", Some("ClusterIssuer"), failed_ready, current_ready),
+                object("cert-manager.io/v1", "ClusterIssuer", ready("False")),
+                Status::Failed,
+            ),
+            (
+                "ClusterIssuer ready",
+                entry("cert-manager.io/v1", Some("ClusterIssuer"), failed_ready, current_ready),
+                object("cert-manager.io/v1", "ClusterIssuer", ready("True")),
+                Status::Current,
+            ),
+            (
+                "ClusterIssuer unknown",
+                entry("cert-manager.io/v1", Some("ClusterIssuer"), failed_ready, current_ready),
+                object("cert-manager.io/v1", "ClusterIssuer", ready("Unknown")),
+                Status::InProgress,
+            ),
+            (
+                "Cluster API Cluster",
+                entry("cluster.x-k8s.io/v1beta1", Some("Cluster"), failed_ready, current_ready),
+                object("cluster.x-k8s.io/v1beta1", "Cluster", ready("True")),
+                Status::Current,
+            ),
+            (
+                "Flux HelmRelease, Ready condition",
+                CustomHealthCheck {
+                    in_progress: Some(
+                        "status.conditions.exists(e, e.type == 'Reconciling' && e.status == \
+                         'True')"
+                            .to_string(),
+                    ),
+                    ..entry(
+                        "helm.toolkit.fluxcd.io/v2",
+                        Some("HelmRelease"),
+                        failed_ready,
+                        current_ready,
+                    )
+                },
+                object(
+                    "helm.toolkit.fluxcd.io/v2",
+                    "HelmRelease",
+                    json!({"observedGeneration": 3, "conditions": [
+                        {"type": "Reconciling", "status": "True"},
+                        {"type": "Ready", "status": "Unknown"}]}),
+                ),
+                Status::InProgress,
+            ),
+            (
+                "CephCluster healthy",
+                entry(
+                    "ceph.rook.io/v1",
+                    Some("CephCluster"),
+                    "status.ceph.health == 'HEALTH_ERR'",
+                    "status.ceph.health == 'HEALTH_OK'",
+                ),
+                object(
+                    "ceph.rook.io/v1",
+                    "CephCluster",
+                    json!({"ceph": {"health": "HEALTH_OK"}}),
+                ),
+                Status::Current,
+            ),
+            (
+                "CephCluster warning",
+                entry(
+                    "ceph.rook.io/v1",
+                    Some("CephCluster"),
+                    "status.ceph.health == 'HEALTH_ERR'",
+                    "status.ceph.health == 'HEALTH_OK'",
+                ),
+                object(
+                    "ceph.rook.io/v1",
+                    "CephCluster",
+                    json!({"ceph": {"health": "HEALTH_WARN"}}),
+                ),
+                Status::InProgress,
+            ),
+            (
+                "Crossplane Role reconcile error",
+                entry(
+                    "iam.aws.crossplane.io/v1beta1",
+                    Some("Role"),
+                    "status.conditions.filter(e, e.type == 'Synced').all(e, e.status == 'False' \
+                     && e.reason == 'ReconcileError')",
+                    current_ready,
+                ),
+                object(
+                    "iam.aws.crossplane.io/v1beta1",
+                    "Role",
+                    json!({"conditions": [
+                        {"type": "Synced", "status": "False", "reason": "ReconcileError"},
+                        {"type": "Ready", "status": "False"}]}),
+                ),
+                Status::Failed,
+            ),
+            (
+                "phase",
+                entry(
+                    "mongodbcommunity.mongodb.com/v1",
+                    Some("MongoDBCommunity"),
+                    "status.phase == 'Failed'",
+                    "status.phase == 'Running'",
+                ),
+                object(
+                    "mongodbcommunity.mongodb.com/v1",
+                    "MongoDBCommunity",
+                    json!({"phase": "Running"}),
+                ),
+                Status::Current,
+            ),
+            (
+                "has() guards a missing field",
+                entry(
+                    "example.com/v1",
+                    Some("Thing"),
+                    "false",
+                    "has(status.attribute) && status.attribute.ready",
+                ),
+                object("example.com/v1", "Thing", json!({})),
+                Status::InProgress,
+            ),
+            (
+                "has() on a present field",
+                entry(
+                    "example.com/v1",
+                    Some("Thing"),
+                    "false",
+                    "has(status.attribute) && status.attribute.ready",
+                ),
+                object("example.com/v1", "Thing", json!({"attribute": {"ready": true}})),
+                Status::Current,
+            ),
+        ];
+        for (name, check, object, want) in cases {
+            let exprs = HealthCheckExprs::new(&[check]).unwrap();
+            let got = exprs.evaluate(&object).expect("covered").map(|a| a.status);
+            assert_eq!(got, Ok(want), "{name}");
+        }
+
+        // A group-only entry, with the observedGeneration of the conditions.
+        let exprs = HealthCheckExprs::new(&[entry(
+            "fluxcd.controlplane.io/v1",
+            None,
+            "status.conditions.exists(e, e.type == 'Stalled' && e.status == 'True' && \
+             e.observedGeneration == metadata.generation)",
+            "status.conditions.filter(e, e.type == 'Ready').all(e, e.status == 'True' && \
+             e.observedGeneration == metadata.generation)",
+        )])
+        .unwrap();
+        for (status, want) in [
+            (
+                json!({"conditions": [{"type": "Ready", "status": "True", "observedGeneration": 2}]}),
+                Status::Current,
+            ),
+            (
+                json!({"conditions": [{"type": "Ready", "status": "True", "observedGeneration": 1}]}),
+                Status::InProgress,
+            ),
+            (
+                json!({"conditions": [
+                    {"type": "Stalled", "status": "True", "observedGeneration": 2},
+                    {"type": "Ready", "status": "False", "observedGeneration": 2}]}),
+                Status::Failed,
+            ),
+        ] {
+            let got = exprs
+                .evaluate(&flux_instance(status.clone(), 2))
+                .unwrap()
+                .map(|a| a.status);
+            assert_eq!(got, Ok(want), "{status}");
+        }
+    }
+
+    /// What the environment offers beyond the standard library: each expression must be true.
+    #[test]
+    fn environment() {
+        let object = json!({
+            "metadata": {"name": "web-abc12", "annotations": {"example.com/revision": "7"}},
+            "spec": {"secret": "aGk="},
+            "status": {"replicas": 2, "ratio": 0.5, "big": 9223372036854775808u64,
+                       "phases": ["Ready", "Synced"], "time": "2024-01-01T00:00:00Z",
+                       "conditions": [{"type": "Ready", "status": "True"}]}
+        });
+        for expression in [
+            // strings
+            "metadata.name.startsWith('web-') && metadata.name.endsWith('12')",
+            "metadata.name.split('-')[0].upperAscii() == 'WEB'",
+            "metadata.name.indexOf('-') == 3 && metadata.name.substring(4) == 'abc12'",
+            "metadata.name.replace('-', '_') == 'web_abc12'",
+            "'  x '.trim() == 'x' && ['a', 'b'].join(',') == 'a,b'",
+            "metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",
+            "metadata.name.contains('abc') && size(metadata.name) == 9",
+            "metadata.annotations['example.com/revision'] == '7'",
+            // encoders
+            "base64.decode(spec.secret) == b'hi' && base64.encode(b'hi') == spec.secret",
+            // sets
+            "sets.contains(status.phases, ['Synced'])",
+            "!sets.contains(status.phases, ['Stalled'])",
+            "sets.equivalent(status.phases, ['Synced', 'Ready', 'Ready'])",
+            "sets.intersects(status.phases, ['Stalled', 'Ready'])",
+            "!sets.intersects(status.phases, [])",
+            "sets.contains([1, 2.0], [2, 1u])",
+            // optional types
+            "status.?missing.orValue('none') == 'none'",
+            "!status.?missing.hasValue() && status.?replicas.hasValue()",
+            "optional.of(1).value() == 1",
+            // numbers: integers are int, cross-type comparisons
+            "status.replicas == 2 && status.replicas > 1.5 && status.ratio < 1",
+            "status.big > 9.0e18 && type(status.big) == double",
+            "type(status.replicas) == int && type(status.ratio) == double",
+            // timestamps and durations
+            "timestamp(status.time) < timestamp('2030-01-01T00:00:00Z')",
+            "timestamp(status.time) + duration('1h') == timestamp('2024-01-01T01:00:00Z')",
+            // macros
+            "status.conditions.exists(c, c.type == 'Ready' && c.status == 'True')",
+            "status.conditions.exists_one(c, c.type == 'Ready')",
+            "status.conditions.map(c, c.type) == ['Ready']",
+            "has(status.replicas) && !has(status.nothing) && has(metadata.annotations)",
+            // a repeated map key keeps the last value, as in cel-go
+            "{'a': 1, 'a': 2}['a'] == 2",
+            // operators short-circuit over errors
+            "true || status.nothing",
+            "!(false && status.nothing)",
+        ] {
+            let got = eval(
+                check("example.com/v1", Some("Thing"), expression),
+                object.clone(),
+            );
+            assert_eq!(
+                got,
+                Ok(Assessment::new(Status::Current, "")),
+                "{expression}"
+            );
+        }
+    }
+
+    #[test]
+    fn evaluation_errors() {
+        let object = json!({"status": {"replicas": 2, "name": "a", "list": [1]}});
+        for (expression, reason) in [
+            ("nothing.field", "no such attribute(s): nothing.field"),
+            ("has(data.foo.bar)", "no such attribute(s): data.foo.bar"),
+            ("data['foo'].bar == 1", "no such attribute(s): data.foo.bar"),
+            ("status.nothing", "no such key: nothing"),
+            ("status.list[3] == 1", "index out of bounds: 3"),
+            ("status.replicas / 0 == 1", "division by zero"),
+            ("status.replicas % 0 == 1", "modulus by zero"),
+            (
+                "status.replicas + 1u == 3",
+                "unsupported binary operator 'add' on int and uint",
+            ),
+            (
+                "status.name < 1",
+                "found no matching overload for '_<_' applied to '(string, int)'",
+            ),
+            (
+                "status.name.startsWith(1)",
+                "found no matching overload for 'startsWith' applied to 'string.(int)'",
+            ),
+            ("nofunction(1)", "undeclared reference to 'nofunction'"),
+            (
+                "[1].exists(e, e == missing.x)",
+                "no such attribute(s): missing.x",
+            ),
+            (
+                "[1].map(other, other + 1) == other.b",
+                "no such attribute(s): other.b",
+            ),
+            (
+                "status.replicas == 2 ? other.a : true",
+                "no such attribute(s): other.a",
+            ),
+            ("first.a || second.b", "no such attribute(s): first.a"),
+            (
+                "status.replicas == 2 && (true && later.x)",
+                "no such attribute(s): later.x",
+            ),
+        ] {
+            let got = eval(
+                check("example.com/v1", Some("Thing"), expression),
+                object.clone(),
+            );
+            assert_eq!(
+                got.map_err(|e| e.to_string()),
+                Err(format!(
+                    "failed to evaluate the CEL expression '{expression}': {reason}"
+                )),
+                "{expression}"
+            );
+        }
+    }
+
+    #[test]
+    fn shareable_across_threads() {
+        fn assert_send_sync<T: Send + Sync + Clone>() {}
+        assert_send_sync::<HealthCheckExprs>();
+    }
+}
