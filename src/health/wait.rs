@@ -162,6 +162,19 @@ fn lock(state: &Mutex<WatchState>) -> MutexGuard<'_, WatchState> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// An object as the rules read it. Items of a list come without `apiVersion` and `kind`;
+/// the rules need both, so they are taken from the resource the watch serves.
+fn object_value(object: &DynamicObject, resource: &ApiResource) -> Option<Value> {
+    let mut value = serde_json::to_value(object).ok()?;
+    let map = value.as_object_mut()?;
+    map.insert(
+        "apiVersion".into(),
+        Value::String(resource.api_version.clone()),
+    );
+    map.insert("kind".into(), Value::String(resource.kind.clone()));
+    Some(value)
+}
+
 fn resource_version(object: &Value) -> Option<u64> {
     object
         .pointer("/metadata/resourceVersion")?
@@ -311,7 +324,7 @@ impl HealthWatches {
             let api = self.api(&resolved.api_resource, namespace.as_deref());
             match api.get_opt(&id.name).await {
                 Ok(Some(object)) => {
-                    if let Ok(value) = serde_json::to_value(&object) {
+                    if let Some(value) = object_value(&object, &resolved.api_resource) {
                         lock(&registration.watch.state).store(id.name.clone(), Arc::new(value));
                     }
                 }
@@ -357,7 +370,12 @@ impl HealthWatches {
             ..WatchState::default()
         }));
         let api = self.api(resource, namespace.as_deref());
-        let task = tokio::spawn(run_watch(api, Arc::clone(&state), key.clone()));
+        let task = tokio::spawn(run_watch(
+            api,
+            resource.clone(),
+            Arc::clone(&state),
+            key.clone(),
+        ));
         let watch = Arc::new(SharedWatch { state, task });
         watches.insert(key, Arc::downgrade(&watch));
         (watch, true)
@@ -365,7 +383,12 @@ impl HealthWatches {
 }
 
 /// Feeds one watch's events into its state and wakes the waits.
-async fn run_watch(api: Api<DynamicObject>, state: Arc<Mutex<WatchState>>, key: WatchKey) {
+async fn run_watch(
+    api: Api<DynamicObject>,
+    resource: ApiResource,
+    state: Arc<Mutex<WatchState>>,
+    key: WatchKey,
+) {
     tracing::debug!(api_version = %key.api_version, resource = %key.plural, namespace = ?key.namespace, "health watch started");
     let mut events = watcher(api, watcher::Config::default().any_semantic())
         .default_backoff()
@@ -377,7 +400,7 @@ async fn run_watch(api: Api<DynamicObject>, state: Arc<Mutex<WatchState>>, key: 
             Ok(Event::InitApply(object)) => {
                 let name = object.metadata.name.clone().unwrap_or_default();
                 if state.is_interesting(&name)
-                    && let Ok(value) = serde_json::to_value(&object)
+                    && let Some(value) = object_value(&object, &resource)
                     && let Some(relist) = state.relist.as_mut()
                 {
                     relist.insert(name, Arc::new(value));
@@ -398,7 +421,7 @@ async fn run_watch(api: Api<DynamicObject>, state: Arc<Mutex<WatchState>>, key: 
             Ok(Event::Apply(object)) => {
                 let name = object.metadata.name.clone().unwrap_or_default();
                 if state.is_interesting(&name)
-                    && let Ok(value) = serde_json::to_value(&object)
+                    && let Some(value) = object_value(&object, &resource)
                 {
                     state.store(name, Arc::new(value));
                 }
@@ -660,6 +683,30 @@ mod tests {
         assert_eq!(
             err.to_string(),
             "timeout waiting for: [CustomResourceDefinition/widgets.example.com status: 'InProgress']"
+        );
+    }
+
+    #[test]
+    fn list_items_are_assessed_with_their_kind() {
+        // A Job from a list has no apiVersion/kind of its own; without them it would be
+        // judged by the generic rules ("Resource is current") instead of the Job rule.
+        let item: DynamicObject = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "migrate", "namespace": "apps", "generation": 1},
+            "spec": {"template": {}},
+            "status": {},
+        }))
+        .unwrap();
+        let jobs = ApiResource::from_gvk_with_plural(
+            &kube::api::GroupVersionKind::gvk("batch", "v1", "Job"),
+            "jobs",
+        );
+        let value = object_value(&item, &jobs).unwrap();
+        assert_eq!(value["apiVersion"], "batch/v1");
+        assert_eq!(value["kind"], "Job");
+        let exprs = HealthCheckExprs::new(&[]).unwrap();
+        assert_eq!(
+            assess(&value, &exprs, Timestamp::now()).status,
+            Status::InProgress
         );
     }
 

@@ -1,6 +1,8 @@
 //! End-to-end tests: the controller binary runs as it would in a cluster, against the real
 //! local control plane, with sources served by a small HTTP artifact server.
 
+mod health;
+#[path = "../support/mod.rs"]
 mod support;
 
 use std::collections::HashMap;
@@ -1144,10 +1146,15 @@ async fn bad_input_is_refused_with_a_clear_condition_and_nothing_applied() {
             "spec.kubeConfig is not supported",
         ),
         (
-            "wait",
-            json!({"wait": true}),
-            "HealthCheckFailed",
-            "spec.wait and spec.healthChecks are not supported",
+            "cel-syntax",
+            json!({"wait": true, "healthCheckExprs": [
+                {"apiVersion": "example.com/v1", "kind": "Widget", "current": "status.phase =="}
+            ]}),
+            "InvalidCELExpression",
+            "Reconciliation failed terminally due to configuration error: \
+             failed to create custom status evaluator for healthchecks[0]: \
+             failed to parse the expression Current: \
+             failed to parse the CEL expression 'status.phase =='",
         ),
     ];
     for (name, extra, _, _) in &cases {
@@ -1165,11 +1172,23 @@ async fn bad_input_is_refused_with_a_clear_condition_and_nothing_applied() {
         assert_eq!(&reason, expected_reason, "{name}: {message}");
         assert!(message.contains(expected_message), "{name}: {message}");
     }
-    // Only `wait` gets as far as applying (its manifests are fine; the health stage is what
-    // is missing); every other case stopped before the apply stage.
-    assert_eq!(config_map_names(&f.client, ns).await, ["a"]);
+    // Every case stopped before the apply stage.
+    assert!(config_map_names(&f.client, ns).await.is_empty());
     let api = Api::<Kustomization>::namespaced(f.client.clone(), ns);
-    for (name, ..) in cases.iter().filter(|(name, ..)| *name != "wait") {
+    let cel = api
+        .get("cel-syntax")
+        .await
+        .expect("ks")
+        .status
+        .expect("status");
+    let stalled = cel
+        .conditions
+        .iter()
+        .flatten()
+        .find(|c| c.type_ == "Stalled")
+        .expect("an invalid expression stalls the Kustomization");
+    assert_eq!(stalled.reason, "InvalidCELExpression");
+    for (name, ..) in &cases {
         let status = api.get(name).await.expect("ks").status.expect("status");
         assert!(
             status.inventory.is_none(),
