@@ -187,4 +187,4 @@ log "Kustomization flux-system/demo is Ready"
 echo
 "$KUBECTL" get namespace demo
 echo
-"$KUBECTL" get configmaps,deployments -n demo
+"$KUBECTL" get configmaps,deployments,pods -n demo

@@ -1615,11 +1615,15 @@ async fn live_object(client: &kube::Client, object: &Value) -> Option<Value> {
 /// Labels and annotations the controller itself puts on what it applies.
 const CONTROLLER_METADATA_PREFIX: &str = "kustomize.toolkit.fluxcd.io/";
 
+/// Annotations Kubernetes' own controllers add to live objects (the deployment controller
+/// numbers each rollout).
+const CLUSTER_ANNOTATIONS: [&str; 1] = ["deployment.kubernetes.io/revision"];
+
 /// Where `live` differs from the built `expected` object. The built object must be
 /// contained in the live one (the API server adds defaults and bookkeeping), with lists of
 /// equal length; maps the server never defaults (labels, selectors, annotations, ConfigMap
 /// data) must be equal, and must not appear on the live object alone; the top-level labels
-/// and annotations may only gain the controller's own.
+/// and annotations may only gain the controller's own and those of the cluster's controllers.
 fn compare_with_live(expected: &Value, live: &Value) -> Vec<String> {
     let mut out = Vec::new();
     for key in ["apiVersion", "kind"] {
@@ -1638,7 +1642,9 @@ fn compare_with_live(expected: &Value, live: &Value) -> Vec<String> {
     }
     for key in ["labels", "annotations"] {
         let mut live_map = live_metadata[key].as_object().cloned().unwrap_or_default();
-        live_map.retain(|k, _| !k.starts_with(CONTROLLER_METADATA_PREFIX));
+        live_map.retain(|k, _| {
+            !k.starts_with(CONTROLLER_METADATA_PREFIX) && !CLUSTER_ANNOTATIONS.contains(&k.as_str())
+        });
         let built = metadata[key].as_object().cloned().unwrap_or_default();
         if built != live_map {
             out.push(format!(
