@@ -255,7 +255,6 @@ impl HealthWatches {
         for target in &mut targets {
             slots.push(self.register(resolver, &mut target.id, &notify).await);
         }
-        let targets = targets;
         tokio::pin!(cancelled);
         let mut ticks = 0u64;
         loop {
@@ -272,10 +271,9 @@ impl HealthWatches {
                 () = notify.notified() => {}
                 () = tokio::time::sleep(TICK) => {
                     ticks += 1;
-                    for (target, slot) in targets.iter().zip(slots.iter_mut()) {
+                    for (target, slot) in targets.iter_mut().zip(slots.iter_mut()) {
                         if matches!(slot, Slot::Unresolved(_)) {
-                            let mut id = target.id.clone();
-                            *slot = self.register(resolver, &mut id, &notify).await;
+                            *slot = self.register(resolver, &mut target.id, &notify).await;
                         }
                     }
                 }

@@ -144,8 +144,7 @@ const SHARD_LABEL: &str = "kc-test/shard";
 
 /// Label with this test process's run ID on every Kustomization it creates. The controllers
 /// of a run watch only their run's objects, so Kustomizations left on a reused control plane
-/// by earlier runs (whose namespaces never finish terminating without a controller-manager)
-/// do not compete for their workers.
+/// by earlier (interrupted) runs do not compete for their workers.
 const RUN_LABEL: &str = "kc-test/run";
 
 fn run_id() -> &'static str {

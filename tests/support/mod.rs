@@ -193,8 +193,7 @@ impl TestNamespace {
 
 impl Drop for TestNamespace {
     /// Best effort: runs `kubectl delete --wait=false` synchronously (works inside or outside a
-    /// runtime). Without a controller-manager the namespace stays `Terminating`; its random name
-    /// means that never gets in the way of later runs.
+    /// runtime); the cluster's namespace controller finishes the deletion in the background.
     fn drop(&mut self) {
         let result = kubectl()
             .args([
