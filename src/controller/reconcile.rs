@@ -168,12 +168,13 @@ pub async fn reconcile(
                     source,
                 })?;
             if applied.changes.has_changes() {
+                // Flux emits the change set while Ready is Unknown, so with its reason.
                 let summary = applied.changes.summary();
                 ctx.events
                     .publish(
                         &ks,
                         Severity::Info,
-                        reason::RECONCILIATION_SUCCEEDED,
+                        reason::PROGRESSING,
                         &summary,
                         Some(&applied.revision),
                     )
@@ -753,20 +754,21 @@ fn owner(ks: &Kustomization) -> Owner {
     }
 }
 
-/// `spec.timeout`, or Flux's default: the interval less 30 s, never below 30 s.
+/// `spec.timeout`, or by default the interval less 30 s; never below 30 s, as Flux's
+/// `GetTimeout` (a `timeout: 10s` waits 30 s there too).
 fn reconcile_timeout(ks: &Kustomization) -> Duration {
-    if let Some(timeout) = ks
+    const MINIMUM: Duration = Duration::from_secs(30);
+    let timeout = ks
         .spec
         .timeout
         .as_deref()
         .and_then(|t| duration::parse(t).ok())
-    {
-        return timeout;
-    }
-    let interval = duration::parse(&ks.spec.interval).unwrap_or(Duration::from_secs(600));
-    interval
-        .saturating_sub(Duration::from_secs(30))
-        .max(Duration::from_secs(30))
+        .unwrap_or_else(|| {
+            duration::parse(&ks.spec.interval)
+                .unwrap_or(Duration::from_secs(600))
+                .saturating_sub(MINIMUM)
+        });
+    timeout.max(MINIMUM)
 }
 
 /// Adds the finalizer with a JSON patch, so that a concurrent change to other fields of the
@@ -897,6 +899,10 @@ mod tests {
         assert_eq!(
             reconcile_timeout(&ks("10m", Some("2m"))),
             Duration::from_secs(120)
+        );
+        assert_eq!(
+            reconcile_timeout(&ks("10m", Some("10s"))),
+            Duration::from_secs(30)
         );
     }
 

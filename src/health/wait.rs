@@ -298,9 +298,14 @@ impl HealthWatches {
     async fn register(&self, resolver: &Resolver, id: &mut ObjectId, notify: &Arc<Notify>) -> Slot {
         let resolved = match resolver.resolve(&id.api_version(), &id.kind).await {
             Ok(resolved) => resolved,
-            Err(err @ (ResolveError::NotFound { .. } | ResolveError::Discovery { .. })) => {
-                return Slot::Unresolved(err.to_string());
+            // Flux's status poller maps the group and kind, and says so.
+            Err(ResolveError::NotFound { .. }) => {
+                return Slot::Unresolved(format!(
+                    "no matches for kind \"{}\" in group \"{}\"",
+                    id.kind, id.group
+                ));
             }
+            Err(err @ ResolveError::Discovery { .. }) => return Slot::Unresolved(err.to_string()),
         };
         if !resolved.namespaced {
             id.namespace.clear();

@@ -386,7 +386,7 @@ async fn unhealthy_objects_fail_with_flux_messages_naming_each_of_them() {
             json!({"path": "./plain", "timeout": "4s",
                    "healthChecks": [health_check("example.com/v1", "Gizmo", "g", None)]}),
             format!(
-                "timeout waiting for: [Gizmo/{ns}/g status: 'Unknown': no matches for kind \"Gizmo\" in version \"example.com/v1\"]"
+                "timeout waiting for: [Gizmo/{ns}/g status: 'Unknown': no matches for kind \"Gizmo\" in group \"example.com\"]"
             ),
         ),
         (
@@ -447,6 +447,11 @@ async fn unhealthy_objects_fail_with_flux_messages_naming_each_of_them() {
             "{name}: the inventory records what was applied"
         );
     }
+    // A timeout under 30 s is raised to 30 s, as Flux's controller does.
+    let (_, _, step, _) = condition(&f.client, ns, "stuck", "Reconciling")
+        .await
+        .expect("Reconciling after a failed health check");
+    assert!(step.ends_with("with a timeout of 30s"), "{step}");
     let (reason, _) = wait_ready_with(
         &f.client,
         ns,

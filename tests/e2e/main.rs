@@ -899,7 +899,7 @@ async fn change_sets_and_failures_are_recorded_as_events() {
         let change_set = format!("ConfigMap/{ns}/a created");
         if notes
             .iter()
-            .any(|(reason, note)| reason == "ReconciliationSucceeded" && note == &change_set)
+            .any(|(reason, note)| reason == "Progressing" && note == &change_set)
             && notes.iter().any(|(_, note)| {
                 note.starts_with("Reconciliation finished in")
                     && note.ends_with("next run in 10m0s")
