@@ -274,11 +274,7 @@ pub struct LocalObjectReference {
 #[schemars(extend("x-kubernetes-validations" = [
     {
         "message": "exactly one of spec.kubeConfig.configMapRef or spec.kubeConfig.secretRef must be specified",
-        "rule": "has(self.configMapRef) || has(self.secretRef)"
-    },
-    {
-        "message": "exactly one of spec.kubeConfig.configMapRef or spec.kubeConfig.secretRef must be specified",
-        "rule": "!has(self.configMapRef) || !has(self.secretRef)"
+        "rule": "has(self.configMapRef) != has(self.secretRef)"
     }
 ]))]
 pub struct KubeConfigReference {
