@@ -161,12 +161,7 @@ pub async fn reconcile(
                 &applied.revision,
                 applied.origin_revision.as_deref(),
             );
-            status::write(&api, &ks, &status)
-                .await
-                .map_err(|source| ReconcileError::Kube {
-                    action: "status update",
-                    source,
-                })?;
+            write_status(&api, &ks, &status).await?;
             if applied.changes.has_changes() {
                 // Flux emits the change set while Ready is Unknown, so with its reason.
                 let summary = applied.changes.summary();
@@ -200,12 +195,7 @@ pub async fn reconcile(
         }
         Err(failure) if failure.kind == FailureKind::Terminal => {
             status::mark_stalled(&ks, &mut status, failure.reason, &failure.message);
-            status::write(&api, &ks, &status)
-                .await
-                .map_err(|source| ReconcileError::Kube {
-                    action: "status update",
-                    source,
-                })?;
+            write_status(&api, &ks, &status).await?;
             tracing::error!(kustomization = %ks.name_any(), namespace, reason = failure.reason, "{}", failure.message);
             ctx.events
                 .publish(&ks, Severity::Error, failure.reason, &failure.message, None)
@@ -216,12 +206,7 @@ pub async fn reconcile(
         }
         Err(failure) if failure.kind == FailureKind::Canceled => {
             status::mark_failed(&ks, &mut status, failure.reason, &failure.message);
-            status::write(&api, &ks, &status)
-                .await
-                .map_err(|source| ReconcileError::Kube {
-                    action: "status update",
-                    source,
-                })?;
+            write_status(&api, &ks, &status).await?;
             tracing::info!(kustomization = %ks.name_any(), namespace, "{}, canceling health checks", failure.message);
             let trigger = failure
                 .message
@@ -242,12 +227,7 @@ pub async fn reconcile(
         }
         Err(failure) => {
             status::mark_failed(&ks, &mut status, failure.reason, &failure.message);
-            status::write(&api, &ks, &status)
-                .await
-                .map_err(|source| ReconcileError::Kube {
-                    action: "status update",
-                    source,
-                })?;
+            write_status(&api, &ks, &status).await?;
             tracing::error!(kustomization = %ks.name_any(), namespace, reason = failure.reason, "{}", failure.message);
             let revision = status.last_attempted_revision.clone();
             ctx.events
@@ -269,6 +249,20 @@ pub async fn reconcile(
     ctx.metrics
         .observe_reconcile(&namespace, &ks.name_any(), started.elapsed());
     Ok(Requeue::requeue(requeue))
+}
+
+/// Writes the final status of a run; a failure is retried with backoff.
+async fn write_status(
+    api: &Api<Kustomization>,
+    ks: &Kustomization,
+    status: &KustomizationStatus,
+) -> Result<(), ReconcileError> {
+    status::write(api, ks, status)
+        .await
+        .map_err(|source| ReconcileError::Kube {
+            action: "status update",
+            source,
+        })
 }
 
 /// The pipeline proper. Progress is written to status once the revision is known. `permit`

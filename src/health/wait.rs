@@ -257,14 +257,17 @@ impl HealthWatches {
         }
         tokio::pin!(cancelled);
         let mut ticks = 0u64;
-        loop {
+        let statuses = |targets: &[Target], slots: &[Slot]| -> Vec<Option<Assessment>> {
             let now = Timestamp::now();
-            let statuses: Vec<Option<Assessment>> = targets
+            targets
                 .iter()
-                .zip(&slots)
+                .zip(slots)
                 .map(|(target, slot)| current_status(target, slot, exprs, now))
-                .collect();
-            if let Some(outcome) = verdict(&targets, &statuses, options, false) {
+                .collect()
+        };
+        loop {
+            let statuses_now = statuses(&targets, &slots);
+            if let Some(outcome) = verdict(&targets, &statuses_now, options, false) {
                 return outcome;
             }
             tokio::select! {
@@ -278,14 +281,9 @@ impl HealthWatches {
                     }
                 }
                 () = tokio::time::sleep_until(deadline) => {
-                    let now = Timestamp::now();
-                    let statuses: Vec<Option<Assessment>> = targets
-                        .iter()
-                        .zip(&slots)
-                        .map(|(target, slot)| current_status(target, slot, exprs, now))
-                        .collect();
                     tracing::debug!(ticks, "health check timed out");
-                    return verdict(&targets, &statuses, options, true).unwrap_or(Ok(()));
+                    let statuses_now = statuses(&targets, &slots);
+                    return verdict(&targets, &statuses_now, options, true).unwrap_or(Ok(()));
                 }
                 reason = &mut cancelled => return Err(WaitError::Canceled(reason)),
             }

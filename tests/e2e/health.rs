@@ -8,7 +8,6 @@ use std::time::{Duration, SystemTime};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
 use kube::discovery::ApiResource;
@@ -462,17 +461,8 @@ async fn unhealthy_objects_fail_with_flux_messages_naming_each_of_them() {
     .await;
     assert_eq!(reason, "ReconciliationSucceeded");
 
-    let events: Api<Event> = Api::namespaced(f.client.clone(), ns);
     wait_for(WAIT, "the health check failure event", async || {
-        let notes: Vec<(String, String)> = events
-            .list(&Default::default())
-            .await
-            .expect("events")
-            .items
-            .into_iter()
-            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("stuck"))
-            .map(|e| (e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
-            .collect();
+        let notes = event_notes(&f.client, ns, Some("stuck")).await;
         if notes
             .iter()
             .any(|(reason, note)| reason == "HealthCheckFailed" && note.ends_with(&cases[0].2))
@@ -536,19 +526,11 @@ async fn a_new_revision_cancels_a_running_health_check() {
     )
     .await;
     assert_eq!(message, format!("Applied revision: {}", revision(2)));
-    let events: Api<Event> = Api::namespaced(f.client.clone(), ns);
     let expected = format!(
         "Health checks canceled due to new reconciliation triggered by GitRepository/{ns}/repo"
     );
     wait_for(WAIT, "the cancellation event", async || {
-        let notes: Vec<(String, String)> = events
-            .list(&Default::default())
-            .await
-            .expect("events")
-            .items
-            .into_iter()
-            .map(|e| (e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
-            .collect();
+        let notes = event_notes(&f.client, ns, None).await;
         if notes
             .iter()
             .any(|(reason, note)| reason == "HealthCheckCanceled" && *note == expected)

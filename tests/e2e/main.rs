@@ -369,6 +369,26 @@ fn tail(text: &str, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
+/// (reason, note) of the events in `ns`, of the object named `regarding` when given.
+async fn event_notes(
+    client: &kube::Client,
+    ns: &str,
+    regarding: Option<&str>,
+) -> Vec<(String, String)> {
+    use k8s_openapi::api::events::v1::Event;
+    Api::<Event>::namespaced(client.clone(), ns)
+        .list(&Default::default())
+        .await
+        .expect("list events")
+        .items
+        .into_iter()
+        .filter(|e| {
+            regarding.is_none() || e.regarding.as_ref().and_then(|r| r.name.as_deref()) == regarding
+        })
+        .map(|e| (e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
+        .collect()
+}
+
 async fn config_map_names(client: &kube::Client, ns: &str) -> Vec<String> {
     let list = Api::<ConfigMap>::namespaced(client.clone(), ns)
         .list(&Default::default())
@@ -877,23 +897,11 @@ async fn sources_in_other_namespaces_are_followed_unless_denied() {
 
 #[tokio::test]
 async fn change_sets_and_failures_are_recorded_as_events() {
-    use k8s_openapi::api::events::v1::Event;
     let f = Fixture::new("events").await;
     let ns = f.ns();
     f.app_ready_with(&[("deploy/a.yaml", &config_map(ns, "a", "1"))])
         .await;
-    let events: Api<Event> = Api::namespaced(f.client.clone(), ns);
-    let notes = async || -> Vec<(String, String)> {
-        events
-            .list(&Default::default())
-            .await
-            .expect("list events")
-            .items
-            .into_iter()
-            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("app"))
-            .map(|e| (e.reason.unwrap_or_default(), e.note.unwrap_or_default()))
-            .collect()
-    };
+    let notes = async || event_notes(&f.client, ns, Some("app")).await;
     wait_for(WAIT, "the change set event", async || {
         let notes = notes().await;
         let change_set = format!("ConfigMap/{ns}/a created");
