@@ -38,7 +38,7 @@ use futures::StreamExt;
 use kube::api::{Api, DynamicObject};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 
-use args::{Args, Only};
+use args::{Args, Only, Scenario};
 use scenario::{Bench, Implementation};
 
 fn main() {
@@ -97,7 +97,10 @@ async fn run(args: Args) {
     let mut results = Vec::new();
     for index in 1..=args.runs {
         for implementation in &implementations {
-            results.push(bench.run(implementation, index).await);
+            results.push(match args.scenario {
+                Scenario::Apply => bench.run(implementation, index).await,
+                Scenario::Wait => bench.run_wait(implementation, index).await,
+            });
         }
     }
     let load_after = load_average();
@@ -226,13 +229,22 @@ fn header(
     load_before: &str,
     load_after: &str,
 ) -> String {
+    let workload = match args.scenario {
+        Scenario::Apply => format!(
+            "{} objects (ConfigMap, headless Service, Deployment in turn)",
+            args.objects
+        ),
+        Scenario::Wait => "`wait: true` and one Deployment of 2 replicas rolled out by the \
+                           cluster (kube-controller-manager, kube-scheduler, kwok)"
+            .to_string(),
+    };
     let mut text = format!(
         "# kustomize-controller: ours vs Flux\n\n\
-         - {} Kustomizations x {} objects (ConfigMap, headless Service, Deployment in turn) in {} \
+         - {} Kustomizations x {} in {} \
          namespaces, one GitRepository each; `--concurrent={}`{}; {} run(s) per implementation, \
          alternating\n",
         args.kustomizations,
-        args.objects,
+        workload,
         args.namespaces,
         args.concurrent,
         args.controller_args

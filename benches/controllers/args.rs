@@ -15,6 +15,13 @@ pub struct Args {
     #[arg(long, default_value_t = 100)]
     pub kustomizations: usize,
 
+    /// What to measure: `apply` (create, new revision, delete of N Kustomizations of
+    /// `--objects` objects) or `wait` (N Kustomizations with `wait: true`, one Deployment of 2
+    /// replicas each, rolled out by the cluster: create -> all Ready, and last pod Ready ->
+    /// Kustomization Ready).
+    #[arg(long, value_enum, default_value_t = Scenario::Apply)]
+    pub scenario: Scenario,
+
     /// How many objects (ConfigMaps, headless Services, Deployments in turn) each artifact holds.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(2..))]
     pub objects: u64,
@@ -73,4 +80,13 @@ pub enum Only {
     Both,
     Ours,
     Flux,
+}
+
+/// The scenarios the bench knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Scenario {
+    /// Create, update and delete N Kustomizations.
+    Apply,
+    /// Health checks: N Kustomizations with `wait: true`.
+    Wait,
 }

@@ -21,6 +21,9 @@ use crate::cluster::{self, ControlPlane, RequestKey};
 use crate::process::{self, Controller, Launch};
 use crate::report::RunResult;
 
+#[path = "health_wait.rs"]
+mod health_wait;
+
 /// Label on every object the bench creates or has applied; its value is the run id.
 pub const RUN_LABEL: &str = "kc-bench/run";
 
