@@ -62,14 +62,17 @@ struct Failure {
 }
 
 /// What follows a failure.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 enum FailureKind {
     /// Retried after `retryInterval`.
     Retry,
     /// A configuration error: Stalled, retried only when the Kustomization changes.
     Terminal,
     /// A new reconcile request cancelled the health checks: reconciled again at once.
-    Canceled,
+    Canceled {
+        /// What requested it (`Kind/namespace/name`).
+        trigger: String,
+    },
 }
 
 impl Failure {
@@ -94,7 +97,9 @@ impl Failure {
         Failure {
             reason: reason::HEALTH_CHECK_CANCELED,
             message: format!("New reconciliation triggered by {trigger}"),
-            kind: FailureKind::Canceled,
+            kind: FailureKind::Canceled {
+                trigger: trigger.to_string(),
+            },
         }
     }
 
@@ -204,19 +209,20 @@ pub async fn reconcile(
                 .observe_reconcile(&namespace, &ks.name_any(), started.elapsed());
             return Ok(Requeue::await_change());
         }
-        Err(failure) if failure.kind == FailureKind::Canceled => {
-            status::mark_failed(&ks, &mut status, failure.reason, &failure.message);
+        Err(Failure {
+            reason: failure_reason,
+            message,
+            kind: FailureKind::Canceled { trigger },
+        }) => {
+            status::mark_failed(&ks, &mut status, failure_reason, &message);
             write_status(&api, &ks, &status).await?;
-            tracing::info!(kustomization = %ks.name_any(), namespace, "{}, canceling health checks", failure.message);
-            let trigger = failure
-                .message
-                .trim_start_matches("New reconciliation triggered by ");
+            tracing::info!(kustomization = %ks.name_any(), namespace, "{message}, canceling health checks");
             let revision = status.last_attempted_revision.clone();
             ctx.events
                 .publish(
                     &ks,
                     Severity::Info,
-                    failure.reason,
+                    failure_reason,
                     &format!(
                         "Health checks canceled due to new reconciliation triggered by {trigger}"
                     ),
