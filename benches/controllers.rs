@@ -268,12 +268,24 @@ fn header(
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     text.push_str(&format!(
         "- machine: {cpus} CPUs, load average {load_before} before, {load_after} after (shared \
-         machine: CPU noise)\n\
-         - lower is better everywhere; ratio > 1 means Flux took more than ours. API requests are \
-         the controller's: apiserver_request_total minus the bench's own requests and minus \
-         Lease requests (kube-apiserver's heartbeats; leader election is off), +-1 for the \
-         bench's watch. Per-resource counts: target/bench-controllers/<run id>/requests.txt\n"
+         machine: CPU noise)\n"
     ));
+    text.push_str(match args.scenario {
+        Scenario::Apply => {
+            "- lower is better everywhere; ratio > 1 means Flux took more than ours. API requests \
+             are the controller's: apiserver_request_total minus the bench's own requests and \
+             minus Lease requests (kube-apiserver's heartbeats; leader election is off), +-1 for \
+             the bench's watch. Per-resource counts: \
+             target/bench-controllers/<run id>/requests.txt\n"
+        }
+        Scenario::Wait => {
+            "- lower is better everywhere; ratio > 1 means Flux took more than ours. \"all Ready\" \
+             and the gaps use the receive times of the bench's own watch events on the run's \
+             pods and Kustomizations (first event showing Ready=True); a Kustomization's last pod \
+             is the later of its 2 pods. Peak RSS and CPU are the controller's, from start to \
+             all Ready. Controller logs: target/bench-controllers/<run id>/controller.log\n"
+        }
+    });
     text
 }
 

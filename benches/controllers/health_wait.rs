@@ -9,6 +9,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, watcher};
+use serde::de::DeserializeOwned;
 
 use super::*;
 
@@ -44,7 +45,7 @@ impl Bench<'_> {
         );
         self.prepare_wait(&layout).await;
         let times = Arc::new(Mutex::new(ReadyTimes::default()));
-        let watches = self.watch_ready(&layout.run, &times);
+        let watches = self.watch_ready(&layout.run, &times).await;
 
         let run_dir = self.work_dir.join(&layout.run);
         let mut controller = Controller::start(&Launch {
@@ -73,7 +74,7 @@ impl Bench<'_> {
         let pid = controller.pid();
         let end = process::memory(pid).unwrap_or_default();
         let cpu = process::cpu_seconds(pid).unwrap_or(f64::NAN);
-        let (all_ready, gaps) = {
+        let (all_ready, mut gaps) = {
             let times = times.lock().expect("ready times");
             let all_ready = (times.kustomizations.len() == expected).then(|| {
                 times
@@ -82,17 +83,7 @@ impl Bench<'_> {
                     .map(|t| t.duration_since(started).as_secs_f64())
                     .fold(0.0, f64::max)
             });
-            let mut gaps: Vec<f64> = times
-                .kustomizations
-                .iter()
-                .filter_map(|(key, ready)| {
-                    let pods = times.pods.get(key).filter(|pods| pods.len() >= 2)?;
-                    let last_pod = pods.values().max()?;
-                    Some(ready.saturating_duration_since(*last_pod).as_secs_f64())
-                })
-                .collect();
-            gaps.sort_by(f64::total_cmp);
-            (all_ready, gaps)
+            (all_ready, ready_gaps(&times))
         };
         for task in watches {
             task.abort();
@@ -105,6 +96,24 @@ impl Bench<'_> {
                 controller.log_tail(20)
             ));
         }
+        if gaps.without_pods > 0 {
+            result.note(format!(
+                "wait: {} Ready Kustomization(s) with fewer than 2 Ready pods seen by the bench \
+                 (left out of the gap figures)",
+                gaps.without_pods
+            ));
+        }
+        let early: Vec<f64> = gaps.seconds.iter().copied().filter(|g| *g < 0.0).collect();
+        if !early.is_empty() {
+            result.note(format!(
+                "wait: {} Kustomization(s) turned Ready before their last pod did, by up to \
+                 {:.3} s (negative gaps, kept in the figures)",
+                early.len(),
+                -early.iter().copied().fold(0.0, f64::min)
+            ));
+        }
+        gaps.seconds.sort_by(f64::total_cmp);
+        let gaps = gaps.seconds;
         let percentile = |p: f64| {
             (!gaps.is_empty()).then(|| gaps[((gaps.len() as f64 * p) as usize).min(gaps.len() - 1)])
         };
@@ -137,7 +146,7 @@ impl Bench<'_> {
         result.push("controller CPU, whole run [s]", Some(cpu), 2);
 
         self.clean_up(&layout, &mut controller, &mut result).await;
-        self.wait_until_gone(&layout).await;
+        self.wait_until_gone(&layout, &mut result).await;
         result
     }
 
@@ -195,85 +204,169 @@ impl Bench<'_> {
             .unwrap_or_else(|e| panic!("create Kustomization {ns}/{name}: {e}"));
     }
 
-    /// Watches the run's pods and Kustomizations and records when each turns Ready.
-    fn watch_ready(
+    /// Watches the run's pods and Kustomizations and records when each turns Ready. Returns
+    /// once both watches have their first list, so no event of the run is received late.
+    async fn watch_ready(
         &self,
         run: &str,
         times: &Arc<Mutex<ReadyTimes>>,
     ) -> Vec<tokio::task::JoinHandle<()>> {
         let selector = format!("{RUN_LABEL}={run}");
-        let pods: Api<Pod> = Api::all(self.client.clone());
         let pod_times = Arc::clone(times);
-        let pod_task = tokio::spawn(
-            watcher(pods, watcher::Config::default().labels(&selector))
-                .default_backoff()
-                .applied_objects()
-                .for_each(move |pod| {
-                    let now = Instant::now();
-                    if let Ok(pod) = pod {
-                        let ready = pod
-                            .status
-                            .as_ref()
-                            .and_then(|s| s.conditions.as_ref())
-                            .is_some_and(|c| {
-                                c.iter().any(|c| c.type_ == "Ready" && c.status == "True")
-                            });
-                        let app = pod.metadata.labels.as_ref().and_then(|l| l.get("app"));
-                        if let (true, Some(app), Some(ns), Some(name), Ok(mut times)) = (
-                            ready,
-                            app,
-                            pod.metadata.namespace.clone(),
-                            pod.metadata.name.clone(),
-                            pod_times.lock(),
-                        ) {
-                            times
-                                .pods
-                                .entry((ns, app.clone()))
-                                .or_default()
-                                .entry(name)
-                                .or_insert(now);
-                        }
-                    }
-                    std::future::ready(())
-                }),
+        let pods = watch(
+            Api::<Pod>::all(self.client.clone()),
+            &selector,
+            move |pod: Pod, now| {
+                let ready = pod
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+                let app = pod.metadata.labels.as_ref().and_then(|l| l.get("app"));
+                if let (true, Some(app), Some(ns), Some(name), Ok(mut times)) = (
+                    ready,
+                    app,
+                    pod.metadata.namespace.clone(),
+                    pod.metadata.name.clone(),
+                    pod_times.lock(),
+                ) {
+                    times
+                        .pods
+                        .entry((ns, app.clone()))
+                        .or_default()
+                        .entry(name)
+                        .or_insert(now);
+                }
+            },
         );
-        let kustomizations: Api<DynamicObject> =
-            Api::all_with(self.client.clone(), &kustomization_resource());
         let ks_times = Arc::clone(times);
-        let ks_task = tokio::spawn(
-            watcher(kustomizations, watcher::Config::default().labels(&selector))
-                .default_backoff()
-                .applied_objects()
-                .for_each(move |ks| {
-                    let now = Instant::now();
-                    if let Ok(ks) = ks {
-                        let ready = has_ready_condition(ks.data["status"].get("conditions"));
-                        if let (true, Some(ns), Some(name), Ok(mut times)) = (
-                            ready,
-                            ks.metadata.namespace.clone(),
-                            ks.metadata.name.clone(),
-                            ks_times.lock(),
-                        ) {
-                            times.kustomizations.entry((ns, name)).or_insert(now);
-                        }
-                    }
-                    std::future::ready(())
-                }),
+        let kustomizations = watch(
+            Api::<DynamicObject>::all_with(self.client.clone(), &kustomization_resource()),
+            &selector,
+            move |ks: DynamicObject, now| {
+                let ready = has_ready_condition(ks.data["status"].get("conditions"));
+                if let (true, Some(ns), Some(name), Ok(mut times)) = (
+                    ready,
+                    ks.metadata.namespace.clone(),
+                    ks.metadata.name.clone(),
+                    ks_times.lock(),
+                ) {
+                    times.kustomizations.entry((ns, name)).or_insert(now);
+                }
+            },
         );
-        vec![pod_task, ks_task]
+        let (pods, kustomizations) = futures::join!(pods, kustomizations);
+        vec![pods, kustomizations]
     }
 
     /// Waits until the run's namespaces are gone (kube-controller-manager deletes their pods),
     /// so that the next implementation starts on a quiet cluster.
-    async fn wait_until_gone(&self, layout: &Layout) {
+    async fn wait_until_gone(&self, layout: &Layout, result: &mut RunResult) {
         let namespaces = Api::<Namespace>::all(self.client.clone());
-        let deadline = Instant::now() + Duration::from_secs(600);
+        let started = Instant::now();
+        let deadline = started + Duration::from_secs(600);
+        let mut left = Vec::new();
         for ns in layout.namespaces.iter().chain([&layout.warmup_namespace]) {
-            while matches!(namespaces.get_opt(ns).await, Ok(Some(_))) && Instant::now() < deadline {
-                tokio::time::sleep(Duration::from_millis(500)).await;
+            loop {
+                match namespaces.get_opt(ns).await {
+                    Ok(None) => break,
+                    Ok(Some(_)) | Err(_) if Instant::now() >= deadline => {
+                        left.push(ns.clone());
+                        break;
+                    }
+                    _ => tokio::time::sleep(Duration::from_millis(500)).await,
+                }
             }
         }
+        let pods = Api::<Pod>::all(self.client.clone())
+            .list_metadata(&ListParams::default().labels(&format!("{RUN_LABEL}={}", layout.run)))
+            .await
+            .map(|list| list.items.len())
+            .unwrap_or(usize::MAX);
+        if left.is_empty() && pods == 0 {
+            eprintln!(
+                "bench: [{}] namespaces and pods deleted in {:.1} s",
+                result.implementation,
+                started.elapsed().as_secs_f64()
+            );
+        } else {
+            result.note(format!(
+                "wait: after 600 s, namespace(s) {left:?} still there and {pods} pod(s) of the run \
+                 left: the next run shares the cluster with them"
+            ));
+        }
     }
+}
+
+/// The gaps between each Kustomization's last pod turning Ready and its own Ready.
+struct Gaps {
+    /// In seconds, negative when the Kustomization turned Ready first.
+    seconds: Vec<f64>,
+    /// Ready Kustomizations for which fewer than 2 Ready pods were seen.
+    without_pods: usize,
+}
+
+fn ready_gaps(times: &ReadyTimes) -> Gaps {
+    let mut gaps = Gaps {
+        seconds: Vec::new(),
+        without_pods: 0,
+    };
+    for (key, ready) in &times.kustomizations {
+        let last_pod = times
+            .pods
+            .get(key)
+            .filter(|pods| pods.len() >= 2)
+            .and_then(|pods| pods.values().max());
+        match last_pod {
+            Some(last_pod) if ready >= last_pod => gaps
+                .seconds
+                .push(ready.duration_since(*last_pod).as_secs_f64()),
+            Some(last_pod) => gaps
+                .seconds
+                .push(-last_pod.duration_since(*ready).as_secs_f64()),
+            None => gaps.without_pods += 1,
+        }
+    }
+    gaps
+}
+
+/// Watches the objects of `api` that match `selector`, calling `on_object` with each object
+/// listed, added or changed and the time its event was received, until the task is aborted.
+/// Returns once the first list is in (or after 60 s).
+async fn watch<K, F>(api: Api<K>, selector: &str, mut on_object: F) -> tokio::task::JoinHandle<()>
+where
+    K: kube::Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
+    F: FnMut(K, Instant) + Send + 'static,
+{
+    let (listed, first_list) = tokio::sync::oneshot::channel();
+    let mut listed = Some(listed);
+    let mut events = watcher(api, watcher::Config::default().labels(selector))
+        .default_backoff()
+        .boxed();
+    let task = tokio::spawn(async move {
+        while let Some(event) = events.next().await {
+            let now = Instant::now();
+            match event {
+                Ok(watcher::Event::Apply(object) | watcher::Event::InitApply(object)) => {
+                    on_object(object, now)
+                }
+                Ok(watcher::Event::InitDone) => {
+                    if let Some(listed) = listed.take() {
+                        let _ = listed.send(());
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => eprintln!("bench: watch error: {e}"),
+            }
+        }
+    });
+    if tokio::time::timeout(Duration::from_secs(60), first_list)
+        .await
+        .is_err()
+    {
+        eprintln!("bench: a watch had no first list after 60 s; going on");
+    }
+    task
 }
 
 /// The one object of a Kustomization's artifact; its pods carry the run label and the
