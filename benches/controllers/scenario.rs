@@ -690,7 +690,8 @@ impl<'a> Bench<'a> {
 
     /// Deletes the warm-up Kustomization (with the controller still running), stops the
     /// controller, then removes what is left: finalizers of stuck Kustomizations, the
-    /// GitRepositories and the namespaces (which stay Terminating: no controller-manager).
+    /// GitRepositories and the namespaces (kube-controller-manager finishes deleting them in
+    /// the background; the `wait` scenario waits for that).
     async fn clean_up(&self, layout: &Layout, controller: &mut Controller, result: &mut RunResult) {
         let warmup_run = format!("{}-warmup", layout.run);
         self.delete_kustomizations(std::slice::from_ref(&layout.warmup_namespace), &warmup_run)
