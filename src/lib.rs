@@ -18,6 +18,7 @@ pub mod kustomize;
 pub mod leader;
 pub mod manifest;
 pub mod metrics;
+pub mod regular_file;
 pub mod source;
 pub mod substitute;
 pub mod telemetry;
