@@ -151,7 +151,10 @@ impl SourceWalk<'_> {
                 limit: decrypt::MAX_ENCRYPTED_FILE_SIZE,
             });
         }
-        let data = self.loader.read(dir, name)?;
+        // The limit again while reading: the file may have grown since.
+        let data = self
+            .loader
+            .read_limited(dir, name, decrypt::MAX_ENCRYPTED_FILE_SIZE as u64)?;
         if !format.is_encrypted(&data) {
             return Ok(());
         }

@@ -33,6 +33,14 @@ pub enum LoadError {
         /// The I/O error.
         source: std::io::Error,
     },
+    /// The path is not a regular file, or holds more bytes than a build reads from one file.
+    #[error("{path}: {source}")]
+    File {
+        /// The path as named, relative to the root.
+        path: String,
+        /// Why it was not read.
+        source: crate::regular_file::FileError,
+    },
     /// The path resolves outside the root.
     #[error("{path}: resolves outside the root {root}")]
     OutsideRoot {
@@ -52,6 +60,10 @@ pub enum LoadError {
         dir: String,
     },
 }
+
+/// The most bytes a build reads from one file: far above any real manifest bundle (the API
+/// server refuses objects over 3 MiB), low enough that a hostile file cannot exhaust memory.
+pub const MAX_FILE_SIZE: u64 = 32 << 20;
 
 /// What a path names.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -152,8 +164,15 @@ impl Loader {
         }
     }
 
-    /// Reads the file `name` named by the kustomization in `dir`.
+    /// Reads the file `name` named by the kustomization in `dir` (at most [`MAX_FILE_SIZE`]
+    /// bytes; only regular files).
     pub fn read(&self, dir: &Path, name: &str) -> Result<Vec<u8>, LoadError> {
+        self.read_limited(dir, name, MAX_FILE_SIZE)
+    }
+
+    /// Reads the file `name` named by the kustomization in `dir`, refusing anything but a
+    /// regular file and any file of more than `limit` bytes (checked while reading).
+    pub fn read_limited(&self, dir: &Path, name: &str, limit: u64) -> Result<Vec<u8>, LoadError> {
         let path = match self.entry(dir, name)? {
             Entry::File(path) => path,
             Entry::Dir(path) => {
@@ -167,7 +186,7 @@ impl Loader {
         if let Some(bytes) = self.in_memory.get(&path) {
             return Ok(bytes.to_vec());
         }
-        std::fs::read(&path).map_err(|source| LoadError::Io {
+        crate::regular_file::read(&path, limit).map_err(|source| LoadError::File {
             path: self.display(&path),
             source,
         })
