@@ -6,10 +6,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use kustomize_controller::api::Kustomization;
+use kustomize_controller::api::{Kustomization, validation};
 use kustomize_controller::build;
 use kustomize_controller::decrypt::{self, Format, Keyring};
 use kustomize_controller::kustomize::{LoadRestrictions, yaml};
+use kustomize_controller::regular_file;
 use kustomize_controller::substitute::strip_newlines;
 use zeroize::Zeroizing;
 
@@ -65,11 +66,10 @@ pub struct DecryptArgs {
 pub fn run_decrypt(args: &DecryptArgs) -> ExitCode {
     let result = sops_keys(&args.sops_keys, None).and_then(|keys| {
         let keys = keys.unwrap_or_default();
-        let data = std::fs::read(&args.file)
-            .map_err(|e| format!("cannot read {}: {e}", args.file.display()))?;
+        let data = read_file(&args.file, decrypt::MAX_ENCRYPTED_FILE_SIZE as u64)?;
         let format = Format::for_path(&args.file);
         decrypt::decrypt(&data, format, format, &keys, true)
-            .map_err(|e| format!("failed to decrypt {}: {e}", args.file.display()))
+            .map_err(|e| format!("failed to decrypt {}: {e}", shown(&args.file)))
     });
     match result {
         Ok(plain) => match std::io::stdout().write_all(&plain) {
@@ -154,21 +154,19 @@ fn sops_keys(
     }
     let mut keys = Keyring::new();
     for file in files {
-        let bytes = Zeroizing::new(
-            std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?,
-        );
+        let bytes = Zeroizing::new(read_file(file, MAX_KEY_FILE_SIZE)?);
         let imported = if is_armored_pgp(&bytes) {
             keys.import_pgp(&bytes)
         } else {
             let text = std::str::from_utf8(&bytes).map_err(|_| {
                 format!(
                     "{} is neither an age identity file nor an armored OpenPGP key",
-                    file.display()
+                    shown(file)
                 )
             })?;
             keys.import_age(text)
         };
-        imported.map_err(|e| format!("failed to import SOPS key {}: {e}", file.display()))?;
+        imported.map_err(|e| format!("failed to import SOPS key {}: {e}", shown(file)))?;
     }
     Ok(Some(keys))
 }
@@ -187,14 +185,14 @@ fn variables(
 ) -> Result<BTreeMap<String, String>, String> {
     let mut vars = BTreeMap::new();
     for file in &args.var_files {
-        let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
+        let text = read_text(file, MAX_SMALL_FILE_SIZE)?;
         for (number, line) in text.lines().enumerate() {
             let line = line.trim();
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
             let (name, value) = split_var(line)
-                .map_err(|e| format!("{}: line {}: {e}", file.display(), number + 1))?;
+                .map_err(|e| format!("{}: line {}: {e}", shown(file), number + 1))?;
             vars.insert(name, value);
         }
     }
@@ -228,13 +226,46 @@ fn absolute(path: &Path) -> Result<PathBuf, String> {
     std::path::absolute(path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// The Kustomization object in `file`, refused as the API server would refuse it.
 fn read_kustomization(file: &Path) -> Result<Kustomization, String> {
-    let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
-    let docs = yaml::parse_documents(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+    let text = read_text(file, MAX_SMALL_FILE_SIZE)?;
+    let name = shown(file);
+    let docs = yaml::parse_documents(&text).map_err(|e| format!("{name}: {e}"))?;
     let doc = docs
         .into_iter()
         .find(|d| d.get("kind").and_then(|k| k.as_str()) == Some("Kustomization"))
-        .ok_or_else(|| format!("{}: no Kustomization object found", file.display()))?;
-    serde_json::from_value(doc)
-        .map_err(|e| format!("{}: invalid Kustomization: {e}", file.display()))
+        .ok_or_else(|| format!("{name}: no Kustomization object found"))?;
+    validation::validate(&doc).map_err(|e| format!("{name}: {e}"))?;
+    serde_json::from_value(doc).map_err(|e| format!("{name}: invalid Kustomization: {e}"))
+}
+
+/// The most bytes read from a key file: armored OpenPGP keyrings of many keys stay far below.
+const MAX_KEY_FILE_SIZE: u64 = 1 << 20;
+
+/// The most bytes read from a Kustomization or a variables file.
+const MAX_SMALL_FILE_SIZE: u64 = 4 << 20;
+
+/// Reads the regular file `file` (never a FIFO or device), at most `limit` bytes.
+fn read_file(file: &Path, limit: u64) -> Result<Vec<u8>, String> {
+    regular_file::read(file, limit).map_err(|e| format!("cannot read {}: {e}", shown(file)))
+}
+
+fn read_text(file: &Path, limit: u64) -> Result<String, String> {
+    regular_file::read_to_string(file, limit)
+        .map_err(|e| format!("cannot read {}: {e}", shown(file)))
+}
+
+/// A path for a message, control characters escaped so that they cannot drive the terminal.
+fn shown(path: &Path) -> String {
+    path.display()
+        .to_string()
+        .chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use kube::api::{Api, ApiResource, DynamicObject, PostParams};
 use kustomize_controller::api::Kustomization;
 use kustomize_controller::api::crd::{CRD_FILE, crd_yaml};
+use kustomize_controller::api::validation::{self, ValidationError};
 use serde_json::{Value, json};
 
 const GROUP_VERSION: &str = "kustomize.toolkit.fluxcd.io/v1";
@@ -652,6 +653,12 @@ async fn docs_examples_are_accepted_by_the_crd() {
     for example in load_examples() {
         let mut doc = example.doc.clone();
         doc["metadata"]["namespace"] = json!(namespace.name());
+        if let Err(e) = validation::validate(&doc) {
+            problems.push(format!(
+                "{}: refused by api::validation: {e}",
+                example.label
+            ));
+        }
         match dry_run_create(&api, &doc).await {
             Ok(stored) => {
                 // Anything the schema does not know is pruned silently: the stored object must
@@ -751,6 +758,21 @@ async fn invalid_kustomizations_are_rejected_by_the_crd() {
             json!({ "namePrefix": "" }),
             "spec.namePrefix",
         ),
+        (
+            "timeout of \"5\" and prune \"yes\"",
+            json!({ "timeout": "5", "prune": "yes" }),
+            "spec.timeout",
+        ),
+        (
+            "healthChecks entry without a name",
+            json!({ "healthChecks": [{ "kind": "Deployment", "apiVersion": "apps/v1" }] }),
+            "spec.healthChecks[0].name",
+        ),
+        (
+            "dependsOn name of a number",
+            json!({ "dependsOn": [{ "name": 3 }] }),
+            "spec.dependsOn[0].name",
+        ),
     ];
     let mut problems = Vec::new();
     for (what, overrides, field) in cases {
@@ -758,9 +780,30 @@ async fn invalid_kustomizations_are_rejected_by_the_crd() {
         for (key, value) in overrides.as_object().expect("overrides are an object") {
             doc["spec"][key] = value.clone();
         }
+        let offline = validation::validate(&doc);
         match dry_run_create(&api, &doc).await {
             Ok(_) => problems.push(format!("{what}: accepted, expected a rejection on {field}")),
             Err(kube::Error::Api(status)) => {
+                // The offline check (`build --kustomization`) refuses it in the same words.
+                match &offline {
+                    Ok(()) => problems.push(format!(
+                        "{what}: refused by the API server but accepted by api::validation"
+                    )),
+                    Err(ValidationError::Invalid { causes, .. }) => {
+                        for cause in causes {
+                            if !status.message.contains(cause.as_str()) {
+                                problems.push(format!(
+                                    "{what}: api::validation says {cause:?}, the API server says {:?}",
+                                    status.message
+                                ));
+                            }
+                        }
+                    }
+                    Err(other) => problems.push(format!(
+                        "{what}: api::validation refused it as {other}, the API server as {:?}",
+                        status.message
+                    )),
+                }
                 if status.code != 422 {
                     problems.push(format!(
                         "{what}: expected 422 Invalid, got {}: {}",

@@ -7,6 +7,7 @@ pub mod duration;
 pub mod kustomization;
 pub mod names;
 pub mod source;
+pub mod validation;
 
 pub use condition::{Condition, ConditionStatus};
 pub use kustomization::{Kustomization, KustomizationSpec, KustomizationStatus, ResourceRef};

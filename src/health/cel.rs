@@ -373,7 +373,7 @@ fn sets_intersects<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, 
 
 /// A JSON value as CEL sees the Go unstructured value Flux passes: integers that fit an int64
 /// are `int`, other numbers `double`.
-fn to_cel(value: &Value) -> CelValue {
+pub(crate) fn to_cel(value: &Value) -> CelValue {
     match value {
         Value::Null => CelValue::Null,
         Value::Bool(b) => CelValue::Bool(*b),
