@@ -265,6 +265,11 @@ fn build_controller(
             },
         );
     }
+    // `DisableConfigWatchers`: no ConfigMap or Secret watch at all, as with Flux (changes to
+    // post-build variables are then seen at the next interval).
+    if flags.feature_gates.enabled("DisableConfigWatchers") {
+        return controller;
+    }
     controller = watch_variables::<ConfigMap>(controller, &client, namespace, &reader, "ConfigMap");
     watch_variables::<Secret>(controller, &client, namespace, &reader, "Secret")
 }

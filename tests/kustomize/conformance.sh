@@ -1,19 +1,24 @@
 #!/usr/bin/env bash
 # Scores the native kustomize engine on the shared kustomize conformance corpus
-# (cases taken from kustomize's own tests) and fails if a case listed in
-# tests/kustomize/conformance-passing.txt no longer passes.
+# (cases taken from kustomize's own tests). Fails when the runner or the corpus is missing,
+# when the runner itself fails (any case failed or could not be evaluated), and when a case
+# listed in tests/kustomize/conformance-passing.txt no longer passes.
 #
 #   tests/kustomize/conformance.sh            # score + regression check
 #   tests/kustomize/conformance.sh --update   # rewrite the list of passing cases
+#
+# Environment: KC_SHARED_DIR, the folder holding bin/kustomize-conformance and
+# conformance/kustomize (default: ../shared beside the repository).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 shared="${KC_SHARED_DIR:-$repo/../shared}"
 runner="$shared/bin/kustomize-conformance"
+corpus="$shared/conformance/kustomize"
 passing="$repo/tests/kustomize/conformance-passing.txt"
 
-if [[ ! -x "$runner" ]]; then
-  echo "conformance: $runner not found; skipping (the corpus lives beside the repository)" >&2
-  exit 0
+if [[ ! -x "$runner" || ! -d "$corpus" ]]; then
+  echo "conformance: the runner ($runner) or the corpus ($corpus) is missing; set KC_SHARED_DIR to the folder that holds them" >&2
+  exit 1
 fi
 
 cd "$repo"
@@ -21,9 +26,15 @@ cargo build --locked --quiet --bin kustomize-controller
 binary="$repo/target/debug/kustomize-controller"
 results="$repo/target/kustomize-conformance.json"
 
+rm -f "$results"
 set +e
-"$runner" --jobs "$(nproc)" --json "$results" -- "$binary" build | tail -n 1
+"$runner" --corpus "$corpus" --jobs "$(nproc)" --json "$results" -- "$binary" build | tail -n 1
+runner_status=${PIPESTATUS[0]}
 set -e
+if [[ ! -s "$results" ]]; then
+  echo "conformance: the runner exited with status $runner_status and wrote no results to $results" >&2
+  exit 1
+fi
 
 current="$(python3 - "$results" <<'PY'
 import json, sys
@@ -50,5 +61,19 @@ if [[ -f "$passing" ]]; then
     printf '  %s\n' $regressions >&2
     exit 1
   fi
+fi
+# Every case must pass: the runner exits non-zero when a case failed or was skipped.
+not_passed="$(python3 - "$results" <<'PY'
+import json, sys
+data = json.load(open(sys.argv[1]))
+for case in data.get("cases", []):
+    if case.get("status") != "passed":
+        print("%s (%s)" % (case.get("name"), case.get("status")))
+PY
+)"
+if [[ "$runner_status" -ne 0 || -n "$not_passed" ]]; then
+  echo "conformance: the runner exited with status $runner_status; cases that did not pass:" >&2
+  printf '  %s\n' "$not_passed" >&2
+  exit 1
 fi
 echo "conformance: no regressions"
