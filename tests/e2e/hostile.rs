@@ -1,0 +1,246 @@
+//! Hostile sources end to end: one commit holding kustomization cycles, YAML alias bombs, a
+//! self-copying JSON 6902 patch, a substitution bomb and deeply nested YAML. Each of its
+//! Kustomizations must end Ready=False with a clear reason while the controller stays up,
+//! stays within its memory, and keeps reconciling a healthy Kustomization beside them.
+
+use super::*;
+
+/// The controller of the `hostile` shard: its memory is measured alone.
+fn hostile_controller() -> &'static ControllerProcess {
+    static CONTROLLER: OnceLock<ControllerProcess> = OnceLock::new();
+    CONTROLLER.get_or_init(|| {
+        start_controller(
+            "hostile",
+            &[&format!(
+                "--watch-label-selector={RUN_LABEL}={},{SHARD_LABEL}=hostile",
+                run_id()
+            )],
+        )
+    })
+}
+
+/// The controller's own process (the child of the shell that runs it), if it is alive.
+fn controller_pid(controller: &ControllerProcess) -> Option<u32> {
+    let shell = controller._child.id();
+    let children = std::fs::read_to_string(format!("/proc/{shell}/task/{shell}/children")).ok()?;
+    children.split_whitespace().next()?.parse().ok()
+}
+
+/// The peak resident set size of `pid` (VmHWM), in KiB.
+fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
+}
+
+fn kustomization(resources: &str) -> String {
+    format!("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n{resources}")
+}
+
+/// A ConfigMap whose `data` is a 1 MiB anchored string aliased 1500 times (1.5 GiB expanded).
+fn alias_bomb() -> String {
+    let mut text = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bomb\nanchor: &a \"{}\"\ndata:\n  list: [",
+        "x".repeat(1 << 20)
+    );
+    text.push_str(&vec!["*a"; 1500].join(", "));
+    text.push_str("]\n");
+    text
+}
+
+/// A JSON 6902 patch whose 40 `copy` operations each double the object.
+fn self_copy_patch() -> String {
+    let mut ops = String::new();
+    for i in 0..40 {
+        ops.push_str(&format!(
+            "  - {{op: copy, from: /data, path: /data/copy{i}}}\n"
+        ));
+    }
+    format!(
+        "resources: [cm.yaml]\npatches:\n- target: {{kind: ConfigMap, name: grow}}\n  patch: |\n{}",
+        ops.lines().map(|l| format!("  {l}\n")).collect::<String>()
+    )
+}
+
+/// A ConfigMap that references `${big}` 2000 times.
+fn substitution_bomb(ns: &str) -> String {
+    let refs: Vec<String> = (0..2000).map(|i| format!("  k{i}: \"${{big}}\"")).collect();
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: subst\n  namespace: {ns}\ndata:\n{}\n",
+        refs.join("\n")
+    )
+}
+
+/// YAML nested 100 000 flow sequences deep.
+fn deep_nesting() -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: deep\ndata:\n  x: {}{}\n",
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    )
+}
+
+#[tokio::test]
+async fn hostile_sources_fail_alone_while_the_controller_keeps_reconciling() {
+    hostile_controller();
+    let client = support::client().await;
+    let ns = TestNamespace::new(&client, "hostile").await;
+    let ns = ns.name();
+    let shard = json!({ SHARD_LABEL: "hostile" });
+
+    // The healthy neighbour, on its own source.
+    create_git_repository(&client, ns, "healthy").await;
+    let publish_healthy = async |n: u32| {
+        let (url, digest) = serve(tarball(&[(
+            "deploy/cm.yaml",
+            &config_map(ns, "healthy", &n.to_string()),
+        )]));
+        publish_artifact(&client, ns, "healthy", &revision(n), &url, &digest).await;
+    };
+    publish_healthy(1).await;
+    create_labelled_kustomization(&client, ns, "healthy", "healthy", json!({}), shard.clone())
+        .await;
+
+    create_git_repository(&client, ns, "hostile").await;
+    let grow =
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: grow\ndata:\n  a: \"0123456789\"\n";
+    let files = [
+        (
+            "cycle-self/kustomization.yaml",
+            kustomization("resources: [.]\n"),
+        ),
+        (
+            "cycle-empty/kustomization.yaml",
+            kustomization("resources: [\"\"]\n"),
+        ),
+        (
+            "cycle-pair/a/kustomization.yaml",
+            kustomization("resources: [../b]\n"),
+        ),
+        (
+            "cycle-pair/b/kustomization.yaml",
+            kustomization("resources: [../a]\n"),
+        ),
+        (
+            "cycle-component/kustomization.yaml",
+            kustomization("components: [comp]\n"),
+        ),
+        (
+            "cycle-component/comp/kustomization.yaml",
+            "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\ncomponents: [.]\n"
+                .to_string(),
+        ),
+        (
+            "alias-bomb/kustomization.yaml",
+            kustomization("resources: [bomb.yaml]\n"),
+        ),
+        ("alias-bomb/bomb.yaml", alias_bomb()),
+        ("patch-bomb/kustomization.yaml", self_copy_patch()),
+        ("patch-bomb/cm.yaml", grow.to_string()),
+        ("subst-bomb/cm.yaml", substitution_bomb(ns)),
+        (
+            "deep/kustomization.yaml",
+            kustomization("resources: [deep.yaml]\n"),
+        ),
+        ("deep/deep.yaml", deep_nesting()),
+    ];
+    let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
+    let (url, digest) = serve(tarball(&files));
+    publish_artifact(&client, ns, "hostile", &revision(1), &url, &digest).await;
+
+    let big = "s".repeat(512 << 10);
+    let cases = [
+        ("cycle-self", json!({"path": "./cycle-self"}), "cycle"),
+        ("cycle-empty", json!({"path": "./cycle-empty"}), "cycle"),
+        ("cycle-pair", json!({"path": "./cycle-pair/a"}), "cycle"),
+        (
+            "cycle-component",
+            json!({"path": "./cycle-component"}),
+            "cycle",
+        ),
+        ("alias-bomb", json!({"path": "./alias-bomb"}), "bomb.yaml"),
+        ("patch-bomb", json!({"path": "./patch-bomb"}), "patch"),
+        (
+            "subst-bomb",
+            json!({"path": "./subst-bomb", "postBuild": {"substitute": {"big": big}}}),
+            "ConfigMap",
+        ),
+        ("deep", json!({"path": "./deep"}), "deep.yaml"),
+    ];
+    for (name, extra, _) in &cases {
+        create_labelled_kustomization(&client, ns, name, "hostile", extra.clone(), shard.clone())
+            .await;
+    }
+    for (name, _, expected) in &cases {
+        let (reason, message) =
+            wait_for(
+                WAIT,
+                &format!("{name}: Ready=False"),
+                async || match ready(&client, ns, name).await {
+                    Some((ConditionStatus::False, reason, message)) => Ok((reason, message)),
+                    other => Err(format!("{other:?}")),
+                },
+            )
+            .await;
+        assert_eq!(reason, "BuildFailed", "{name}: {message}");
+        assert!(message.contains(expected), "{name}: {message}");
+        assert!(
+            message.len() < 4096,
+            "{name}: a message of {} bytes",
+            message.len()
+        );
+    }
+
+    // The healthy Kustomization was reconciled, and keeps being reconciled, while the hostile
+    // ones retry every 2 s.
+    wait_ready_with(
+        &client,
+        ns,
+        "healthy",
+        ConditionStatus::True,
+        "healthy Ready",
+    )
+    .await;
+    publish_healthy(2).await;
+    wait_for(WAIT, "healthy: revision 2 applied", async || {
+        let cm = Api::<ConfigMap>::namespaced(client.clone(), ns)
+            .get_opt("healthy")
+            .await
+            .map_err(|e| e.to_string())?;
+        match cm
+            .and_then(|cm| cm.data)
+            .and_then(|d| d.get("value").cloned())
+        {
+            Some(value) if value == "2" => Ok(()),
+            other => Err(format!("value {other:?}")),
+        }
+    })
+    .await;
+
+    let pid = controller_pid(hostile_controller())
+        .expect("the controller process is still running after the hostile reconciles");
+    let peak_mib = peak_rss_kib(pid).expect("VmHWM") / 1024;
+    eprintln!("hostile shard controller: peak RSS {peak_mib} MiB");
+    // Expanded, any one of these bombs needs well over a GiB.
+    assert!(
+        peak_mib < 512,
+        "the controller's peak RSS reached {peak_mib} MiB"
+    );
+    // Nothing of the hostile source was applied.
+    for name in ["grow", "subst", "bomb", "deep"] {
+        assert!(
+            Api::<ConfigMap>::namespaced(client.clone(), ns)
+                .get_opt(name)
+                .await
+                .expect("get")
+                .is_none(),
+            "{name} was applied"
+        );
+    }
+}
