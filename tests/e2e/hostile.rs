@@ -3,6 +3,10 @@
 //! Kustomizations must end Ready=False with a clear reason while the controller stays up,
 //! stays within its memory, and keeps reconciling a healthy Kustomization beside them.
 
+use super::support::hostile::{
+    alias_bomb, alias_tree, big_variable, deep_nesting, kustomization, self_copy_patch,
+    substitution_bomb,
+};
 use super::*;
 
 /// The controller of the `hostile` shard: its memory is measured alone.
@@ -39,53 +43,6 @@ fn peak_rss_kib(pid: u32) -> Option<u64> {
         .ok()
 }
 
-fn kustomization(resources: &str) -> String {
-    format!("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n{resources}")
-}
-
-/// A ConfigMap whose `data` is a 1 MiB anchored string aliased 1500 times (1.5 GiB expanded).
-fn alias_bomb() -> String {
-    let mut text = format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bomb\nanchor: &a \"{}\"\ndata:\n  list: [",
-        "x".repeat(1 << 20)
-    );
-    text.push_str(&vec!["*a"; 1500].join(", "));
-    text.push_str("]\n");
-    text
-}
-
-/// A JSON 6902 patch whose 40 `copy` operations each double the object.
-fn self_copy_patch() -> String {
-    let mut ops = String::new();
-    for i in 0..40 {
-        ops.push_str(&format!(
-            "  - {{op: copy, from: /data, path: /data/copy{i}}}\n"
-        ));
-    }
-    format!(
-        "resources: [cm.yaml]\npatches:\n- target: {{kind: ConfigMap, name: grow}}\n  patch: |\n{}",
-        ops.lines().map(|l| format!("  {l}\n")).collect::<String>()
-    )
-}
-
-/// A ConfigMap that references `${big}` 2000 times.
-fn substitution_bomb(ns: &str) -> String {
-    let refs: Vec<String> = (0..2000).map(|i| format!("  k{i}: \"${{big}}\"")).collect();
-    format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: subst\n  namespace: {ns}\ndata:\n{}\n",
-        refs.join("\n")
-    )
-}
-
-/// YAML nested 100 000 flow sequences deep.
-fn deep_nesting() -> String {
-    format!(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: deep\ndata:\n  x: {}{}\n",
-        "[".repeat(100_000),
-        "]".repeat(100_000)
-    )
-}
-
 #[tokio::test]
 async fn hostile_sources_fail_alone_while_the_controller_keeps_reconciling() {
     hostile_controller();
@@ -108,8 +65,7 @@ async fn hostile_sources_fail_alone_while_the_controller_keeps_reconciling() {
         .await;
 
     create_git_repository(&client, ns, "hostile").await;
-    let grow =
-        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: grow\ndata:\n  a: \"0123456789\"\n";
+    let (patch_kustomization, grow) = self_copy_patch();
     let files = [
         (
             "cycle-self/kustomization.yaml",
@@ -141,8 +97,13 @@ async fn hostile_sources_fail_alone_while_the_controller_keeps_reconciling() {
             kustomization("resources: [bomb.yaml]\n"),
         ),
         ("alias-bomb/bomb.yaml", alias_bomb()),
-        ("patch-bomb/kustomization.yaml", self_copy_patch()),
-        ("patch-bomb/cm.yaml", grow.to_string()),
+        (
+            "alias-tree/kustomization.yaml",
+            kustomization("resources: [tree.yaml]\n"),
+        ),
+        ("alias-tree/tree.yaml", alias_tree()),
+        ("patch-bomb/kustomization.yaml", patch_kustomization),
+        ("patch-bomb/cm.yaml", grow),
         ("subst-bomb/cm.yaml", substitution_bomb(ns)),
         (
             "deep/kustomization.yaml",
@@ -154,7 +115,7 @@ async fn hostile_sources_fail_alone_while_the_controller_keeps_reconciling() {
     let (url, digest) = serve(tarball(&files));
     publish_artifact(&client, ns, "hostile", &revision(1), &url, &digest).await;
 
-    let big = "s".repeat(512 << 10);
+    let big = big_variable();
     let cases = [
         ("cycle-self", json!({"path": "./cycle-self"}), "cycle"),
         ("cycle-empty", json!({"path": "./cycle-empty"}), "cycle"),
@@ -165,6 +126,7 @@ async fn hostile_sources_fail_alone_while_the_controller_keeps_reconciling() {
             "cycle",
         ),
         ("alias-bomb", json!({"path": "./alias-bomb"}), "bomb.yaml"),
+        ("alias-tree", json!({"path": "./alias-tree"}), "tree.yaml"),
         ("patch-bomb", json!({"path": "./patch-bomb"}), "patch"),
         (
             "subst-bomb",
@@ -233,7 +195,7 @@ async fn hostile_sources_fail_alone_while_the_controller_keeps_reconciling() {
         "the controller's peak RSS reached {peak_mib} MiB"
     );
     // Nothing of the hostile source was applied.
-    for name in ["grow", "subst", "bomb", "deep"] {
+    for name in ["grow", "subst", "bomb", "tree", "deep"] {
         assert!(
             Api::<ConfigMap>::namespaced(client.clone(), ns)
                 .get_opt(name)

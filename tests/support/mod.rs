@@ -5,10 +5,11 @@
 //! `KC_TEST_KUBECONFIG` points at a kubeconfig to use instead. Tests never skip: if no API server
 //! can be had, they panic with the reason.
 //!
-//! Things to know about the default control plane: there is no controller-manager, so deleted
-//! namespaces stay `Terminating`, owner-reference garbage collection does not happen and
-//! Deployments never get ReplicaSets or Pods.
+//! The default control plane runs kube-controller-manager, kube-scheduler and kwok's fake nodes:
+//! Deployments roll out, pods become Ready, namespaces finish terminating.
 #![allow(dead_code)]
+
+pub mod hostile;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
