@@ -132,22 +132,23 @@ fn scan(loader: &Loader, base: &Path, dir: &Path, out: &mut Vec<String>) -> Resu
             .unwrap_or(&path)
             .to_string_lossy()
             .into_owned();
-        // The artifact was extracted with every symlink kept inside the root, and the
-        // loader re-checks each path it reads.
-        let metadata = std::fs::metadata(&path).map_err(read_error(&path))?;
+        // As Go's filepath.Walk, symlinks are not followed into directories (a link to an
+        // ancestor would loop forever); a linked manifest is read like any file, by the
+        // loader, which confines it to the root and reads only regular files.
+        let metadata = std::fs::symlink_metadata(&path).map_err(read_error(&path))?;
         if metadata.is_dir() {
             if has_kustomization_file(&path) {
                 out.push(relative);
             } else {
                 scan(loader, base, &path, out)?;
             }
-        } else if metadata.is_file()
-            && matches!(
-                path.extension().and_then(|e| e.to_str()),
-                Some("yaml" | "yml")
-            )
-        {
-            let text = std::fs::read_to_string(&path).map_err(read_error(&path))?;
+        } else if matches!(
+            path.extension().and_then(|e| e.to_str()),
+            Some("yaml" | "yml")
+        ) {
+            let text = loader
+                .read_text(dir, &relative_to(dir, &path))
+                .map_err(target::BuildError::from)?;
             target::parse_resources(&text, &loader.display(&path)).map_err(|e| {
                 let message = match e {
                     target::BuildError::Resource { message, .. } => message,
@@ -162,6 +163,14 @@ fn scan(loader: &Loader, base: &Path, dir: &Path, out: &mut Vec<String>) -> Resu
         }
     }
     Ok(())
+}
+
+/// The file name of `path`, an entry of `dir`.
+fn relative_to(dir: &Path, path: &Path) -> String {
+    path.strip_prefix(dir)
+        .unwrap_or(path)
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// Lays the Kustomization's build fields over the kustomization file, as Flux does.
@@ -369,5 +378,37 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.to_string().contains("outside"), "{err}");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn generation_does_not_follow_directory_symlinks_and_reads_only_regular_files() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "deploy/a.yaml", &cm("a"));
+        // A link to an ancestor: followed, the walk would never end.
+        std::os::unix::fs::symlink("..", dir.path().join("deploy/loop")).unwrap();
+        std::os::unix::fs::symlink("a.yaml", dir.path().join("deploy/linked.yaml")).unwrap();
+        let deploy = dir.path().join("deploy");
+        let objects = build(dir.path(), &deploy, &KustomizationSpec::default(), None);
+        // The linked manifest is read (as by Go's filepath.Walk), so `a` comes twice.
+        let err = objects.unwrap_err().to_string();
+        assert!(err.contains("already registered id"), "{err}");
+
+        std::fs::remove_file(dir.path().join("deploy/linked.yaml")).unwrap();
+        let objects = build(dir.path(), &deploy, &KustomizationSpec::default(), None).unwrap();
+        assert_eq!(names(&objects), ["/a"]);
+
+        let status = std::process::Command::new("mkfifo")
+            .arg(dir.path().join("deploy/pipe.yaml"))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let err = build(dir.path(), &deploy, &KustomizationSpec::default(), None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("pipe.yaml") && err.contains("named pipe"),
+            "{err}"
+        );
     }
 }
