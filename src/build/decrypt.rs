@@ -56,6 +56,22 @@ pub enum DecryptionError {
         /// Why.
         source: Box<DecryptError>,
     },
+    /// A Secret data value is larger than sops files may be.
+    #[error(
+        "decryption failed for '{object}': '{secret}' Secret field '{field}' decodes to up to {size} bytes, over the limit for sops files ({limit} bytes)"
+    )]
+    SecretFieldTooLarge {
+        /// `~G_v1_Secret/name`, as Flux prints it.
+        object: String,
+        /// `namespace/name`.
+        secret: String,
+        /// The data key.
+        field: String,
+        /// The most bytes it decodes to.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
     /// A Secret data value holding an encrypted file did not decrypt.
     #[error(
         "decryption failed for '{object}': failed to decrypt and format '{secret}' Secret field '{field}': {source}"
@@ -212,6 +228,17 @@ fn decrypt_secret_data(secret: &mut Object, keys: &Keyring) -> Result<(), Decryp
         let Some(encoded) = value.as_str() else {
             continue;
         };
+        // The size limit applies before anything is decoded.
+        let size = decoded_len(encoded);
+        if size > decrypt::MAX_ENCRYPTED_FILE_SIZE {
+            return Err(DecryptionError::SecretFieldTooLarge {
+                object: object.clone(),
+                secret: id.clone(),
+                field: field.clone(),
+                size,
+                limit: decrypt::MAX_ENCRYPTED_FILE_SIZE,
+            });
+        }
         let Ok(bytes) = STANDARD.decode(encoded) else {
             continue;
         };
@@ -230,6 +257,11 @@ fn decrypt_secret_data(secret: &mut Object, keys: &Keyring) -> Result<(), Decryp
         *value = Value::String(STANDARD.encode(plain.as_slice()));
     }
     Ok(())
+}
+
+/// The most bytes a base64 text decodes to.
+fn decoded_len(encoded: &str) -> usize {
+    encoded.len().div_ceil(4).saturating_mul(3)
 }
 
 /// Whether the object opted out with `kustomize.toolkit.fluxcd.io/decrypt: disabled`.
@@ -263,4 +295,32 @@ fn flux_id(object: &Object) -> String {
     let group = if group.is_empty() { "~G" } else { group };
     let version = if version.is_empty() { "~V" } else { version };
     format!("{group}_{version}_{}/{}", object.kind(), object.name())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn object(value: Value) -> Object {
+        Object::new(value.as_object().cloned().unwrap_or_default())
+    }
+
+    #[test]
+    fn an_oversized_secret_data_value_is_refused_before_decoding() {
+        let big = "QUFB".repeat((decrypt::MAX_ENCRYPTED_FILE_SIZE / 3) + 1);
+        let mut objects = vec![object(json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "big", "namespace": "apps"},
+            "data": {"blob.yaml": big, "small": "QUFB"}
+        }))];
+        let err = decrypt_objects(&mut objects, &Keyring::new()).unwrap_err();
+        assert!(
+            matches!(&err, DecryptionError::SecretFieldTooLarge { field, secret, .. }
+                if field == "blob.yaml" && secret == "apps/big"),
+            "{err}"
+        );
+        assert_eq!(decoded_len("QUFB"), 3);
+        assert_eq!(decoded_len("QUE="), 3);
+    }
 }
