@@ -23,8 +23,19 @@ mod scan;
 #[cfg(test)]
 mod tests;
 
-pub use envsubst::eval;
-pub use object::{OPT_OUT_KEY, OPT_OUT_VALUE, is_opted_out, substitute_object};
+pub use envsubst::{eval, eval_limited};
+pub use object::{
+    OPT_OUT_KEY, OPT_OUT_VALUE, is_opted_out, substitute_object, substitute_object_limited,
+};
+
+/// The most bytes post-build substitution may add to a build, over all its objects
+/// together (expanded text less template text).
+///
+/// Substitution can multiply its input (2000 references to a 512 KiB value are 1 GiB), so
+/// the expansion is refused, while it runs, once it passes this bound. 32 MiB is ten times
+/// what the API server accepts in one request (about 3 MiB), so no build that could be
+/// applied comes near it, and it keeps the peak memory of a hostile build small.
+pub const MAX_SUBSTITUTION_GROWTH: usize = 32 << 20;
 
 /// The syntax errors of a template, with Flux's wording.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -67,6 +78,14 @@ pub enum SubstituteError {
     /// panics on this).
     #[error("substring of variable \"{0}\" has a length that ends before its offset")]
     NegativeLength(String),
+    /// The expansion grew past its byte budget (see [`MAX_SUBSTITUTION_GROWTH`]).
+    #[error(
+        "the substituted output exceeds the limit: substitution may add at most {limit} bytes to a build"
+    )]
+    TooLarge {
+        /// The budget, in bytes.
+        limit: usize,
+    },
     /// A byte offset or a pattern removal split a multi-byte character.
     #[error("the substitution split a multi-byte character, giving text that is not UTF-8")]
     InvalidUtf8,
