@@ -305,3 +305,15 @@ fn decrypt_prints_what_sops_prints_or_fails_without_output() {
         "{stderr}"
     );
 }
+
+#[test]
+fn secrets_encrypted_by_comment_regex_build_decrypted_never_as_ciphertext() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sops-comment-regex");
+    let key = dir.join("test.agekey");
+    let (ok, docs, stderr) = build(&[dir.to_str().unwrap(), "--sops-key", key.to_str().unwrap()]);
+    assert!(ok, "{stderr}");
+    assert_eq!(names(&docs).len(), 2);
+    let text = serde_json::to_string(&docs).unwrap();
+    assert!(!text.contains("ENC["), "{text}");
+    assert!(text.contains("hunter2-enc-comment") && text.contains("hunter2-unenc-comment"));
+}

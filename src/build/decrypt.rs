@@ -56,6 +56,17 @@ pub enum DecryptionError {
         /// Why.
         source: Box<DecryptError>,
     },
+    /// A value of a decrypted object is still in sops' envelope: applying it would store
+    /// the ciphertext.
+    #[error(
+        "decryption failed for '{object}': the value at '{path}' is still encrypted after decryption; refusing to apply ciphertext"
+    )]
+    StillEncrypted {
+        /// `Kind/name` as Flux prints it.
+        object: String,
+        /// The field path, `.`-separated (list items as `[i]`).
+        path: String,
+    },
     /// A Secret data value is larger than sops files may be.
     #[error(
         "decryption failed for '{object}': '{secret}' Secret field '{field}' decodes to up to {size} bytes, over the limit for sops files ({limit} bytes)"
@@ -206,7 +217,14 @@ pub fn decrypt_objects(objects: &mut [Object], keys: &Keyring) -> Result<(), Dec
                     source: Box::new(source),
                 }
             })?;
-            *object = Object::new(decrypted);
+            let decrypted = Object::new(decrypted);
+            if let Some(path) = find_envelope(&Value::Object(decrypted.as_map().clone())) {
+                return Err(DecryptionError::StillEncrypted {
+                    object: flux_id(&decrypted),
+                    path,
+                });
+            }
+            *object = decrypted;
         } else if object.kind() == "Secret" {
             decrypt_secret_data(object, keys)?;
         }
@@ -259,6 +277,37 @@ fn decrypt_secret_data(secret: &mut Object, keys: &Keyring) -> Result<(), Decryp
     Ok(())
 }
 
+/// The path of the first string value (outside the `sops` block) still in sops' envelope.
+fn find_envelope(value: &Value) -> Option<String> {
+    fn walk(value: &Value, path: &mut String) -> Option<String> {
+        match value {
+            Value::String(s) if s.starts_with(decrypt::ENVELOPE_PREFIX) => Some(path.clone()),
+            Value::Object(map) => map.iter().find_map(|(key, v)| {
+                if path.is_empty() && key == "sops" {
+                    return None;
+                }
+                let len = path.len();
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(key);
+                let found = walk(v, path);
+                path.truncate(len);
+                found
+            }),
+            Value::Array(items) => items.iter().enumerate().find_map(|(i, v)| {
+                let len = path.len();
+                path.push_str(&format!("[{i}]"));
+                let found = walk(v, path);
+                path.truncate(len);
+                found
+            }),
+            _ => None,
+        }
+    }
+    walk(value, &mut String::new())
+}
+
 /// The most bytes a base64 text decodes to.
 fn decoded_len(encoded: &str) -> usize {
     encoded.len().div_ceil(4).saturating_mul(3)
@@ -304,6 +353,72 @@ mod tests {
 
     fn object(value: Value) -> Object {
         Object::new(value.as_object().cloned().unwrap_or_default())
+    }
+
+    fn comment_regex_fixtures() -> (PathBuf, Keyring) {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sops-comment-regex");
+        let mut keys = Keyring::new();
+        let text = std::fs::read_to_string(dir.join("test.agekey")).unwrap();
+        keys.import_age(&text).unwrap();
+        (dir, keys)
+    }
+
+    fn built(dir: &Path, keys: Option<&Keyring>) -> Vec<Object> {
+        let spec = crate::api::KustomizationSpec::default();
+        super::super::build(dir, dir, &spec, keys).unwrap()
+    }
+
+    #[test]
+    fn values_encrypted_by_comment_regex_are_decrypted_after_the_build() {
+        let (dir, keys) = comment_regex_fixtures();
+        let objects = built(&dir, Some(&keys));
+        let find = |name: &str| {
+            objects
+                .iter()
+                .find(|o| o.name() == name)
+                .unwrap_or_else(|| panic!("{name}"))
+                .as_map()
+                .clone()
+        };
+        let enc = find("enc-comment");
+        assert_eq!(enc["stringData"]["password"], "hunter2-enc-comment");
+        assert_eq!(enc["stringData"]["nested"]["token"], "tok-enc-comment");
+        assert_eq!(enc["stringData"]["username"], "admin");
+        assert!(enc.get("sops").is_none());
+        let unenc = find("unenc-comment");
+        assert_eq!(unenc["kind"], "Secret");
+        assert_eq!(unenc["metadata"]["namespace"], "apps");
+        assert_eq!(unenc["stringData"]["password"], "hunter2-unenc-comment");
+        assert_eq!(unenc["stringData"]["username"], "admin");
+        for object in &objects {
+            assert_eq!(find_envelope(&Value::Object(object.as_map().clone())), None);
+        }
+    }
+
+    #[test]
+    fn ciphertext_left_after_decryption_is_refused_by_object_and_field() {
+        let (dir, keys) = comment_regex_fixtures();
+        let mut objects: Vec<Object> = built(&dir, None)
+            .into_iter()
+            .filter(|o| o.name() == "enc-comment")
+            .collect();
+        // A rule that selects nothing: the walk decrypts no value and the envelope stays.
+        let sops = objects[0].as_map_mut().get_mut("sops").unwrap();
+        let sops = sops.as_object_mut().unwrap();
+        sops.remove("encrypted_comment_regex");
+        sops.insert("encrypted_regex".into(), json!("^nothing$"));
+        let err = decrypt_objects(&mut objects, &keys)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "decryption failed for '~G_v1_Secret/enc-comment': the value at 'stringData.nested.token' \
+             is still encrypted after decryption; refusing to apply ciphertext"
+        );
+        let mut nested = json!({"a": [{"b": "x"}, {"c": "ENC[AES256_GCM,data:AA==]"}]});
+        assert_eq!(find_envelope(&nested).as_deref(), Some("a[1].c"));
+        nested["a"][1]["c"] = json!("ENC[not sops]");
+        assert_eq!(find_envelope(&nested), None);
     }
 
     #[test]

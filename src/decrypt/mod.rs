@@ -23,7 +23,7 @@ pub use data_key::DataKeyError;
 pub use keys::{KeyError, Keyring};
 pub use metadata::MetadataError;
 pub use stores::StoreError;
-pub use walk::WalkError;
+pub use walk::{ENVELOPE_PREFIX, WalkError};
 
 use metadata::Metadata;
 use tree::Branches;
@@ -97,7 +97,9 @@ pub fn decrypt(
             format: input.name(),
             source,
         })?;
-    decrypt_branches(&mut branches, &metadata, keys, verify_mac)?;
+    // JSON has no comments: a rule that selects values by comment cannot be followed.
+    let comments_lost = matches!(input, Format::Json | Format::Binary);
+    decrypt_branches(&mut branches, &metadata, keys, verify_mac, comments_lost)?;
     stores::emit_plain(output, &branches).map_err(|source| DecryptError::Emit {
         format: output.name(),
         source,
@@ -106,6 +108,10 @@ pub fn decrypt(
 
 /// Decrypts a built object carrying a `sops` block, read as sops' JSON store reads it (as
 /// Flux does). The MAC is not checked: kustomize may have changed the object's plain fields.
+///
+/// The build dropped the object's comments, so when its rule selects values by comment
+/// (`encrypted_comment_regex`, `unencrypted_comment_regex`), every value in sops' envelope
+/// is decrypted and the others are left alone, as Flux does.
 pub fn decrypt_object(
     object: &Map<String, Value>,
     keys: &Keyring,
@@ -115,7 +121,7 @@ pub fn decrypt_object(
             format: Format::Json.name(),
             source,
         })?;
-    decrypt_branches(&mut branches, &metadata, keys, false)?;
+    decrypt_branches(&mut branches, &metadata, keys, false, true)?;
     let emit = |source| DecryptError::Emit {
         format: Format::Json.name(),
         source,
@@ -126,13 +132,31 @@ pub fn decrypt_object(
     }
 }
 
+/// Decrypts the branches; `comments_lost` says the input cannot hold comments, so a
+/// comment-regex rule is followed by decrypting every enveloped value (with no MAC check
+/// possible: with `verify_mac` that is an error, in Flux's words).
 fn decrypt_branches(
     branches: &mut Branches,
     metadata: &tree::Branch,
     keys: &Keyring,
     verify_mac: bool,
+    comments_lost: bool,
 ) -> Result<(), DecryptError> {
     let metadata = Metadata::parse(metadata)?;
+    let by_comment = matches!(
+        metadata.rule,
+        metadata::Rule::EncryptedCommentRegex(_) | metadata::Rule::UnencryptedCommentRegex(_)
+    );
+    if comments_lost && by_comment {
+        if verify_mac {
+            return Err(DecryptError::Mac(
+                "not supported for data encrypted with comment regexes",
+            ));
+        }
+        let data_key = data_key::recover(&metadata, keys)?;
+        walk::decrypt_enveloped(&mut branches.0, &data_key)?;
+        return Ok(());
+    }
     let data_key = data_key::recover(&metadata, keys)?;
     let mac = walk::decrypt_branches(
         &mut branches.0,

@@ -257,6 +257,61 @@ impl Walker<'_> {
     }
 }
 
+/// How every value sops encrypted with AES-GCM starts.
+pub const ENVELOPE_PREFIX: &str = "ENC[AES256_GCM,";
+
+/// Decrypts in place every string value in sops' envelope (`ENC[AES256_GCM,...]`), leaving
+/// the others as they are, as Flux does for data whose comments are gone (a built object)
+/// while its rule selects values by comment. The key path is the additional data, as in
+/// [`decrypt_branches`]; list items share their list's path.
+pub fn decrypt_enveloped(branches: &mut [Branch], data_key: &[u8]) -> Result<(), WalkError> {
+    let mut path = Vec::new();
+    for branch in branches {
+        enveloped_branch(branch, &mut path, data_key)?;
+    }
+    Ok(())
+}
+
+fn enveloped_branch(
+    items: &mut Branch,
+    path: &mut Vec<String>,
+    data_key: &[u8],
+) -> Result<(), WalkError> {
+    for item in items.iter_mut() {
+        let Key::Name(key) = &item.key else {
+            continue;
+        };
+        path.push(key.clone());
+        let result = enveloped_value(&mut item.value, path, data_key);
+        path.pop();
+        result?;
+    }
+    Ok(())
+}
+
+fn enveloped_value(
+    value: &mut Value,
+    path: &mut Vec<String>,
+    data_key: &[u8],
+) -> Result<(), WalkError> {
+    match value {
+        Value::String(text) if text.starts_with(ENVELOPE_PREFIX) => {
+            let mut aad = path.join(":");
+            aad.push(':');
+            *value = cipher::decrypt(text, data_key, &aad).map_err(|source| WalkError::Value {
+                path: path.join(":"),
+                source,
+            })?;
+            Ok(())
+        }
+        Value::Map(items) => enveloped_branch(items, path, data_key),
+        Value::Seq(values) => values
+            .iter_mut()
+            .try_for_each(|v| enveloped_value(v, path, data_key)),
+        _ => Ok(()),
+    }
+}
+
 fn type_name(value: &Value) -> &'static str {
     match value {
         Value::Int(_) => "integer",
@@ -333,6 +388,44 @@ mod tests {
         let rule = Rule::EncryptedRegex("^data$".into());
         let mac = decrypt_branches(&mut branches, &rule, true, &KEY).unwrap();
         assert_eq!(mac, sha512_hex(&[&MAC_ONLY_ENCRYPTED_INIT, b"v"]));
+    }
+
+    #[test]
+    fn enveloped_values_are_decrypted_wherever_they_are() {
+        let mut branches = vec![vec![
+            item("kind", Value::String("Secret".into())),
+            item(
+                "stringData",
+                Value::Map(vec![
+                    item("user", Value::String("admin".into())),
+                    item("password", enc("hunter2", "str", "stringData:password:")),
+                ]),
+            ),
+            item(
+                "list",
+                Value::Seq(vec![enc("7", "int", "list:"), Value::Bool(true)]),
+            ),
+        ]];
+        decrypt_enveloped(&mut branches, &KEY).unwrap();
+        let data = &branches[0][1].value;
+        assert_eq!(
+            data,
+            &Value::Map(vec![
+                item("user", Value::String("admin".into())),
+                item("password", Value::String("hunter2".into())),
+            ])
+        );
+        assert_eq!(
+            branches[0][2].value,
+            Value::Seq(vec![Value::Int(7), Value::Bool(true)])
+        );
+        let mut moved = vec![vec![item("b", enc("secret", "str", "a:"))]];
+        let err = decrypt_enveloped(&mut moved, &KEY).unwrap_err();
+        assert!(
+            matches!(&err, WalkError::Value { path, .. } if path == "b"),
+            "{err}"
+        );
+        assert!(!err.to_string().contains("secret"));
     }
 
     #[test]
