@@ -10,7 +10,8 @@ use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
 use zeroize::Zeroizing;
 
-use crate::decrypt::{self, DecryptError, Format, Keyring};
+use super::redact::SecretValues;
+use crate::decrypt::{self, DecryptError, Format, Keyring, Revealed};
 use crate::kustomize::kustfile::Kustomization;
 use crate::kustomize::loader::{Entry, InMemoryFiles, LoadError, Loader};
 use crate::kustomize::target;
@@ -101,18 +102,20 @@ pub enum DecryptionError {
 
 /// Decrypts, in memory, the encrypted generator sources and patch files reachable from the
 /// kustomization in `dir` (through `resources` and `components`), and returns them for the
-/// loader to serve instead of the files on disk.
+/// loader to serve instead of the files on disk. What was decrypted is added to `secrets`.
 pub fn decrypt_sources(
     loader: &Loader,
     dir: &Path,
     top: &Kustomization,
     keys: &Keyring,
+    secrets: &mut SecretValues,
 ) -> Result<InMemoryFiles, DecryptionError> {
     let mut walk = SourceWalk {
         loader,
         keys,
         visited_dirs: HashSet::new(),
         decrypted: HashMap::new(),
+        secrets,
     };
     walk.visited_dirs.insert(dir.to_path_buf());
     walk.kustomization(dir, top)?;
@@ -124,6 +127,7 @@ struct SourceWalk<'a> {
     keys: &'a Keyring,
     visited_dirs: HashSet<PathBuf>,
     decrypted: HashMap<PathBuf, Zeroizing<Vec<u8>>>,
+    secrets: &'a mut SecretValues,
 }
 
 impl SourceWalk<'_> {
@@ -185,12 +189,15 @@ impl SourceWalk<'_> {
         if !format.is_encrypted(&data) {
             return Ok(());
         }
-        let plain = decrypt::decrypt(&data, format, format, self.keys, true).map_err(|source| {
-            DecryptionError::Source {
-                path: display,
-                source: Box::new(source),
-            }
-        })?;
+        let mut revealed = Vec::new();
+        let plain =
+            decrypt::decrypt_revealing(&data, format, format, self.keys, true, &mut revealed)
+                .map_err(|source| DecryptionError::Source {
+                    path: display,
+                    source: Box::new(source),
+                })?;
+        keep_revealed(self.secrets, revealed);
+        self.secrets.add_file(&String::from_utf8_lossy(&plain));
         self.decrypted.insert(path, plain);
         Ok(())
     }
@@ -204,19 +211,25 @@ fn is_remote(path: &str) -> bool {
 /// Decrypts the built objects in place: every object with a `sops` block (its MAC is not
 /// required, as kustomize may have changed the object), and every Secret `data` value that
 /// holds a sops-encrypted file, decrypted to the format its key names. Objects annotated
-/// `kustomize.toolkit.fluxcd.io/decrypt: disabled` are left alone.
-pub fn decrypt_objects(objects: &mut [Object], keys: &Keyring) -> Result<(), DecryptionError> {
+/// `kustomize.toolkit.fluxcd.io/decrypt: disabled` are left alone. What was decrypted is
+/// added to `secrets`.
+pub fn decrypt_objects(
+    objects: &mut [Object],
+    keys: &Keyring,
+    secrets: &mut SecretValues,
+) -> Result<(), DecryptionError> {
     for object in objects.iter_mut() {
         if is_decryption_disabled(object) {
             continue;
         }
         if has_sops_block(object) {
-            let decrypted = decrypt::decrypt_object(object.as_map(), keys).map_err(|source| {
-                DecryptionError::Object {
+            let mut revealed = Vec::new();
+            let decrypted = decrypt::decrypt_object_revealing(object.as_map(), keys, &mut revealed)
+                .map_err(|source| DecryptionError::Object {
                     object: flux_id(object),
                     source: Box::new(source),
-                }
-            })?;
+                })?;
+            keep_revealed(secrets, revealed);
             let decrypted = Object::new(decrypted);
             if let Some(path) = find_envelope(&Value::Object(decrypted.as_map().clone())) {
                 return Err(DecryptionError::StillEncrypted {
@@ -226,13 +239,17 @@ pub fn decrypt_objects(objects: &mut [Object], keys: &Keyring) -> Result<(), Dec
             }
             *object = decrypted;
         } else if object.kind() == "Secret" {
-            decrypt_secret_data(object, keys)?;
+            decrypt_secret_data(object, keys, secrets)?;
         }
     }
     Ok(())
 }
 
-fn decrypt_secret_data(secret: &mut Object, keys: &Keyring) -> Result<(), DecryptionError> {
+fn decrypt_secret_data(
+    secret: &mut Object,
+    keys: &Keyring,
+    secrets: &mut SecretValues,
+) -> Result<(), DecryptionError> {
     let object = flux_id(secret);
     let id = format!(
         "{}/{}",
@@ -264,17 +281,33 @@ fn decrypt_secret_data(secret: &mut Object, keys: &Keyring) -> Result<(), Decryp
         let Some(input) = Format::detect(&bytes) else {
             continue;
         };
-        let plain = decrypt::decrypt(&bytes, input, Format::for_key(field), keys, true).map_err(
-            |source| DecryptionError::SecretField {
+        let mut revealed = Vec::new();
+        let output = Format::for_key(field);
+        let plain = decrypt::decrypt_revealing(&bytes, input, output, keys, true, &mut revealed)
+            .map_err(|source| DecryptionError::SecretField {
                 object: object.clone(),
                 secret: id.clone(),
                 field: field.clone(),
                 source: Box::new(source),
-            },
-        )?;
+            })?;
+        keep_revealed(secrets, revealed);
+        secrets.add_file(&String::from_utf8_lossy(&plain));
         *value = Value::String(STANDARD.encode(plain.as_slice()));
     }
     Ok(())
+}
+
+/// Keeps the decrypted values to mask, but not an object's identity (`apiVersion`, `kind`,
+/// `metadata.name`, `metadata.namespace`, which sops encrypts under a comment rule): the
+/// Kustomization's inventory publishes those anyway, and masking `Secret` or a namespace
+/// everywhere would leave messages unreadable.
+fn keep_revealed(secrets: &mut SecretValues, revealed: Vec<Revealed>) {
+    const IDENTITY: [&str; 4] = ["apiVersion", "kind", "metadata:name", "metadata:namespace"];
+    for value in revealed {
+        if !IDENTITY.contains(&value.path.as_str()) {
+            secrets.add(&value.text);
+        }
+    }
 }
 
 /// The path of the first string value (outside the `sops` block) still in sops' envelope.
@@ -407,7 +440,7 @@ mod tests {
         let sops = sops.as_object_mut().unwrap();
         sops.remove("encrypted_comment_regex");
         sops.insert("encrypted_regex".into(), json!("^nothing$"));
-        let err = decrypt_objects(&mut objects, &keys)
+        let err = decrypt_objects(&mut objects, &keys, &mut SecretValues::new())
             .unwrap_err()
             .to_string();
         assert_eq!(
@@ -429,7 +462,8 @@ mod tests {
             "metadata": {"name": "big", "namespace": "apps"},
             "data": {"blob.yaml": big, "small": "QUFB"}
         }))];
-        let err = decrypt_objects(&mut objects, &Keyring::new()).unwrap_err();
+        let err =
+            decrypt_objects(&mut objects, &Keyring::new(), &mut SecretValues::new()).unwrap_err();
         assert!(
             matches!(&err, DecryptionError::SecretFieldTooLarge { field, secret, .. }
                 if field == "blob.yaml" && secret == "apps/big"),

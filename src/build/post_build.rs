@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use super::redact::SecretValues;
 use crate::api::kustomization::SubstituteStrategy;
 use crate::manifest::Object;
 use crate::substitute::{self, SubstituteError};
@@ -17,6 +18,47 @@ pub enum PostBuildError {
     /// Substitution in one object failed (the error names the object).
     #[error("post-build substitution failed: {0}")]
     Object(SubstituteError),
+    /// A failure whose message had secret values masked out of it.
+    #[error("{0}")]
+    Redacted(String),
+}
+
+/// [`substitute_objects`] for a build that revealed `secrets` (decrypted values and the
+/// variables read from Secrets): a missing variable whose name is part of a secret is not
+/// quoted, and the message of any failure has every secret value masked out.
+pub fn substitute_objects_redacting(
+    objects: Vec<Object>,
+    vars: &BTreeMap<String, String>,
+    strategy: SubstituteStrategy,
+    strict: bool,
+    secrets: &SecretValues,
+) -> Result<Vec<Object>, PostBuildError> {
+    if secrets.is_empty() {
+        return substitute_objects(objects, vars, strategy, strict);
+    }
+    substitute_objects(objects, vars, strategy, strict).map_err(|e| {
+        let e = match e {
+            PostBuildError::Object(SubstituteError::Object { object, source }) => {
+                let source = match *source {
+                    SubstituteError::VarNotSet(name) if secrets.contains_fragment(&name) => {
+                        SubstituteError::VarNotSetUnquoted {
+                            reason: "the reference's name is part of a decrypted or Secret value",
+                        }
+                    }
+                    SubstituteError::NegativeLength(name) if secrets.contains_fragment(&name) => {
+                        SubstituteError::NegativeLength("(a name that is not quoted)".into())
+                    }
+                    other => other,
+                };
+                PostBuildError::Object(SubstituteError::Object {
+                    object,
+                    source: Box::new(source),
+                })
+            }
+            other => other,
+        };
+        PostBuildError::Redacted(secrets.redact(&e.to_string()))
+    })
 }
 
 /// Substitutes `vars` into `objects`. With [`SubstituteStrategy::WithVariables`] nothing

@@ -23,7 +23,7 @@ pub use data_key::DataKeyError;
 pub use keys::{KeyError, Keyring};
 pub use metadata::MetadataError;
 pub use stores::StoreError;
-pub use walk::{ENVELOPE_PREFIX, WalkError};
+pub use walk::{ENVELOPE_PREFIX, Revealed, WalkError};
 
 use metadata::Metadata;
 use tree::Branches;
@@ -86,6 +86,19 @@ pub fn decrypt(
     keys: &Keyring,
     verify_mac: bool,
 ) -> Result<Zeroizing<Vec<u8>>, DecryptError> {
+    decrypt_revealing(data, input, output, keys, verify_mac, &mut Vec::new())
+}
+
+/// [`decrypt`], adding every value it decrypted to `revealed` (so that messages written
+/// afterwards can be kept free of them).
+pub fn decrypt_revealing(
+    data: &[u8],
+    input: Format,
+    output: Format,
+    keys: &Keyring,
+    verify_mac: bool,
+    revealed: &mut Vec<Revealed>,
+) -> Result<Zeroizing<Vec<u8>>, DecryptError> {
     if data.len() > MAX_ENCRYPTED_FILE_SIZE {
         return Err(DecryptError::TooLarge {
             size: data.len(),
@@ -99,7 +112,14 @@ pub fn decrypt(
         })?;
     // JSON has no comments: a rule that selects values by comment cannot be followed.
     let comments_lost = matches!(input, Format::Json | Format::Binary);
-    decrypt_branches(&mut branches, &metadata, keys, verify_mac, comments_lost)?;
+    decrypt_branches(
+        &mut branches,
+        &metadata,
+        keys,
+        verify_mac,
+        comments_lost,
+        revealed,
+    )?;
     stores::emit_plain(output, &branches).map_err(|source| DecryptError::Emit {
         format: output.name(),
         source,
@@ -116,12 +136,21 @@ pub fn decrypt_object(
     object: &Map<String, Value>,
     keys: &Keyring,
 ) -> Result<Map<String, Value>, DecryptError> {
+    decrypt_object_revealing(object, keys, &mut Vec::new())
+}
+
+/// [`decrypt_object`], adding every value it decrypted to `revealed`.
+pub fn decrypt_object_revealing(
+    object: &Map<String, Value>,
+    keys: &Keyring,
+    revealed: &mut Vec<Revealed>,
+) -> Result<Map<String, Value>, DecryptError> {
     let (mut branches, metadata) = stores::branches_from_json(&Value::Object(object.clone()))
         .map_err(|source| DecryptError::Load {
             format: Format::Json.name(),
             source,
         })?;
-    decrypt_branches(&mut branches, &metadata, keys, false, true)?;
+    decrypt_branches(&mut branches, &metadata, keys, false, true, revealed)?;
     let emit = |source| DecryptError::Emit {
         format: Format::Json.name(),
         source,
@@ -141,6 +170,7 @@ fn decrypt_branches(
     keys: &Keyring,
     verify_mac: bool,
     comments_lost: bool,
+    revealed: &mut Vec<Revealed>,
 ) -> Result<(), DecryptError> {
     let metadata = Metadata::parse(metadata)?;
     let by_comment = matches!(
@@ -154,7 +184,7 @@ fn decrypt_branches(
             ));
         }
         let data_key = data_key::recover(&metadata, keys)?;
-        walk::decrypt_enveloped(&mut branches.0, &data_key)?;
+        walk::decrypt_enveloped(&mut branches.0, &data_key, revealed)?;
         return Ok(());
     }
     let data_key = data_key::recover(&metadata, keys)?;
@@ -163,6 +193,7 @@ fn decrypt_branches(
         &metadata.rule,
         metadata.mac_only_encrypted,
         &data_key,
+        revealed,
     )?;
     if verify_mac {
         let stored =

@@ -96,7 +96,10 @@ impl Context<'_> {
         let value = match (self.lookup)(&func.param) {
             Some(value) => value,
             None if self.strict && !funcs::is_default_op(&func.name) => {
-                return Err(SubstituteError::VarNotSet(func.param.clone()));
+                return Err(match super::unquotable_name(&func.param) {
+                    Some(reason) => SubstituteError::VarNotSetUnquoted { reason },
+                    None => SubstituteError::VarNotSet(func.param.clone()),
+                });
             }
             None => String::new(),
         };

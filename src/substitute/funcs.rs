@@ -147,7 +147,12 @@ fn substring(param: &str, value: &[u8], args: &[Vec<u8>]) -> Result<Vec<u8>, Sub
     }
     match (usize::try_from(pos), usize::try_from(end)) {
         (Ok(p), Ok(e)) if p <= e => Ok(value[p..e].to_vec()),
-        _ => Err(SubstituteError::NegativeLength(param.to_string())),
+        _ => Err(SubstituteError::NegativeLength(
+            match super::unquotable_name(param) {
+                Some(_) => "(a name that is not quoted)".to_string(),
+                None => param.to_string(),
+            },
+        )),
     }
 }
 

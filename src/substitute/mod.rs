@@ -74,6 +74,14 @@ pub enum SubstituteError {
     /// Strict mode and the variable is not set (and has no default).
     #[error("variable not set (strict mode): \"{0}\"")]
     VarNotSet(String),
+    /// Strict mode and the variable is not set, with a name that is better not quoted: one
+    /// no variable can have (`${...}` admits more than Flux's names), or, found by the
+    /// caller, part of a secret.
+    #[error("variable not set (strict mode): {reason} (not quoted)")]
+    VarNotSetUnquoted {
+        /// Why the name is not quoted.
+        reason: &'static str,
+    },
     /// `${var:offset:length}` with a negative length that ends before the offset (Flux
     /// panics on this).
     #[error("substring of variable \"{0}\" has a length that ends before its offset")]
@@ -131,6 +139,21 @@ pub fn validate_var_name(name: &str) -> Result<(), SubstituteError> {
         Ok(())
     } else {
         Err(SubstituteError::InvalidVarName(name.to_string()))
+    }
+}
+
+/// The longest variable name quoted in a message.
+pub const MAX_QUOTED_NAME: usize = 64;
+
+/// Why `name` is not fit to be quoted in a message, if it is not: it is not a valid
+/// variable name (so no variable can be set for it), or it is over [`MAX_QUOTED_NAME`].
+pub fn unquotable_name(name: &str) -> Option<&'static str> {
+    if validate_var_name(name).is_err() {
+        Some("the reference's name is not a valid variable name")
+    } else if name.len() > MAX_QUOTED_NAME {
+        Some("the reference's name is over 64 bytes long")
+    } else {
+        None
     }
 }
 
