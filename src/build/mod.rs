@@ -190,7 +190,13 @@ fn scan(loader: &Loader, base: &Path, dir: &Path, out: &mut Vec<String>) -> Resu
                 Some("yaml" | "yml")
             )
         {
-            let text = std::fs::read_to_string(&path).map_err(read_error(&path))?;
+            // Read with the loader's bound: a hostile artifact may hold a huge "manifest".
+            let text =
+                crate::regular_file::read_to_string(&path, crate::kustomize::loader::MAX_FILE_SIZE)
+                    .map_err(|e| BuildError::Manifest {
+                        path: loader.display(&path),
+                        message: e.to_string(),
+                    })?;
             target::parse_resources(&text, &loader.display(&path)).map_err(|e| {
                 let message = match e {
                     target::BuildError::Resource { message, .. } => message,
@@ -384,6 +390,18 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("missing"), "{err}");
+    }
+
+    #[test]
+    fn an_oversized_manifest_is_refused_without_being_read() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "a.yaml", &cm("a"));
+        let huge = std::fs::File::create(dir.path().join("huge.yaml")).unwrap();
+        huge.set_len(crate::kustomize::loader::MAX_FILE_SIZE + 1)
+            .unwrap();
+        let err = build(dir.path(), dir.path(), &KustomizationSpec::default(), None).unwrap_err();
+        let err = err.to_string();
+        assert!(err.contains("huge.yaml") && err.contains("limit"), "{err}");
     }
 
     #[test]
