@@ -294,17 +294,35 @@ pub fn build_offline(
     restrictions: LoadRestrictions,
     keys: Option<&Keyring>,
 ) -> Result<Vec<Object>, BuildError> {
+    build_offline_with_secrets(root, dir, spec, restrictions, keys).map(|built| built.objects)
+}
+
+/// [`build_offline`], also returning the values decryption revealed (for
+/// [`substitute_objects_redacting`] and any later message), as [`build_with_secrets`].
+pub fn build_offline_with_secrets(
+    root: &Path,
+    dir: &Path,
+    spec: Option<&KustomizationSpec>,
+    restrictions: LoadRestrictions,
+    keys: Option<&Keyring>,
+) -> Result<Built, BuildError> {
     match spec {
-        Some(spec) => build(root, dir, spec, keys),
-        None if keys.is_some() => build(root, dir, &KustomizationSpec::default(), keys),
+        Some(spec) => build_with_secrets(root, dir, spec, keys),
+        None if keys.is_some() => {
+            build_with_secrets(root, dir, &KustomizationSpec::default(), keys)
+        }
         None => {
             let options = kustomize::BuildOptions {
                 load_restrictions: restrictions,
             };
-            Ok(kustomize::build(root, dir, &options)?
+            let objects = kustomize::build(root, dir, &options)?
                 .into_iter()
                 .map(Object::new)
-                .collect())
+                .collect();
+            Ok(Built {
+                objects,
+                secrets: SecretValues::new(),
+            })
         }
     }
 }
