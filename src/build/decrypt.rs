@@ -371,12 +371,27 @@ pub fn is_encrypted_secret(object: &Object) -> bool {
 }
 
 /// The object as kustomize's resource id prints in Flux's messages (`~G_v1_Secret/name`).
+/// A field sops encrypted (its `kind` or name, under a comment rule) shows as `(encrypted)`
+/// rather than as ciphertext.
 fn flux_id(object: &Object) -> String {
-    let api_version = object.api_version();
-    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let shown = |s: &str| -> String {
+        if s.starts_with(decrypt::ENVELOPE_PREFIX) {
+            "(encrypted)".to_string()
+        } else {
+            s.to_string()
+        }
+    };
+    let api_version = shown(object.api_version());
+    let (group, version) = api_version
+        .split_once('/')
+        .unwrap_or(("", api_version.as_str()));
     let group = if group.is_empty() { "~G" } else { group };
     let version = if version.is_empty() { "~V" } else { version };
-    format!("{group}_{version}_{}/{}", object.kind(), object.name())
+    format!(
+        "{group}_{version}_{}/{}",
+        shown(object.kind()),
+        shown(object.name())
+    )
 }
 
 #[cfg(test)]
@@ -452,6 +467,25 @@ mod tests {
         assert_eq!(find_envelope(&nested).as_deref(), Some("a[1].c"));
         nested["a"][1]["c"] = json!("ENC[not sops]");
         assert_eq!(find_envelope(&nested), None);
+    }
+
+    #[test]
+    fn an_object_whose_identity_is_encrypted_is_named_without_ciphertext() {
+        let (dir, _) = comment_regex_fixtures();
+        let mut objects: Vec<Object> = built(&dir, None)
+            .into_iter()
+            .filter(|o| o.as_map()["stringData"]["username"] == "admin")
+            .filter(|o| o.kind().starts_with("ENC["))
+            .collect();
+        assert_eq!(objects.len(), 1);
+        let err = decrypt_objects(&mut objects, &Keyring::new(), &mut SecretValues::new())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("decryption failed for '~G_(encrypted)_(encrypted)/(encrypted)': "),
+            "{err}"
+        );
+        assert!(!err.contains("ENC["), "{err}");
     }
 
     #[test]
