@@ -110,16 +110,9 @@ pub fn decrypt_revealing(
             format: input.name(),
             source,
         })?;
-    // JSON has no comments: a rule that selects values by comment cannot be followed.
-    let comments_lost = matches!(input, Format::Json | Format::Binary);
-    decrypt_branches(
-        &mut branches,
-        &metadata,
-        keys,
-        verify_mac,
-        comments_lost,
-        revealed,
-    )?;
+    // A file has every comment sops saw when it encrypted it (a JSON file never had any),
+    // so sops' own walk applies, comment rules included.
+    decrypt_branches(&mut branches, &metadata, keys, verify_mac, false, revealed)?;
     stores::emit_plain(output, &branches).map_err(|source| DecryptError::Emit {
         format: output.name(),
         source,
@@ -161,9 +154,10 @@ pub fn decrypt_object_revealing(
     }
 }
 
-/// Decrypts the branches; `comments_lost` says the input cannot hold comments, so a
-/// comment-regex rule is followed by decrypting every enveloped value (with no MAC check
-/// possible: with `verify_mac` that is an error, in Flux's words).
+/// Decrypts the branches; `comments_lost` says the comments of the encrypted file were
+/// dropped (a built object), so a comment-regex rule cannot be followed and every
+/// enveloped value is decrypted instead. No MAC can be checked then: with `verify_mac`
+/// that is an error, in Flux's words.
 fn decrypt_branches(
     branches: &mut Branches,
     metadata: &tree::Branch,
