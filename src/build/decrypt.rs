@@ -238,8 +238,19 @@ pub fn decrypt_objects(
                 });
             }
             *object = decrypted;
-        } else if object.kind() == "Secret" {
-            decrypt_secret_data(object, keys, secrets)?;
+        } else {
+            // A `sops` block sops cannot decrypt (no MAC): its ciphertext is never applied.
+            if object.as_map().get("sops").is_some_and(|s| !s.is_null())
+                && let Some(path) = find_envelope(&Value::Object(object.as_map().clone()))
+            {
+                return Err(DecryptionError::StillEncrypted {
+                    object: flux_id(object),
+                    path,
+                });
+            }
+            if object.kind() == "Secret" {
+                decrypt_secret_data(object, keys, secrets)?;
+            }
         }
     }
     Ok(())
@@ -486,6 +497,29 @@ mod tests {
             "{err}"
         );
         assert!(!err.contains("ENC["), "{err}");
+    }
+
+    #[test]
+    fn ciphertext_under_a_sops_block_without_mac_is_refused() {
+        let (dir, keys) = comment_regex_fixtures();
+        let mut objects: Vec<Object> = built(&dir, None)
+            .into_iter()
+            .filter(|o| o.name() == "enc-comment")
+            .collect();
+        let sops = objects[0].as_map_mut().get_mut("sops").unwrap();
+        sops.as_object_mut().unwrap().remove("mac");
+        let err = decrypt_objects(&mut objects, &keys, &mut SecretValues::new())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("'~G_v1_Secret/enc-comment'") && err.contains("'stringData.nested.token'"),
+            "{err}"
+        );
+        // Opting out of decryption leaves the object alone.
+        let mut opted_out = objects.clone();
+        opted_out[0].as_map_mut()["metadata"]["annotations"] =
+            json!({DECRYPT_ANNOTATION: "disabled"});
+        decrypt_objects(&mut opted_out, &keys, &mut SecretValues::new()).unwrap();
     }
 
     #[test]
