@@ -115,6 +115,21 @@ fn substitution_errors_after_decryption_hold_no_decrypted_text() {
 }
 
 #[test]
+fn a_build_failing_on_a_decrypted_source_masks_it() {
+    let (dir, keys) = fixture();
+    let err = build::build_with_secrets(
+        &dir,
+        &dir.join("bad-patch"),
+        &KustomizationSpec::default(),
+        Some(&keys),
+    )
+    .expect_err("the decrypted patch is refused")
+    .to_string();
+    assert!(err.contains("unknown patch strategy \"*****\""), "{err}");
+    assert!(!err.contains("hunter2-bogus-directive"), "{err}");
+}
+
+#[test]
 fn api_server_messages_quoting_a_decrypted_or_secret_value_are_masked() {
     let (_, mut secrets) = built();
     // A post-build variable read from a Secret (`substituteFrom` kind Secret).
