@@ -58,6 +58,8 @@ fn run_controller(flags: ControllerFlags) -> ExitCode {
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        // Builds run on the blocking pool; their recursion is bounded, this is the margin.
+        .thread_stack_size(8 << 20)
         .build()
     {
         Ok(runtime) => runtime,

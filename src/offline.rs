@@ -127,12 +127,25 @@ fn build_yaml(args: &BuildArgs) -> Result<String, String> {
     };
     let keys = sops_keys(&args.sops_keys, spec.as_ref())?;
     let dir = absolute(&args.dir)?;
-    let mut objects =
-        build::build_offline(&args.root, &dir, spec.as_ref(), restrictions, keys.as_ref())
-            .map_err(|e| e.to_string())?;
+    let built = build::build_offline_with_secrets(
+        &args.root,
+        &dir,
+        spec.as_ref(),
+        restrictions,
+        keys.as_ref(),
+    )
+    .map_err(|e| e.to_string())?;
+    let mut objects = built.objects;
     if substitution {
-        objects = build::substitute_objects(objects, &vars, strategy, args.strict_substitution)
-            .map_err(|e| e.to_string())?;
+        // As in the controller, no error quotes what decryption revealed.
+        objects = build::substitute_objects_redacting(
+            objects,
+            &vars,
+            strategy,
+            args.strict_substitution,
+            &built.secrets,
+        )
+        .map_err(|e| built.secrets.redact(&e.to_string()))?;
     }
     let values: Vec<serde_json::Value> = objects
         .into_iter()

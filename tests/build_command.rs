@@ -305,3 +305,41 @@ fn decrypt_prints_what_sops_prints_or_fails_without_output() {
         "{stderr}"
     );
 }
+
+#[test]
+fn secrets_encrypted_by_comment_regex_build_decrypted_never_as_ciphertext() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sops-comment-regex");
+    let key = dir.join("test.agekey");
+    let (ok, docs, stderr) = build(&[dir.to_str().unwrap(), "--sops-key", key.to_str().unwrap()]);
+    assert!(ok, "{stderr}");
+    assert_eq!(names(&docs).len(), 2);
+    let text = serde_json::to_string(&docs).unwrap();
+    assert!(!text.contains("ENC["), "{text}");
+    assert!(text.contains("hunter2-enc-comment") && text.contains("hunter2-unenc-comment"));
+}
+
+#[test]
+fn files_encrypted_with_comment_rules_decrypt_as_sops_decrypts_them() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sops-comment-regex");
+    for file in [
+        "enc-comment.yaml",
+        "unenc-comment.yaml",
+        "app-enc-comment.json",
+        "app-unenc-comment.json",
+    ] {
+        let out = Command::new(BINARY)
+            .arg("decrypt")
+            .arg(dir.join(file))
+            .arg("--sops-key")
+            .arg(dir.join("test.agekey"))
+            .output()
+            .expect("run kustomize-controller decrypt");
+        assert!(
+            out.status.success(),
+            "{file}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let expected = std::fs::read(dir.join("expected").join(file)).unwrap();
+        assert_eq!(out.stdout, expected, "{file}");
+    }
+}

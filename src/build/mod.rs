@@ -11,6 +11,7 @@
 
 pub mod decrypt;
 mod post_build;
+pub mod redact;
 
 use std::path::{Path, PathBuf};
 
@@ -23,7 +24,8 @@ use crate::kustomize::{self, target};
 use crate::manifest::Object;
 
 pub use decrypt::{DecryptionError, is_encrypted_secret};
-pub use post_build::{PostBuildError, substitute_objects};
+pub use post_build::{PostBuildError, substitute_objects, substitute_objects_redacting};
+pub use redact::SecretValues;
 
 /// Why a build failed. Every variant names the file or field at fault.
 #[derive(Debug, thiserror::Error)]
@@ -50,6 +52,20 @@ pub enum BuildError {
     /// SOPS decryption of a source or an object failed.
     #[error(transparent)]
     Decryption(#[from] DecryptionError),
+    /// A failure after something was decrypted, with the decrypted values masked out of
+    /// its message.
+    #[error("{0}")]
+    Redacted(String),
+}
+
+/// A build's objects and the secret values it revealed by decrypting (to be masked out of
+/// any message written about them later).
+#[derive(Debug)]
+pub struct Built {
+    /// The objects, decrypted.
+    pub objects: Vec<Object>,
+    /// What decryption revealed.
+    pub secrets: SecretValues,
 }
 
 /// Builds the objects under `dir` (inside the artifact extracted at `root`) for `spec`,
@@ -60,6 +76,33 @@ pub fn build(
     spec: &KustomizationSpec,
     keys: Option<&Keyring>,
 ) -> Result<Vec<Object>, BuildError> {
+    build_with_secrets(root, dir, spec, keys).map(|built| built.objects)
+}
+
+/// [`build`], also returning the values decryption revealed. A failure after any value was
+/// decrypted (a kustomize error about a decrypted patch, say) comes back with those values
+/// masked out of its message.
+pub fn build_with_secrets(
+    root: &Path,
+    dir: &Path,
+    spec: &KustomizationSpec,
+    keys: Option<&Keyring>,
+) -> Result<Built, BuildError> {
+    let mut secrets = SecretValues::new();
+    match build_revealing(root, dir, spec, keys, &mut secrets) {
+        Ok(objects) => Ok(Built { objects, secrets }),
+        Err(e) if secrets.is_empty() => Err(e),
+        Err(e) => Err(BuildError::Redacted(secrets.redact(&e.to_string()))),
+    }
+}
+
+fn build_revealing(
+    root: &Path,
+    dir: &Path,
+    spec: &KustomizationSpec,
+    keys: Option<&Keyring>,
+    secrets: &mut SecretValues,
+) -> Result<Vec<Object>, BuildError> {
     let mut loader = Loader::new(root, LoadRestrictions::None).map_err(target::BuildError::from)?;
     let dir = dir.canonicalize().map_err(|source| BuildError::Read {
         path: loader.display(dir),
@@ -67,13 +110,13 @@ pub fn build(
     })?;
     let kustomization = flux_kustomization(&loader, &dir, spec)?;
     if let Some(keys) = keys {
-        let sources = decrypt::decrypt_sources(&loader, &dir, &kustomization, keys)?;
+        let sources = decrypt::decrypt_sources(&loader, &dir, &kustomization, keys, secrets)?;
         loader = loader.with_in_memory_files(sources);
     }
     let built = target::build_kustomization(&loader, &dir, kustomization)?;
     let mut objects: Vec<Object> = built.into_iter().map(Object::new).collect();
     if let Some(keys) = keys {
-        decrypt::decrypt_objects(&mut objects, keys)?;
+        decrypt::decrypt_objects(&mut objects, keys, secrets)?;
     }
     apply_common_metadata(&mut objects, spec);
     Ok(objects)
@@ -254,17 +297,35 @@ pub fn build_offline(
     restrictions: LoadRestrictions,
     keys: Option<&Keyring>,
 ) -> Result<Vec<Object>, BuildError> {
+    build_offline_with_secrets(root, dir, spec, restrictions, keys).map(|built| built.objects)
+}
+
+/// [`build_offline`], also returning the values decryption revealed (for
+/// [`substitute_objects_redacting`] and any later message), as [`build_with_secrets`].
+pub fn build_offline_with_secrets(
+    root: &Path,
+    dir: &Path,
+    spec: Option<&KustomizationSpec>,
+    restrictions: LoadRestrictions,
+    keys: Option<&Keyring>,
+) -> Result<Built, BuildError> {
     match spec {
-        Some(spec) => build(root, dir, spec, keys),
-        None if keys.is_some() => build(root, dir, &KustomizationSpec::default(), keys),
+        Some(spec) => build_with_secrets(root, dir, spec, keys),
+        None if keys.is_some() => {
+            build_with_secrets(root, dir, &KustomizationSpec::default(), keys)
+        }
         None => {
             let options = kustomize::BuildOptions {
                 load_restrictions: restrictions,
             };
-            Ok(kustomize::build(root, dir, &options)?
+            let objects = kustomize::build(root, dir, &options)?
                 .into_iter()
                 .map(Object::new)
-                .collect())
+                .collect();
+            Ok(Built {
+                objects,
+                secrets: SecretValues::new(),
+            })
         }
     }
 }
@@ -350,6 +411,18 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("missing"), "{err}");
+    }
+
+    #[test]
+    fn an_oversized_manifest_is_refused_without_being_read() {
+        let dir = tempfile::tempdir().unwrap();
+        write(dir.path(), "a.yaml", &cm("a"));
+        let huge = std::fs::File::create(dir.path().join("huge.yaml")).unwrap();
+        huge.set_len(crate::kustomize::loader::MAX_FILE_SIZE + 1)
+            .unwrap();
+        let err = build(dir.path(), dir.path(), &KustomizationSpec::default(), None).unwrap_err();
+        let err = err.to_string();
+        assert!(err.contains("huge.yaml") && err.contains("limit"), "{err}");
     }
 
     #[test]

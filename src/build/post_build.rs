@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use super::redact::SecretValues;
 use crate::api::kustomization::SubstituteStrategy;
 use crate::manifest::Object;
 use crate::substitute::{self, SubstituteError};
@@ -17,6 +18,47 @@ pub enum PostBuildError {
     /// Substitution in one object failed (the error names the object).
     #[error("post-build substitution failed: {0}")]
     Object(SubstituteError),
+    /// A failure whose message had secret values masked out of it.
+    #[error("{0}")]
+    Redacted(String),
+}
+
+/// [`substitute_objects`] for a build that revealed `secrets` (decrypted values and the
+/// variables read from Secrets): a missing variable whose name is part of a secret is not
+/// quoted, and the message of any failure has every secret value masked out.
+pub fn substitute_objects_redacting(
+    objects: Vec<Object>,
+    vars: &BTreeMap<String, String>,
+    strategy: SubstituteStrategy,
+    strict: bool,
+    secrets: &SecretValues,
+) -> Result<Vec<Object>, PostBuildError> {
+    if secrets.is_empty() {
+        return substitute_objects(objects, vars, strategy, strict);
+    }
+    substitute_objects(objects, vars, strategy, strict).map_err(|e| {
+        let e = match e {
+            PostBuildError::Object(SubstituteError::Object { object, source }) => {
+                let source = match *source {
+                    SubstituteError::VarNotSet(name) if secrets.contains_fragment(&name) => {
+                        SubstituteError::VarNotSetUnquoted {
+                            reason: "the reference's name is part of a decrypted or Secret value",
+                        }
+                    }
+                    SubstituteError::NegativeLength(name) if secrets.contains_fragment(&name) => {
+                        SubstituteError::NegativeLength("(a name that is not quoted)".into())
+                    }
+                    other => other,
+                };
+                PostBuildError::Object(SubstituteError::Object {
+                    object,
+                    source: Box::new(source),
+                })
+            }
+            other => other,
+        };
+        PostBuildError::Redacted(secrets.redact(&e.to_string()))
+    })
 }
 
 /// Substitutes `vars` into `objects`. With [`SubstituteStrategy::WithVariables`] nothing
@@ -35,13 +77,14 @@ pub fn substitute_objects(
         return Ok(objects);
     }
     let lookup = |name: &str| vars.get(name).cloned();
+    let mut growth = substitute::MAX_SUBSTITUTION_GROWTH;
     objects
         .into_iter()
         .map(|object| {
             if substitute::is_opted_out(object.as_map()) {
                 return Ok(object);
             }
-            substitute::substitute_object(object.as_map(), &lookup, strict)
+            substitute::substitute_object_limited(object.as_map(), &lookup, strict, &mut growth)
                 .map(Object::new)
                 .map_err(PostBuildError::Object)
         })
@@ -163,6 +206,48 @@ mod tests {
         assert_eq!(out[0].as_map()["data"]["enabled"], json!(true));
         // Quotes that are part of the value stay part of it.
         assert_eq!(out[0].as_map()["data"]["quoted"], json!("\"yes\""));
+    }
+
+    #[test]
+    fn substitution_output_is_bounded_over_the_whole_build() {
+        let value = "x".repeat(512 << 10);
+        let references = "${big}".repeat(2000);
+        let cm = |name: &str, text: &str| {
+            object(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": "apps"}, "data": {"k": text}}))
+        };
+        let err = substitute_objects(
+            vec![cm("bomb", &references)],
+            &vars(&[("big", &value)]),
+            SubstituteStrategy::WithVariables,
+            true,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("ConfigMap/apps/bomb") && err.contains("exceeds the limit"),
+            "{err}"
+        );
+        // 40 references each stay under the limit, but the build together does not.
+        let some = "${big}".repeat(40);
+        let objects: Vec<Object> = (0..3).map(|i| cm(&format!("cm{i}"), &some)).collect();
+        let err = substitute_objects(
+            objects,
+            &vars(&[("big", &value)]),
+            SubstituteStrategy::WithVariables,
+            true,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("ConfigMap/apps/cm1"), "{err}");
+        let fine = substitute_objects(
+            vec![cm("one", "${big}")],
+            &vars(&[("big", &value)]),
+            SubstituteStrategy::WithVariables,
+            true,
+        )
+        .unwrap();
+        assert_eq!(fine[0].as_map()["data"]["k"], json!(value));
     }
 
     #[test]

@@ -94,6 +94,11 @@ async fn read(client: &Client, namespace: &str, name: &str) -> Result<Secret, Ke
 }
 
 /// Imports the Secret's key entries; OpenPGP keys only from a Kustomization's own Secret.
+///
+/// An entry that holds no key is refused, naming the Secret and the entry (a comment-only
+/// `.agekey`, an `.asc` holding only a public key), except an `.agekey` entry that is empty
+/// or only whitespace: Flux imports that as no identities without complaint, so it is
+/// skipped here too.
 fn import(keys: &mut Keyring, secret: &Secret, id: &str, pgp: bool) -> Result<(), KeysError> {
     let Some(data) = &secret.data else {
         return Ok(());
@@ -106,10 +111,78 @@ fn import(keys: &mut Keyring, secret: &Secret, id: &str, pgp: bool) -> Result<()
         };
         if entry.ends_with(AGE_EXTENSION) {
             let text = std::str::from_utf8(&value.0).map_err(|_| error(KeyError::NotUtf8))?;
+            if text.trim().is_empty() {
+                continue;
+            }
             keys.import_age(text).map_err(error)?;
         } else if pgp && entry.ends_with(PGP_EXTENSION) {
             keys.import_pgp(&value.0).map_err(error)?;
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::ByteString;
+
+    fn secret(entries: &[(&str, &str)]) -> Secret {
+        Secret {
+            data: Some(
+                entries
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), ByteString(v.as_bytes().to_vec())))
+                    .collect(),
+            ),
+            ..Secret::default()
+        }
+    }
+
+    #[test]
+    fn entries_without_keys_are_refused_by_secret_and_entry() {
+        let mut keys = Keyring::new();
+        let err = import(
+            &mut keys,
+            &secret(&[("comments.agekey", "# public key: age1abc\n")]),
+            "apps/sops-keys",
+            true,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with(
+                "failed to import 'comments.agekey' data from sops decryption Secret 'apps/sops-keys': no age identity"
+            ),
+            "{err}"
+        );
+        let public = include_str!("../decrypt/keys/testdata/ecc.pub.asc");
+        let err = import(
+            &mut keys,
+            &secret(&[("team.asc", public)]),
+            "apps/sops-keys",
+            true,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("'team.asc'")
+                && err.contains("'apps/sops-keys'")
+                && err.contains("no OpenPGP secret key"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_empty_age_entry_is_skipped_as_flux_does() {
+        let mut keys = Keyring::new();
+        import(
+            &mut keys,
+            &secret(&[("empty.agekey", ""), ("blank.agekey", " \n")]),
+            "apps/sops-keys",
+            true,
+        )
+        .unwrap();
+        assert!(keys.is_empty());
+    }
 }

@@ -26,7 +26,7 @@ use crate::api::names::{FINALIZER, GROUP, reason};
 use crate::api::source::{Artifact, artifact_of, source_version};
 use crate::api::{ConditionStatus, Kustomization, KustomizationStatus};
 use crate::apply::{Action, Applier, ApplyError, ChangeSet, ObjectId, Owner, stale_objects};
-use crate::build::{self, BuildError};
+use crate::build::{self, BuildError, Built, SecretValues};
 use crate::decrypt::Keyring;
 use crate::health::cel::HealthCheckExprs;
 use crate::health::wait::{Target, WaitError, WaitOptions};
@@ -100,6 +100,16 @@ impl Failure {
             kind: FailureKind::Canceled {
                 trigger: trigger.to_string(),
             },
+        }
+    }
+
+    /// The failure with every secret value masked out of its message: any message written
+    /// after the build decrypted values or read variables from Secrets goes through this
+    /// before it reaches the Ready condition, an event or a log line.
+    fn redacted(self, secrets: &SecretValues) -> Self {
+        Failure {
+            message: secrets.redact(&self.message),
+            ..self
         }
     }
 
@@ -310,11 +320,16 @@ async fn run_pipeline(
         })?;
     fetch(ctx, &artifact, workdir.path()).await?;
     let keys = decryption_keys(ks, ctx).await?;
-    let objects = build(ks, workdir.path(), keys.as_ref())?;
-    drop(keys);
-    let objects = substitute(ks, ctx, objects).await?;
+    // The build masks what it decrypted out of its own errors; from here on, every failure
+    // is masked with `secrets` before it is reported.
+    let Built {
+        objects,
+        mut secrets,
+    } = build(ks, workdir.path(), keys).await?;
+    let objects = substitute(ks, ctx, objects, &mut secrets).await?;
     drop(workdir);
-    refuse_encrypted_secrets(&objects)?;
+    let redact = |failure: Failure| failure.redacted(&secrets);
+    refuse_encrypted_secrets(&objects).map_err(redact)?;
     let jobs_with_ttl = jobs_with_ttl(&objects);
 
     let applier = Applier::new(
@@ -325,7 +340,7 @@ async fn run_pipeline(
         ks.spec.force,
         timeout,
     );
-    let mut changes = apply(&applier, objects, timeout).await?;
+    let mut changes = apply(&applier, objects, timeout).await.map_err(redact)?;
     let drifted = changes.has_changes();
     let inventory: Vec<ObjectId> = changes.0.iter().map(|c| c.id.clone()).collect();
     let previous = previous_inventory(status);
@@ -335,7 +350,7 @@ async fn run_pipeline(
     let pending: Vec<ObjectId> = inventory.iter().chain(&stale).cloned().collect();
     set_inventory(status, &pending);
     if ks.spec.prune {
-        let pruned = prune(&applier, &stale).await?;
+        let pruned = prune(&applier, &stale).await.map_err(redact)?;
         changes.0.extend(pruned.0);
     }
     set_inventory(status, &inventory);
@@ -354,9 +369,11 @@ async fn run_pipeline(
             exprs: &exprs,
             timeout,
             drifted,
+            secrets: &secrets,
         },
     )
-    .await?;
+    .await
+    .map_err(redact)?;
     Ok(Applied {
         revision,
         origin_revision: artifact.origin_revision().map(str::to_string),
@@ -494,16 +511,48 @@ async fn decryption_keys(ks: &Kustomization, ctx: &Context) -> Result<Option<Key
 
 /// Stage `build` (with `decrypt`): the objects under `spec.path`, SOPS-encrypted sources
 /// and objects decrypted with `keys`.
-fn build(
+/// Runs on a blocking thread (see [`off_runtime`]); the keys are dropped there.
+async fn build(
     ks: &Kustomization,
     root: &std::path::Path,
-    keys: Option<&Keyring>,
-) -> Result<Vec<Object>, Failure> {
+    keys: Option<Keyring>,
+) -> Result<Built, Failure> {
     let path = ks.spec.path.as_deref().unwrap_or("");
     let dir = resolve_path(root, path)
         .map_err(|e: PathError| Failure::new(reason::ARTIFACT_FAILED, e.to_string()))?;
-    build::build(root, &dir, &ks.spec, keys)
-        .map_err(|e: BuildError| Failure::new(reason::BUILD_FAILED, e.to_string()))
+    let root = root.to_path_buf();
+    let spec = ks.spec.clone();
+    off_runtime("build", move || {
+        build::build_with_secrets(&root, &dir, &spec, keys.as_ref())
+            .map_err(|e: BuildError| Failure::new(reason::BUILD_FAILED, e.to_string()))
+    })
+    .await
+}
+
+/// Runs a CPU-bound stage (build, decryption, substitution) on tokio's blocking pool, so
+/// that it never stalls the reconciles and watches sharing a worker thread; a panic in it
+/// (a bug met on some input) fails this reconcile instead of the whole controller.
+async fn off_runtime<T, F>(stage: &'static str, work: F) -> Result<T, Failure>
+where
+    F: FnOnce() -> Result<T, Failure> + Send + 'static,
+    T: Send + 'static,
+{
+    match tokio::task::spawn_blocking(work).await {
+        Ok(result) => result,
+        Err(e) => {
+            tracing::error!(
+                stage,
+                panicked = e.is_panic(),
+                "the {stage} stage did not finish"
+            );
+            Err(Failure::new(
+                reason::BUILD_FAILED,
+                format!(
+                    "the {stage} stage stopped on an internal error (a bug: the controller log has the details)"
+                ),
+            ))
+        }
+    }
 }
 
 /// A Secret that is still SOPS-encrypted is never applied (Flux's check before apply).
@@ -525,20 +574,31 @@ fn refuse_encrypted_secrets(objects: &[Object]) -> Result<(), Failure> {
 
 /// Stage `substitute`: `spec.postBuild` variables from the inline map and the referenced
 /// ConfigMaps and Secrets, expanded in every object that has not opted out.
+/// The values read from Secrets join `secrets`, and failures are masked with them.
 async fn substitute(
     ks: &Kustomization,
     ctx: &Context,
     objects: Vec<Object>,
+    secrets: &mut SecretValues,
 ) -> Result<Vec<Object>, Failure> {
     let Some(post_build) = &ks.spec.post_build else {
         return Ok(objects);
     };
-    let vars = variables::load(&ctx.client, ks, post_build)
+    let vars = variables::load(&ctx.client, ks, post_build, secrets)
         .await
-        .map_err(|e| Failure::new(reason::BUILD_FAILED, e.to_string()))?;
+        .map_err(|e| Failure::new(reason::BUILD_FAILED, e.to_string()).redacted(secrets))?;
     let strategy = post_build.substitute_strategy.unwrap_or_default();
-    build::substitute_objects(objects, &vars, strategy, ctx.settings.strict_substitution)
-        .map_err(|e| Failure::new(reason::BUILD_FAILED, e.to_string()))
+    let strict = ctx.settings.strict_substitution;
+    let known = std::mem::take(secrets);
+    let (substituted, known) = off_runtime("substitution", move || {
+        let substituted =
+            build::substitute_objects_redacting(objects, &vars, strategy, strict, &known)
+                .map_err(|e| Failure::new(reason::BUILD_FAILED, e.to_string()).redacted(&known));
+        Ok((substituted, known))
+    })
+    .await?;
+    *secrets = known;
+    substituted
 }
 
 /// Stage `apply`, bounded by the reconcile timeout.
@@ -567,6 +627,8 @@ struct HealthCheck<'a> {
     timeout: Duration,
     /// The apply changed something.
     drifted: bool,
+    /// Values to mask out of the Healthy condition's message.
+    secrets: &'a SecretValues,
 }
 
 /// Stage `health`: with `spec.wait`, every applied object; otherwise the objects of
@@ -651,7 +713,7 @@ async fn check_health(
         }
         Err(WaitError::Canceled(trigger)) => Err(Failure::canceled(&trigger)),
         Err(err) => {
-            let message = err.to_string();
+            let message = check.secrets.redact(&err.to_string());
             status::mark_healthy(
                 ks,
                 status,
@@ -1029,6 +1091,25 @@ mod tests {
         ]);
         let names: Vec<&str> = set.iter().map(|id| id.name.as_str()).collect();
         assert_eq!(names, ["ttl"]);
+    }
+
+    #[test]
+    fn failures_after_decryption_are_masked_keeping_reason_and_kind() {
+        let mut secrets = SecretValues::new();
+        secrets.add("hunter2-decrypted");
+        let failure = Failure::new(
+            reason::RECONCILIATION_FAILED,
+            "Deployment/apps/web dry-run failed (Invalid): spec.replicas: Invalid value: \"hunter2-decrypted\"",
+        )
+        .redacted(&secrets);
+        assert_eq!(
+            failure.message,
+            "Deployment/apps/web dry-run failed (Invalid): spec.replicas: Invalid value: \"*****\""
+        );
+        assert_eq!(failure.reason, reason::RECONCILIATION_FAILED);
+        assert_eq!(failure.kind, FailureKind::Retry);
+        let untouched = Failure::new(reason::PRUNE_FAILED, "prune failed").redacted(&secrets);
+        assert_eq!(untouched.message, "prune failed");
     }
 
     #[test]

@@ -10,6 +10,7 @@ use kube::{Client, ResourceExt};
 
 use crate::api::Kustomization;
 use crate::api::kustomization::{PostBuild, SubstituteKind};
+use crate::build::SecretValues;
 use crate::substitute::strip_newlines;
 
 /// A `substituteFrom` object that could not be read.
@@ -24,11 +25,13 @@ pub struct VariablesError {
     pub message: String,
 }
 
-/// Loads the variables of `post_build` for `ks`, reading each referenced object once.
+/// Loads the variables of `post_build` for `ks`, reading each referenced object once. The
+/// values read from Secrets are added to `secrets`, to be masked out of messages.
 pub async fn load(
     client: &Client,
     ks: &Kustomization,
     post_build: &PostBuild,
+    secrets: &mut SecretValues,
 ) -> Result<BTreeMap<String, String>, VariablesError> {
     let namespace = ks.namespace().unwrap_or_default();
     let mut vars = BTreeMap::new();
@@ -41,11 +44,17 @@ pub async fn load(
         let data = read_data(client, &namespace, reference.kind, &reference.name)
             .await
             .map_err(error)?;
+        let from_secret = matches!(reference.kind, SubstituteKind::Secret);
         match data {
-            Some(data) => vars.extend(
-                data.into_iter()
-                    .map(|(key, value)| (key, strip_newlines(&value))),
-            ),
+            Some(data) => {
+                for (key, value) in data {
+                    let value = strip_newlines(&value);
+                    if from_secret {
+                        secrets.add(&value);
+                    }
+                    vars.insert(key, value);
+                }
+            }
             None if reference.optional => {}
             None => {
                 let kind = plural(reference.kind);

@@ -23,6 +23,10 @@ pub enum MetadataError {
     /// Neither top-level keys nor key groups.
     #[error("sops metadata lists no keys")]
     NoKeys,
+    /// `version` is missing, empty or not a semantic version; sops refuses such files when
+    /// it decrypts them (its words follow the field name).
+    #[error("sops metadata field 'version' is invalid: {0}")]
+    Version(String),
 }
 
 /// Which values of the file are encrypted (one rule at most; sops' default is the
@@ -149,14 +153,17 @@ impl Metadata {
                 ));
             }
         };
-        Ok(Metadata {
+        let metadata = Metadata {
             key_groups: key_groups(branch)?,
             shamir_threshold,
             last_modified,
             mac,
             rule: rule(branch)?,
             mac_only_encrypted,
-        })
+        };
+        // sops checks the version once the file is loaded, before it decrypts anything.
+        check_version(string(branch, "version")?.as_deref().unwrap_or(""))?;
+        Ok(metadata)
     }
 
     /// Every master key of every group, in file order.
@@ -191,6 +198,86 @@ fn string(branch: &Branch, name: &str) -> Result<Option<String>, MetadataError> 
         Some(_) => return Err(MetadataError::Invalid(name.to_owned(), "a string")),
     };
     Ok((!text.is_empty()).then_some(text))
+}
+
+/// sops' check of the version that wrote the file (`AIsNewerThanB` in `sops decrypt`): a
+/// `1.x` version passes; otherwise, less a leading `v`, it must be a semantic version as
+/// blang/semver reads it. The messages are semver's.
+fn check_version(version: &str) -> Result<(), MetadataError> {
+    if version.starts_with("1.") {
+        return Ok(());
+    }
+    let version = version.strip_prefix('v').unwrap_or(version);
+    semver(version).map_err(MetadataError::Version)
+}
+
+fn semver(s: &str) -> Result<(), String> {
+    const ALPHANUM: &str = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-0123456789";
+    let only = |s: &str, set: &str| s.chars().all(|c| set.contains(c));
+    let digits = |s: &str| s.chars().all(|c| c.is_ascii_digit());
+    let leading_zero = |s: &str| s.len() > 1 && s.starts_with('0');
+    let number = |part: &str, what: &str| -> Result<(), String> {
+        if !digits(part) {
+            return Err(format!(
+                "Invalid character(s) found in {what} number {part:?}"
+            ));
+        }
+        if leading_zero(part) {
+            let what = match what {
+                "major" => "Major",
+                "minor" => "Minor",
+                _ => "Patch",
+            };
+            return Err(format!(
+                "{what} number must not contain leading zeroes {part:?}"
+            ));
+        }
+        part.parse::<u64>().map(|_| ()).map_err(|_| {
+            format!("strconv.ParseUint: parsing {part:?}: invalid syntax or value out of range")
+        })
+    };
+    if s.is_empty() {
+        return Err("Version string empty".into());
+    }
+    let parts: Vec<&str> = s.splitn(3, '.').collect();
+    let [major, minor, rest] = parts.as_slice() else {
+        return Err("No Major.Minor.Patch elements found".into());
+    };
+    number(major, "major")?;
+    number(minor, "minor")?;
+    let (rest, build) = match rest.split_once('+') {
+        Some((rest, build)) => (rest, Some(build)),
+        None => (*rest, None),
+    };
+    let (patch, pre) = match rest.split_once('-') {
+        Some((patch, pre)) => (patch, Some(pre)),
+        None => (rest, None),
+    };
+    number(patch, "patch")?;
+    for part in pre.into_iter().flat_map(|p| p.split('.')) {
+        if part.is_empty() {
+            return Err("Prerelease is empty".into());
+        }
+        if digits(part) && leading_zero(part) {
+            return Err(format!(
+                "Numeric PreRelease version must not contain leading zeroes {part:?}"
+            ));
+        }
+        if !only(part, ALPHANUM) {
+            return Err(format!("Invalid character(s) found in prerelease {part:?}"));
+        }
+    }
+    for part in build.into_iter().flat_map(|b| b.split('.')) {
+        if part.is_empty() {
+            return Err("Build meta data is empty".into());
+        }
+        if !only(part, ALPHANUM) {
+            return Err(format!(
+                "Invalid character(s) found in build meta data {part:?}"
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn rule(branch: &Branch) -> Result<Rule, MetadataError> {
@@ -359,6 +446,7 @@ mod tests {
             item("encrypted_regex", s("^data$")),
             item("lastmodified", s("2024-05-06T07:08:09+00:00")),
             item("mac", s("m")),
+            item("version", s("v3.7.1")),
         ])
         .unwrap();
         assert_eq!(md.key_groups.len(), 2);
@@ -374,6 +462,7 @@ mod tests {
             vec![
                 item("age", Value::Seq(vec![age("age1a")])),
                 item("lastmodified", s("2024-05-06T07:08:09Z")),
+                item("version", s("3.13.2")),
             ]
         };
         let mut two_rules = base();
@@ -395,5 +484,56 @@ mod tests {
         assert!(
             matches!(Metadata::parse(&bad_age), Err(MetadataError::Invalid(f, _)) if f == "age")
         );
+    }
+
+    #[test]
+    fn the_version_must_be_one_sops_accepts() {
+        let with = |version: Option<Value>| {
+            let mut branch = vec![
+                item("age", Value::Seq(vec![age("age1a")])),
+                item("lastmodified", s("2024-05-06T07:08:09Z")),
+            ];
+            if let Some(v) = version {
+                branch.push(item("version", v));
+            }
+            Metadata::parse(&branch).map(|_| ())
+        };
+        let refused = |version: Option<Value>| match with(version) {
+            Err(MetadataError::Version(message)) => message,
+            other => panic!("{other:?}"),
+        };
+        // sops 3.13.2's own words for each.
+        assert_eq!(refused(None), "Version string empty");
+        assert_eq!(refused(Some(Value::Null)), "Version string empty");
+        assert_eq!(
+            refused(Some(Value::Int(3))),
+            "No Major.Minor.Patch elements found"
+        );
+        assert_eq!(
+            refused(Some(s("3.7"))),
+            "No Major.Minor.Patch elements found"
+        );
+        assert_eq!(
+            refused(Some(s("3.1.2.3"))),
+            "Invalid character(s) found in patch number \"2.3\""
+        );
+        assert_eq!(
+            refused(Some(s("03.1.2"))),
+            "Major number must not contain leading zeroes \"03\""
+        );
+        assert_eq!(
+            with(Some(Value::Seq(vec![s("3.13.2")]))),
+            Err(MetadataError::Invalid("version".into(), "a string"))
+        );
+        for accepted in [
+            "3.13.2",
+            "v3.7.1",
+            "3.13.2-rc1",
+            "1.0",
+            "1.x",
+            "3.0.0+build.1",
+        ] {
+            assert_eq!(with(Some(s(accepted))), Ok(()), "{accepted}");
+        }
     }
 }

@@ -23,7 +23,7 @@ pub use data_key::DataKeyError;
 pub use keys::{KeyError, Keyring};
 pub use metadata::MetadataError;
 pub use stores::StoreError;
-pub use walk::WalkError;
+pub use walk::{ENVELOPE_PREFIX, Revealed, WalkError};
 
 use metadata::Metadata;
 use tree::Branches;
@@ -86,6 +86,19 @@ pub fn decrypt(
     keys: &Keyring,
     verify_mac: bool,
 ) -> Result<Zeroizing<Vec<u8>>, DecryptError> {
+    decrypt_revealing(data, input, output, keys, verify_mac, &mut Vec::new())
+}
+
+/// [`decrypt`], adding every value it decrypted to `revealed` (so that messages written
+/// afterwards can be kept free of them).
+pub fn decrypt_revealing(
+    data: &[u8],
+    input: Format,
+    output: Format,
+    keys: &Keyring,
+    verify_mac: bool,
+    revealed: &mut Vec<Revealed>,
+) -> Result<Zeroizing<Vec<u8>>, DecryptError> {
     if data.len() > MAX_ENCRYPTED_FILE_SIZE {
         return Err(DecryptError::TooLarge {
             size: data.len(),
@@ -97,7 +110,9 @@ pub fn decrypt(
             format: input.name(),
             source,
         })?;
-    decrypt_branches(&mut branches, &metadata, keys, verify_mac)?;
+    // A file has every comment sops saw when it encrypted it (a JSON file never had any),
+    // so sops' own walk applies, comment rules included.
+    decrypt_branches(&mut branches, &metadata, keys, verify_mac, false, revealed)?;
     stores::emit_plain(output, &branches).map_err(|source| DecryptError::Emit {
         format: output.name(),
         source,
@@ -106,16 +121,29 @@ pub fn decrypt(
 
 /// Decrypts a built object carrying a `sops` block, read as sops' JSON store reads it (as
 /// Flux does). The MAC is not checked: kustomize may have changed the object's plain fields.
+///
+/// The build dropped the object's comments, so when its rule selects values by comment
+/// (`encrypted_comment_regex`, `unencrypted_comment_regex`), every value in sops' envelope
+/// is decrypted and the others are left alone, as Flux does.
 pub fn decrypt_object(
     object: &Map<String, Value>,
     keys: &Keyring,
+) -> Result<Map<String, Value>, DecryptError> {
+    decrypt_object_revealing(object, keys, &mut Vec::new())
+}
+
+/// [`decrypt_object`], adding every value it decrypted to `revealed`.
+pub fn decrypt_object_revealing(
+    object: &Map<String, Value>,
+    keys: &Keyring,
+    revealed: &mut Vec<Revealed>,
 ) -> Result<Map<String, Value>, DecryptError> {
     let (mut branches, metadata) = stores::branches_from_json(&Value::Object(object.clone()))
         .map_err(|source| DecryptError::Load {
             format: Format::Json.name(),
             source,
         })?;
-    decrypt_branches(&mut branches, &metadata, keys, false)?;
+    decrypt_branches(&mut branches, &metadata, keys, false, true, revealed)?;
     let emit = |source| DecryptError::Emit {
         format: Format::Json.name(),
         source,
@@ -126,19 +154,40 @@ pub fn decrypt_object(
     }
 }
 
+/// Decrypts the branches; `comments_lost` says the comments of the encrypted file were
+/// dropped (a built object), so a comment-regex rule cannot be followed and every
+/// enveloped value is decrypted instead. No MAC can be checked then: with `verify_mac`
+/// that is an error, in Flux's words.
 fn decrypt_branches(
     branches: &mut Branches,
     metadata: &tree::Branch,
     keys: &Keyring,
     verify_mac: bool,
+    comments_lost: bool,
+    revealed: &mut Vec<Revealed>,
 ) -> Result<(), DecryptError> {
     let metadata = Metadata::parse(metadata)?;
+    let by_comment = matches!(
+        metadata.rule,
+        metadata::Rule::EncryptedCommentRegex(_) | metadata::Rule::UnencryptedCommentRegex(_)
+    );
+    if comments_lost && by_comment {
+        if verify_mac {
+            return Err(DecryptError::Mac(
+                "not supported for data encrypted with comment regexes",
+            ));
+        }
+        let data_key = data_key::recover(&metadata, keys)?;
+        walk::decrypt_enveloped(&mut branches.0, &data_key, revealed)?;
+        return Ok(());
+    }
     let data_key = data_key::recover(&metadata, keys)?;
     let mac = walk::decrypt_branches(
         &mut branches.0,
         &metadata.rule,
         metadata.mac_only_encrypted,
         &data_key,
+        revealed,
     )?;
     if verify_mac {
         let stored =

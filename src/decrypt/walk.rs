@@ -4,6 +4,7 @@
 
 use regex::Regex;
 use sha2::{Digest, Sha512};
+use zeroize::Zeroizing;
 
 use super::cipher::{self, CipherError};
 use super::go_text;
@@ -88,13 +89,46 @@ impl Compiled {
     }
 }
 
+/// A value that decryption revealed: its key path (`:`-separated) and its text (wiped on
+/// drop). Booleans are not kept: they carry one bit, and masking `true` would only blur
+/// messages.
+pub struct Revealed {
+    /// Key path, `:`-separated as sops writes it.
+    pub path: String,
+    /// The decrypted value as text.
+    pub text: Zeroizing<String>,
+}
+
+impl std::fmt::Debug for Revealed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Revealed({}, {} bytes)", self.path, self.text.len())
+    }
+}
+
+fn reveal(path: &[String], value: &Value, out: &mut Vec<Revealed>) {
+    let text = match value {
+        Value::String(s) | Value::Time(s) => s.clone(),
+        Value::Int(i) => i.to_string(),
+        Value::Float(f) => go_text::format_float(*f),
+        Value::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+        _ => return,
+    };
+    if !text.is_empty() {
+        out.push(Revealed {
+            path: path.join(":"),
+            text: Zeroizing::new(text),
+        });
+    }
+}
+
 /// Decrypts every encrypted value of the branches in place and returns the MAC sops would
-/// compute (upper-case hex SHA-512).
+/// compute (upper-case hex SHA-512). Every decrypted value is added to `revealed`.
 pub fn decrypt_branches(
     branches: &mut [Branch],
     rule: &Rule,
     mac_only_encrypted: bool,
     data_key: &[u8],
+    revealed: &mut Vec<Revealed>,
 ) -> Result<String, WalkError> {
     let mut walker = Walker {
         rule: Compiled::new(rule),
@@ -103,6 +137,7 @@ pub fn decrypt_branches(
         hash: Sha512::new(),
         path: Vec::new(),
         comments: Vec::new(),
+        revealed,
     };
     if mac_only_encrypted {
         walker.hash.update(MAC_ONLY_ENCRYPTED_INIT);
@@ -120,6 +155,7 @@ struct Walker<'k> {
     hash: Sha512,
     path: Vec<String>,
     comments: Vec<Vec<String>>,
+    revealed: &'k mut Vec<Revealed>,
 }
 
 impl Walker<'_> {
@@ -228,6 +264,7 @@ impl Walker<'_> {
                     source,
                 },
             )?;
+            reveal(&self.path, value, self.revealed);
         }
         if !self.mac_only_encrypted || encrypted {
             self.hash_value(value);
@@ -254,6 +291,69 @@ impl Walker<'_> {
             Value::Bytes(b) => self.hash.update(b),
             Value::Null | Value::Comment(_) | Value::Map(_) | Value::Seq(_) => {}
         }
+    }
+}
+
+/// How every value sops encrypted with AES-GCM starts.
+pub const ENVELOPE_PREFIX: &str = "ENC[AES256_GCM,";
+
+/// Decrypts in place every string value in sops' envelope (`ENC[AES256_GCM,...]`), leaving
+/// the others as they are, as Flux does for data whose comments are gone (a built object)
+/// while its rule selects values by comment. The key path is the additional data, as in
+/// [`decrypt_branches`]; list items share their list's path.
+/// Every decrypted value is added to `revealed`.
+pub fn decrypt_enveloped(
+    branches: &mut [Branch],
+    data_key: &[u8],
+    revealed: &mut Vec<Revealed>,
+) -> Result<(), WalkError> {
+    let mut path = Vec::new();
+    for branch in branches {
+        enveloped_branch(branch, &mut path, data_key, revealed)?;
+    }
+    Ok(())
+}
+
+fn enveloped_branch(
+    items: &mut Branch,
+    path: &mut Vec<String>,
+    data_key: &[u8],
+    revealed: &mut Vec<Revealed>,
+) -> Result<(), WalkError> {
+    for item in items.iter_mut() {
+        let Key::Name(key) = &item.key else {
+            continue;
+        };
+        path.push(key.clone());
+        let result = enveloped_value(&mut item.value, path, data_key, revealed);
+        path.pop();
+        result?;
+    }
+    Ok(())
+}
+
+fn enveloped_value(
+    value: &mut Value,
+    path: &mut Vec<String>,
+    data_key: &[u8],
+    revealed: &mut Vec<Revealed>,
+) -> Result<(), WalkError> {
+    match value {
+        Value::String(text) if text.starts_with(ENVELOPE_PREFIX) => {
+            let mut aad = path.join(":");
+            aad.push(':');
+            *value = cipher::decrypt(text, data_key, &aad).map_err(|source| WalkError::Value {
+                path: path.join(":"),
+                source,
+            })?;
+            reveal(path, value, revealed);
+            Ok(())
+        }
+        Value::Map(items) => enveloped_branch(items, path, data_key, revealed),
+        Value::Seq(values) => values
+            .iter_mut()
+            .try_for_each(|v| enveloped_value(v, path, data_key, revealed)),
+        _ => Ok(()),
     }
 }
 
@@ -310,7 +410,17 @@ mod tests {
             item("empty", Value::String(String::new())),
         ]];
         let rule = Rule::UnencryptedSuffix("_unencrypted".into());
-        let mac = decrypt_branches(&mut branches, &rule, false, &KEY).unwrap();
+        let mut revealed = Vec::new();
+        let mac = decrypt_branches(&mut branches, &rule, false, &KEY, &mut revealed).unwrap();
+        let texts: Vec<(&str, &str)> = revealed
+            .iter()
+            .map(|r| (r.path.as_str(), r.text.as_str()))
+            .collect();
+        // Every decrypted value but the boolean; never a plain one.
+        assert_eq!(
+            texts,
+            [("user", "admin"), ("port", "8080"), ("nested:ratio", "0.5")]
+        );
         assert_eq!(branches[0][0].value, Value::String("admin".into()));
         assert_eq!(branches[0][1].value, Value::Int(8080));
         assert_eq!(
@@ -331,15 +441,59 @@ mod tests {
             ),
         ]];
         let rule = Rule::EncryptedRegex("^data$".into());
-        let mac = decrypt_branches(&mut branches, &rule, true, &KEY).unwrap();
+        let mac = decrypt_branches(&mut branches, &rule, true, &KEY, &mut Vec::new()).unwrap();
         assert_eq!(mac, sha512_hex(&[&MAC_ONLY_ENCRYPTED_INIT, b"v"]));
+    }
+
+    #[test]
+    fn enveloped_values_are_decrypted_wherever_they_are() {
+        let mut branches = vec![vec![
+            item("kind", Value::String("Secret".into())),
+            item(
+                "stringData",
+                Value::Map(vec![
+                    item("user", Value::String("admin".into())),
+                    item("password", enc("hunter2", "str", "stringData:password:")),
+                ]),
+            ),
+            item(
+                "list",
+                Value::Seq(vec![enc("7", "int", "list:"), Value::Bool(true)]),
+            ),
+        ]];
+        let mut revealed = Vec::new();
+        decrypt_enveloped(&mut branches, &KEY, &mut revealed).unwrap();
+        let texts: Vec<(&str, &str)> = revealed
+            .iter()
+            .map(|r| (r.path.as_str(), r.text.as_str()))
+            .collect();
+        assert_eq!(texts, [("stringData:password", "hunter2"), ("list", "7")]);
+        let data = &branches[0][1].value;
+        assert_eq!(
+            data,
+            &Value::Map(vec![
+                item("user", Value::String("admin".into())),
+                item("password", Value::String("hunter2".into())),
+            ])
+        );
+        assert_eq!(
+            branches[0][2].value,
+            Value::Seq(vec![Value::Int(7), Value::Bool(true)])
+        );
+        let mut moved = vec![vec![item("b", enc("secret", "str", "a:"))]];
+        let err = decrypt_enveloped(&mut moved, &KEY, &mut Vec::new()).unwrap_err();
+        assert!(
+            matches!(&err, WalkError::Value { path, .. } if path == "b"),
+            "{err}"
+        );
+        assert!(!err.to_string().contains("secret"));
     }
 
     #[test]
     fn a_moved_value_fails_with_its_path() {
         let mut branches = vec![vec![item("b", enc("secret", "str", "a:"))]];
         let rule = Rule::UnencryptedSuffix("_unencrypted".into());
-        let err = decrypt_branches(&mut branches, &rule, false, &KEY).unwrap_err();
+        let err = decrypt_branches(&mut branches, &rule, false, &KEY, &mut Vec::new()).unwrap_err();
         assert!(
             matches!(&err, WalkError::Value { path, source: CipherError::Authentication } if path == "b")
         );
@@ -381,6 +535,7 @@ mod tests {
             &Rule::UnencryptedSuffix("_u".into()),
             false,
             &KEY,
+            &mut Vec::new(),
         );
         assert_eq!(err, Err(WalkError::NotEncrypted("n".into(), "integer")));
         let mut keyed = vec![vec![Item {
@@ -392,7 +547,8 @@ mod tests {
                 &mut keyed,
                 &Rule::UnencryptedSuffix("_u".into()),
                 false,
-                &KEY
+                &KEY,
+                &mut Vec::new()
             )
             .is_err()
         );

@@ -1,5 +1,7 @@
 //! Expansion of a parsed template.
 
+use std::cell::Cell;
+
 use super::SubstituteError;
 use super::funcs;
 use super::parse::{self, Func, Node};
@@ -18,11 +20,29 @@ pub fn eval(
     lookup: &dyn Fn(&str) -> Option<String>,
     strict: bool,
 ) -> Result<String, SubstituteError> {
+    eval_limited(text, lookup, strict, usize::MAX)
+}
+
+/// [`eval`] with a byte budget: every byte the expansion writes (the output, and the
+/// expanded arguments of operators) counts against `budget`, and the expansion stops with
+/// [`SubstituteError::TooLarge`] as soon as it would go over, so memory stays bounded
+/// whatever the template and values are.
+pub fn eval_limited(
+    text: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    strict: bool,
+    budget: usize,
+) -> Result<String, SubstituteError> {
     let nodes = parse::parse(text).map_err(|e| SubstituteError::Syntax {
         line: e.line,
         kind: e.kind,
     })?;
-    let context = Context { lookup, strict };
+    let context = Context {
+        lookup,
+        strict,
+        budget,
+        remaining: Cell::new(budget),
+    };
     let mut out = Vec::with_capacity(text.len());
     for node in &nodes {
         context.eval_node(node, &mut out)?;
@@ -33,14 +53,34 @@ pub fn eval(
 struct Context<'a> {
     lookup: &'a dyn Fn(&str) -> Option<String>,
     strict: bool,
+    budget: usize,
+    /// Bytes that may still be written.
+    remaining: Cell<usize>,
 }
 
 impl Context<'_> {
     fn eval_node(&self, node: &Node, out: &mut Vec<u8>) -> Result<(), SubstituteError> {
         match node {
-            Node::Text(text) => out.extend_from_slice(text),
-            Node::Func(func) => out.extend(self.eval_func(func)?),
+            Node::Text(text) => {
+                self.spend(text.len())?;
+                out.extend_from_slice(text);
+            }
+            Node::Func(func) => {
+                let value = self.eval_func(func)?;
+                self.spend(value.len())?;
+                out.extend(value);
+            }
         }
+        Ok(())
+    }
+
+    /// Counts `bytes` written against the budget.
+    fn spend(&self, bytes: usize) -> Result<(), SubstituteError> {
+        let remaining = self.remaining.get();
+        if bytes > remaining {
+            return Err(SubstituteError::TooLarge { limit: self.budget });
+        }
+        self.remaining.set(remaining - bytes);
         Ok(())
     }
 
@@ -56,10 +96,17 @@ impl Context<'_> {
         let value = match (self.lookup)(&func.param) {
             Some(value) => value,
             None if self.strict && !funcs::is_default_op(&func.name) => {
-                return Err(SubstituteError::VarNotSet(func.param.clone()));
+                return Err(match super::unquotable_name(&func.param) {
+                    Some(reason) => SubstituteError::VarNotSetUnquoted { reason },
+                    None => SubstituteError::VarNotSet(func.param.clone()),
+                });
             }
             None => String::new(),
         };
-        funcs::apply(&func.name, &func.param, &value, &args)
+        let max = self.remaining.get();
+        funcs::apply(&func.name, &func.param, &value, &args, max).map_err(|e| match e {
+            SubstituteError::TooLarge { .. } => SubstituteError::TooLarge { limit: self.budget },
+            other => other,
+        })
     }
 }

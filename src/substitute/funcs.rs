@@ -12,12 +12,15 @@ pub(super) fn is_default_op(name: &str) -> bool {
     matches!(name, "-" | "+" | "=" | "?" | ":-" | ":+" | ":=" | ":?")
 }
 
-/// Applies operator `name` of the expression on `param` to `value`.
+/// Applies operator `name` of the expression on `param` to `value`. A replacement that
+/// would produce more than `max` bytes stops with [`SubstituteError::TooLarge`] (the other
+/// operators never give more than the value or their arguments, which are already counted).
 pub(super) fn apply(
     name: &str,
     param: &str,
     value: &str,
     args: &[Vec<u8>],
+    max: usize,
 ) -> Result<Vec<u8>, SubstituteError> {
     let bytes = value.as_bytes();
     let first = args.first().map(Vec::as_slice);
@@ -42,8 +45,8 @@ pub(super) fn apply(
         (":", _) => return substring(param, bytes, args),
         ("/#", _) => replace_prefix(bytes, args),
         ("/%", _) => replace_suffix(bytes, args),
-        ("/", _) => replace(bytes, args, Some(1)),
-        ("//", _) => replace(bytes, args, None),
+        ("/", _) => replace(bytes, args, Some(1), max)?,
+        ("//", _) => replace(bytes, args, None, max)?,
         _ => default(bytes, args),
     })
 }
@@ -144,7 +147,12 @@ fn substring(param: &str, value: &[u8], args: &[Vec<u8>]) -> Result<Vec<u8>, Sub
     }
     match (usize::try_from(pos), usize::try_from(end)) {
         (Ok(p), Ok(e)) if p <= e => Ok(value[p..e].to_vec()),
-        _ => Err(SubstituteError::NegativeLength(param.to_string())),
+        _ => Err(SubstituteError::NegativeLength(
+            match super::unquotable_name(param) {
+                Some(_) => "(a name that is not quoted)".to_string(),
+                None => param.to_string(),
+            },
+        )),
     }
 }
 
@@ -201,9 +209,15 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 
 /// Go's `strings.Replace` of literal `old` (no glob) by `new`, at most `limit` times; an
 /// empty `old` matches before every character and at the end.
-fn replace_literal(value: &[u8], old: &[u8], new: &[u8], limit: Option<usize>) -> Vec<u8> {
+fn replace_literal(
+    value: &[u8],
+    old: &[u8],
+    new: &[u8],
+    limit: Option<usize>,
+    max: usize,
+) -> Result<Vec<u8>, SubstituteError> {
     if old == new {
-        return value.to_vec();
+        return Ok(value.to_vec());
     }
     let mut out = Vec::with_capacity(value.len());
     let mut start = 0;
@@ -222,21 +236,29 @@ fn replace_literal(value: &[u8], old: &[u8], new: &[u8], limit: Option<usize>) -
             find(&value[start..], old).map(|i| start + i)
         };
         let Some(at) = at else { break };
+        if out.len() + (at - start) + new.len() > max {
+            return Err(SubstituteError::TooLarge { limit: max });
+        }
         out.extend_from_slice(&value[start..at]);
         out.extend_from_slice(new);
         start = at + old.len();
         done += 1;
     }
     out.extend_from_slice(&value[start..]);
-    out
+    Ok(out)
 }
 
 /// `${var/old/new}` (first) and `${var//old/new}` (all); without `new`, `old` is deleted.
-fn replace(value: &[u8], args: &[Vec<u8>], limit: Option<usize>) -> Vec<u8> {
+fn replace(
+    value: &[u8],
+    args: &[Vec<u8>],
+    limit: Option<usize>,
+    max: usize,
+) -> Result<Vec<u8>, SubstituteError> {
     match args {
-        [] => value.to_vec(),
-        [old] => replace_literal(value, old, b"", limit),
-        [old, new, ..] => replace_literal(value, old, new, limit),
+        [] => Ok(value.to_vec()),
+        [old] => replace_literal(value, old, b"", limit, max),
+        [old, new, ..] => replace_literal(value, old, new, limit, max),
     }
 }
 
@@ -263,13 +285,26 @@ mod tests {
     use super::*;
 
     fn rep(value: &str, old: &str, new: &str, limit: Option<usize>) -> String {
-        String::from_utf8(replace_literal(
-            value.as_bytes(),
-            old.as_bytes(),
-            new.as_bytes(),
-            limit,
-        ))
+        String::from_utf8(
+            replace_literal(
+                value.as_bytes(),
+                old.as_bytes(),
+                new.as_bytes(),
+                limit,
+                usize::MAX,
+            )
+            .unwrap(),
+        )
         .unwrap()
+    }
+
+    #[test]
+    fn replacement_stops_at_its_byte_budget() {
+        let value = "a".repeat(1000);
+        let err = replace_literal(value.as_bytes(), b"", b"xxxxxxxxxx", None, 4096);
+        assert_eq!(err, Err(SubstituteError::TooLarge { limit: 4096 }));
+        let ok = replace_literal(value.as_bytes(), b"a", b"bb", None, 2000).unwrap();
+        assert_eq!(ok.len(), 2000);
     }
 
     #[test]

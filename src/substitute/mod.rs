@@ -23,8 +23,19 @@ mod scan;
 #[cfg(test)]
 mod tests;
 
-pub use envsubst::eval;
-pub use object::{OPT_OUT_KEY, OPT_OUT_VALUE, is_opted_out, substitute_object};
+pub use envsubst::{eval, eval_limited};
+pub use object::{
+    OPT_OUT_KEY, OPT_OUT_VALUE, is_opted_out, substitute_object, substitute_object_limited,
+};
+
+/// The most bytes post-build substitution may add to a build, over all its objects
+/// together (expanded text less template text).
+///
+/// Substitution can multiply its input (2000 references to a 512 KiB value are 1 GiB), so
+/// the expansion is refused, while it runs, once it passes this bound. 32 MiB is ten times
+/// what the API server accepts in one request (about 3 MiB), so no build that could be
+/// applied comes near it, and it keeps the peak memory of a hostile build small.
+pub const MAX_SUBSTITUTION_GROWTH: usize = 32 << 20;
 
 /// The syntax errors of a template, with Flux's wording.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -63,10 +74,26 @@ pub enum SubstituteError {
     /// Strict mode and the variable is not set (and has no default).
     #[error("variable not set (strict mode): \"{0}\"")]
     VarNotSet(String),
+    /// Strict mode and the variable is not set, with a name that is better not quoted: one
+    /// no variable can have (`${...}` admits more than Flux's names), or, found by the
+    /// caller, part of a secret.
+    #[error("variable not set (strict mode): {reason} (not quoted)")]
+    VarNotSetUnquoted {
+        /// Why the name is not quoted.
+        reason: &'static str,
+    },
     /// `${var:offset:length}` with a negative length that ends before the offset (Flux
     /// panics on this).
     #[error("substring of variable \"{0}\" has a length that ends before its offset")]
     NegativeLength(String),
+    /// The expansion grew past its byte budget (see [`MAX_SUBSTITUTION_GROWTH`]).
+    #[error(
+        "the substituted output exceeds the limit: substitution may add at most {limit} bytes to a build"
+    )]
+    TooLarge {
+        /// The budget, in bytes.
+        limit: usize,
+    },
     /// A byte offset or a pattern removal split a multi-byte character.
     #[error("the substitution split a multi-byte character, giving text that is not UTF-8")]
     InvalidUtf8,
@@ -112,6 +139,21 @@ pub fn validate_var_name(name: &str) -> Result<(), SubstituteError> {
         Ok(())
     } else {
         Err(SubstituteError::InvalidVarName(name.to_string()))
+    }
+}
+
+/// The longest variable name quoted in a message.
+pub const MAX_QUOTED_NAME: usize = 64;
+
+/// Why `name` is not fit to be quoted in a message, if it is not: it is not a valid
+/// variable name (so no variable can be set for it), or it is over [`MAX_QUOTED_NAME`].
+pub fn unquotable_name(name: &str) -> Option<&'static str> {
+    if validate_var_name(name).is_err() {
+        Some("the reference's name is not a valid variable name")
+    } else if name.len() > MAX_QUOTED_NAME {
+        Some("the reference's name is over 64 bytes long")
+    } else {
+        None
     }
 }
 

@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{SubstituteError, eval};
+use super::{SubstituteError, eval_limited};
 use crate::kustomize::yaml;
 
 /// The label or annotation that opts an object out of substitution.
@@ -36,6 +36,20 @@ pub fn substitute_object(
     lookup: &dyn Fn(&str) -> Option<String>,
     strict: bool,
 ) -> Result<Map<String, Value>, SubstituteError> {
+    let mut unbounded = usize::MAX;
+    substitute_object_limited(obj, lookup, strict, &mut unbounded)
+}
+
+/// [`substitute_object`] within a growth budget: the expansion may add at most `growth`
+/// bytes to the object's text (checked while it runs), and what it added is taken off
+/// `growth`, so one budget can bound a whole build. Going over is an error naming the
+/// object.
+pub fn substitute_object_limited(
+    obj: &Map<String, Value>,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    strict: bool,
+    growth: &mut usize,
+) -> Result<Map<String, Value>, SubstituteError> {
     if is_opted_out(obj) {
         return Ok(obj.clone());
     }
@@ -43,10 +57,20 @@ pub fn substitute_object(
     let mut sorted = Value::Object(obj.clone());
     yaml::sort_keys(&mut sorted);
     let text = yaml::to_yaml(&sorted);
-    let expanded = eval(&text, lookup, strict).map_err(|source| SubstituteError::Object {
-        object: object.clone(),
-        source: Box::new(source),
+    drop(sorted);
+    let budget = text.len().saturating_add(*growth);
+    let expanded = eval_limited(&text, lookup, strict, budget).map_err(|source| {
+        let source = match source {
+            SubstituteError::TooLarge { .. } => SubstituteError::TooLarge { limit: *growth },
+            other => other,
+        };
+        SubstituteError::Object {
+            object: object.clone(),
+            source: Box::new(source),
+        }
     })?;
+    *growth = growth.saturating_sub(expanded.len().saturating_sub(text.len()));
+    drop(text);
     let docs = yaml::parse_documents_yaml11(&expanded).map_err(|e| SubstituteError::Yaml {
         object: object.clone(),
         location: location(&e.0),

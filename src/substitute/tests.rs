@@ -434,7 +434,12 @@ fn strict_mode() {
             ("${unset##a}", not_set("unset")),
             ("${unset%a}", not_set("unset")),
             ("${unset%%a}", not_set("unset")),
-            ("${1}", not_set("1")),
+            (
+                "${1}",
+                SubstituteError::VarNotSetUnquoted {
+                    reason: "the reference's name is not a valid variable name",
+                },
+            ),
             // Arguments are expanded first, even when the default is not needed.
             ("${var01:-${inner}}", not_set("inner")),
             ("${unset:-${inner}}", not_set("inner")),
@@ -444,6 +449,29 @@ fn strict_mode() {
     assert_eq!(
         not_set("x").to_string(),
         "variable not set (strict mode): \"x\""
+    );
+}
+
+#[test]
+fn names_no_variable_can_have_are_never_quoted() {
+    let lookup = |_: &str| None;
+    let long = "A".repeat(65);
+    for name in ["пароль", "9lives", long.as_str()] {
+        let err = eval(&format!("x: ${{{name}}}"), &lookup, true).unwrap_err();
+        assert!(
+            matches!(err, SubstituteError::VarNotSetUnquoted { .. }),
+            "{err:?}"
+        );
+        assert!(!err.to_string().contains(name), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("variable not set (strict mode): ")
+        );
+    }
+    let limit = "A".repeat(64);
+    assert_eq!(
+        eval(&format!("${{{limit}}}"), &lookup, true),
+        Err(SubstituteError::VarNotSet(limit))
     );
 }
 

@@ -64,6 +64,38 @@ pub enum KeyError {
     /// The `enc` value unwraps to more than any data key could be.
     #[error("the encrypted data key unwraps to more than {0} bytes")]
     TooLarge(usize),
+    /// Identity text with no identity in it (empty, or only comments and blank lines).
+    #[error(
+        "no age identity found (AGE-SECRET-KEY-1...): the text is empty or holds only comments"
+    )]
+    NoAgeIdentity,
+    /// OpenPGP data with no secret key in it (e.g. only a public key block).
+    #[error(
+        "no OpenPGP secret key found: the data holds only public keys (export it with gpg --export-secret-keys --armor)"
+    )]
+    NoPgpSecretKey,
+    /// Key data larger than any key file is.
+    #[error("key data of {size} bytes exceeds the limit of {limit} bytes")]
+    KeyDataTooLarge {
+        /// Its size.
+        size: usize,
+        /// The limit.
+        limit: usize,
+    },
+}
+
+/// The most key data one import reads: far more than any identity file or armored key
+/// ring holds, and a bound on the work a hostile Secret entry can cause.
+pub const MAX_KEY_DATA: usize = 1 << 20;
+
+fn check_size(size: usize) -> Result<(), KeyError> {
+    if size > MAX_KEY_DATA {
+        return Err(KeyError::KeyDataTooLarge {
+            size,
+            limit: MAX_KEY_DATA,
+        });
+    }
+    Ok(())
 }
 
 /// Age identities and OpenPGP secret keys, in memory. Secret material is wiped on drop by
@@ -92,9 +124,14 @@ impl Keyring {
     /// Imports age identities from an identity file's text (as `age-keygen` writes it /
     /// Flux's `*.agekey` Secret entries): one `AGE-SECRET-KEY-1...` per line, `#` comments
     /// and blank lines allowed. Returns how many were added. Errors name the line number,
-    /// never the key; on error nothing is added.
+    /// never the key; on error nothing is added. Text holding no identity at all (empty,
+    /// or only comments) is refused, as is text over [`MAX_KEY_DATA`].
     pub fn import_age(&mut self, text: &str) -> Result<usize, KeyError> {
+        check_size(text.len())?;
         let ids = age::parse_identities(text)?;
+        if ids.is_empty() {
+            return Err(KeyError::NoAgeIdentity);
+        }
         let added = ids.len();
         self.age.extend(ids);
         Ok(added)
@@ -102,10 +139,15 @@ impl Keyring {
 
     /// Imports ASCII-armored OpenPGP secret keys (as `gpg --export-secret-keys --armor`
     /// writes them; one or more keys; RSA and ECC incl. ed25519 + cv25519 subkeys).
-    /// Passphrase-protected keys give a clear error. Returns how many keys were added; on
-    /// error nothing is added.
+    /// Passphrase-protected keys give a clear error, and so does data holding no secret key
+    /// (only a public key block) or over [`MAX_KEY_DATA`]. Returns how many keys were
+    /// added; on error nothing is added.
     pub fn import_pgp(&mut self, armored: &[u8]) -> Result<usize, KeyError> {
+        check_size(armored.len())?;
         let keys = pgp::parse_secret_keys(armored)?;
+        if keys.is_empty() {
+            return Err(KeyError::NoPgpSecretKey);
+        }
         let added = keys.len();
         self.pgp.extend(keys);
         Ok(added)
@@ -257,6 +299,35 @@ mod tests {
             Err(KeyError::PgpProtected { .. })
         ));
         assert_eq!(ring.pgp_count(), 0);
+    }
+
+    #[test]
+    fn key_data_without_a_usable_key_is_refused() {
+        let mut ring = Keyring::new();
+        for text in ["", "\n\n", "# created: 2024-01-01\n# public key: age1xyz\n"] {
+            assert!(
+                matches!(ring.import_age(text), Err(KeyError::NoAgeIdentity)),
+                "{text:?}"
+            );
+        }
+        let public = include_str!("testdata/ecc.pub.asc");
+        assert!(matches!(
+            ring.import_pgp(public.as_bytes()),
+            Err(KeyError::NoPgpSecretKey)
+        ));
+        assert!(ring.is_empty());
+        let huge = "#".repeat(MAX_KEY_DATA + 1);
+        assert!(matches!(
+            ring.import_age(&huge),
+            Err(KeyError::KeyDataTooLarge { .. })
+        ));
+        assert!(matches!(
+            ring.import_pgp(huge.as_bytes()),
+            Err(KeyError::KeyDataTooLarge { .. })
+        ));
+        // A public block next to a secret one is fine: the secret key is imported.
+        let both = format!("{public}{ECC}");
+        assert_eq!(ring.import_pgp(both.as_bytes()).unwrap(), 1);
     }
 
     #[test]
