@@ -206,3 +206,140 @@ async fn hostile_sources_fail_alone_while_the_controller_keeps_reconciling() {
         );
     }
 }
+
+/// What the redaction fixture's Secret decrypts to, and the parts a message could quote.
+const DECRYPTED: [&str; 5] = [
+    "hunter2-redaction-fixture",
+    "SUPER_SECRET_TEXT",
+    "abc def",
+    "${replicas}",
+    "${abc",
+];
+
+/// A value kept in a Secret read through `substituteFrom`; the API server echoes it back when
+/// it is refused as a label value (over 63 characters).
+const SECRET_LABEL: &str = "confidential-label-value-that-is-far-too-long-for-a-label-0123456789";
+
+fn redaction_fixture(file: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/sops-redaction")
+        .join(file);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[tokio::test]
+async fn secrets_never_reach_conditions_events_or_logs() {
+    use k8s_openapi::api::core::v1::Secret;
+
+    hostile_controller();
+    let client = support::client().await;
+    let ns = TestNamespace::new(&client, "hostile-secrets").await;
+    let ns = ns.name();
+    let shard = json!({ SHARD_LABEL: "hostile" });
+    let secrets = Api::<Secret>::namespaced(client.clone(), ns);
+    let secret = |name: &str, data: Value| -> Secret {
+        serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": name, "namespace": ns},
+            "stringData": data,
+        }))
+        .expect("secret")
+    };
+    secrets
+        .create(
+            &PostParams::default(),
+            &secret(
+                "sops-keys",
+                json!({"identity.agekey": redaction_fixture("test.agekey")}),
+            ),
+        )
+        .await
+        .expect("key Secret");
+    secrets
+        .create(
+            &PostParams::default(),
+            &secret("vars", json!({"LABEL": SECRET_LABEL})),
+        )
+        .await
+        .expect("variables Secret");
+
+    create_git_repository(&client, ns, "repo").await;
+    let labelled = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: labelled\n  namespace: {ns}\n  labels:\n    team: ${{LABEL}}\n"
+    );
+    let files = [
+        ("decrypted/db.yaml", redaction_fixture("db.yaml")),
+        ("labelled/cm.yaml", labelled),
+    ];
+    let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
+    let (url, digest) = serve(tarball(&files));
+    publish_artifact(&client, ns, "repo", &revision(1), &url, &digest).await;
+
+    // A decrypted value holding `${...}`, in strict mode: the error must not quote it.
+    create_labelled_kustomization(
+        &client,
+        ns,
+        "decrypted",
+        "repo",
+        json!({
+            "path": "./decrypted",
+            "targetNamespace": ns,
+            "decryption": {"provider": "sops", "secretRef": {"name": "sops-keys"}},
+            "postBuild": {"substitute": {"replicas": "2"}},
+        }),
+        shard.clone(),
+    )
+    .await;
+    // A Secret-sourced variable the API server refuses and quotes back.
+    create_labelled_kustomization(
+        &client,
+        ns,
+        "labelled",
+        "repo",
+        json!({
+            "path": "./labelled",
+            "postBuild": {"substituteFrom": [{"kind": "Secret", "name": "vars"}]},
+        }),
+        shard.clone(),
+    )
+    .await;
+
+    let mut messages = Vec::new();
+    for (name, expected_reason, expected) in [
+        ("decrypted", "BuildFailed", "Secret"),
+        ("labelled", "ReconciliationFailed", "*****"),
+    ] {
+        let (reason, message) =
+            wait_for(
+                WAIT,
+                &format!("{name}: Ready=False"),
+                async || match ready(&client, ns, name).await {
+                    Some((ConditionStatus::False, reason, message)) => Ok((reason, message)),
+                    other => Err(format!("{other:?}")),
+                },
+            )
+            .await;
+        assert_eq!(reason, expected_reason, "{name}: {message}");
+        assert!(message.contains(expected), "{name}: {message}");
+        messages.push(message);
+    }
+    let events = event_notes(&client, ns, None).await;
+    assert!(
+        events.iter().any(|(_, note)| note.contains("*****")),
+        "the failures were published as events: {events:?}"
+    );
+    messages.extend(events.into_iter().map(|(_, note)| note));
+    let mut log = String::new();
+    let _ = std::fs::File::open(hostile_controller().temp_root.join("controller.log"))
+        .map(|mut f| f.read_to_string(&mut log));
+    messages.push(log);
+    for text in &messages {
+        for secret in DECRYPTED.iter().chain([&SECRET_LABEL]) {
+            assert!(
+                !text.contains(secret),
+                "{secret:?} leaked into a condition, an event or the log:\n{}",
+                tail(text, 20)
+            );
+        }
+    }
+}
