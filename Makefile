@@ -4,7 +4,7 @@ CRD := crds/kustomize.toolkit.fluxcd.io_kustomizations.yaml
 CRD_COPIES := config/crd/bases/kustomize.toolkit.fluxcd.io_kustomizations.yaml \
               charts/kustomize-controller/crds/kustomize.toolkit.fluxcd.io_kustomizations.yaml
 
-.PHONY: build crds demo test kustomize-diff conformance lint controlplane-up controlplane-down
+.PHONY: build crds demo test kustomize-diff conformance lint fuzz controlplane-up controlplane-down
 
 build:
 	cargo build --release --locked
@@ -40,6 +40,15 @@ conformance:
 lint:
 	cargo fmt --all -- --check
 	cargo clippy --all-targets --locked -- -D warnings
+
+# Every fuzz target in turn, FUZZ_SECONDS each (default 600), from the seeds of fuzz/seed.py.
+# Needs nightly Rust and cargo-fuzz (`cargo install cargo-fuzz`). Not part of `make test`.
+FUZZ_SECONDS ?= 600
+fuzz:
+	python3 fuzz/seed.py
+	cd fuzz && for target in $$(cargo +nightly fuzz list); do \
+	  cargo +nightly fuzz run $$target -- -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=25 || exit 1; \
+	done
 
 controlplane-up:
 	bash tests/controlplane/up.sh
