@@ -50,6 +50,28 @@ pub enum BuildError {
         /// What is wrong.
         message: String,
     },
+    /// A kustomization includes itself, directly or through other directories.
+    #[error(
+        "cycle detected: {chain} (candidate root '{candidate}' contains visited root '{visited}')"
+    )]
+    Cycle {
+        /// The directories being accumulated, top-level first, ending with the repeated one.
+        chain: String,
+        /// The directory that would be accumulated again.
+        candidate: String,
+        /// The directory being accumulated that lies in (or is) the candidate.
+        visited: String,
+    },
+    /// Kustomization directories nest deeper than a build follows.
+    #[error(
+        "{dir}: kustomization directories nest more than {limit} deep (bases of bases or components of components)"
+    )]
+    TooDeep {
+        /// The kustomization whose entry would go one level deeper.
+        dir: String,
+        /// The bound.
+        limit: usize,
+    },
     /// A step of the build failed.
     #[error("{context}: {source}")]
     Step {
@@ -96,6 +118,7 @@ pub fn build_kustomization(
         top: dir,
         record: metadata.any(),
         openapi: &openapi,
+        visiting: vec![dir.to_path_buf()],
     };
     target.consider_openapi()?;
     target.accumulate(&mut acc)?;
@@ -170,8 +193,15 @@ fn kustomization_file_name(dir: &Path) -> &'static str {
     KUSTOMIZATION_FILE_NAMES
         .iter()
         .copied()
-        .find(|name| dir.join(name).is_file())
+        .find(|name| names_something(&dir.join(name)))
         .unwrap_or(KUSTOMIZATION_FILE_NAMES[0])
+}
+
+/// Whether `path` names anything at all, without following it or opening it: a kustomization
+/// file that turns out to be a FIFO, a device or a symlink leaving the root is then refused
+/// by name when it is read, rather than silently skipped.
+fn names_something(path: &Path) -> bool {
+    path.symlink_metadata().is_ok()
 }
 
 /// `to` relative to the directory `from`, lexically (both absolute and resolved).
@@ -244,7 +274,7 @@ pub fn load_kustomization(loader: &Loader, dir: &Path) -> Result<Kustomization, 
     let found: Vec<&str> = KUSTOMIZATION_FILE_NAMES
         .iter()
         .copied()
-        .filter(|name| dir.join(name).is_file())
+        .filter(|name| names_something(&dir.join(name)))
         .collect();
     let here = loader.display(dir);
     let name = match found.as_slice() {
@@ -304,7 +334,15 @@ struct Target<'a> {
     record: bool,
     /// The build's OpenAPI choice (the first kustomization with `openapi` sets it).
     openapi: &'a OpenApiChoice,
+    /// The directories being accumulated, from the top-level kustomization down to `dir`
+    /// (for cycle detection and the nesting bound).
+    visiting: Vec<PathBuf>,
 }
+
+/// The most kustomization directories nested inside one another (bases of bases, components
+/// of components). Real trees nest a handful deep; the bound keeps a generated chain of
+/// thousands of directories from exhausting the stack of the thread that builds.
+pub const MAX_KUSTOMIZATION_DEPTH: usize = 32;
 
 impl Target<'_> {
     /// `path` relative to the top-level kustomization, as origins name files.
@@ -388,6 +426,7 @@ impl Target<'_> {
         acc.config.merge(crds).map_err(step(|| self.ctx("crds")))?;
         self.run_generators(acc)?;
         for component in &self.kustomization.components {
+            self.refuse_empty(component, "components")?;
             self.accumulate_directory(acc, component, KustomizationKind::Component)?;
         }
         self.run_transformers(acc)?;
@@ -403,6 +442,7 @@ impl Target<'_> {
         entries: &[String],
     ) -> Result<(), BuildError> {
         for entry in entries {
+            self.refuse_empty(entry, "resources")?;
             match self.loader.entry(&self.dir, entry)? {
                 Entry::File(path) => {
                     let text = self.loader.read_text(&self.dir, entry)?;
@@ -425,6 +465,45 @@ impl Target<'_> {
         Ok(())
     }
 
+    /// Refuses to accumulate `candidate` when it is, or contains, a directory already being
+    /// accumulated (kustomize's "candidate root contains visited root"), and when the
+    /// nesting would exceed [`MAX_KUSTOMIZATION_DEPTH`].
+    fn refuse_cycle(&self, candidate: &Path) -> Result<(), BuildError> {
+        let chain = || {
+            self.visiting
+                .iter()
+                .chain(std::iter::once(&candidate.to_path_buf()))
+                .map(|d| self.loader.display(d))
+                .collect::<Vec<_>>()
+                .join(" -> ")
+        };
+        if let Some(visited) = self.visiting.iter().find(|v| v.starts_with(candidate)) {
+            return Err(BuildError::Cycle {
+                chain: chain(),
+                candidate: self.loader.display(candidate),
+                visited: self.loader.display(visited),
+            });
+        }
+        if self.visiting.len() >= MAX_KUSTOMIZATION_DEPTH {
+            return Err(BuildError::TooDeep {
+                dir: self.here(),
+                limit: MAX_KUSTOMIZATION_DEPTH,
+            });
+        }
+        Ok(())
+    }
+
+    /// An empty entry would name the kustomization's own directory.
+    fn refuse_empty(&self, entry: &str, field: &str) -> Result<(), BuildError> {
+        if entry.trim().is_empty() {
+            return Err(BuildError::Kustomization(format!(
+                "{}: {field}: an entry is empty (new root cannot be empty)",
+                self.here()
+            )));
+        }
+        Ok(())
+    }
+
     fn accumulate_directory(
         &self,
         acc: &mut Accumulator,
@@ -441,7 +520,10 @@ impl Target<'_> {
                 )));
             }
         };
+        self.refuse_cycle(&dir)?;
         let kustomization = load_kustomization(self.loader, &dir)?;
+        let mut visiting = self.visiting.clone();
+        visiting.push(dir.clone());
         let sub = Target {
             loader: self.loader,
             kustfile: kustomization_file_name(&dir).to_string(),
@@ -450,6 +532,7 @@ impl Target<'_> {
             top: self.top,
             record: self.record,
             openapi: self.openapi,
+            visiting,
         };
         sub.consider_openapi()?;
         let kind = sub.kustomization.kustomization_kind();

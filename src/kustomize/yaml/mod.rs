@@ -23,7 +23,7 @@
 
 mod read;
 
-pub use read::{Booleans, DuplicateKeys};
+pub use read::{Booleans, DuplicateKeys, MAX_ALIAS_BYTES, MAX_DEPTH};
 pub(crate) mod scalar;
 mod write;
 

@@ -103,6 +103,75 @@ fn excessive_aliasing_is_refused() {
 }
 
 #[test]
+fn a_large_anchor_aliased_many_times_is_refused_by_bytes() {
+    // 1 MiB aliased 1500 times stays far under the node bound but would be 1.5 GiB.
+    let text = format!(
+        "a: &a {}\nl: [{}]\n",
+        "x".repeat(1 << 20),
+        vec!["*a"; 1500].join(", ")
+    );
+    let err = parse_documents(&text).unwrap_err();
+    assert!(err.0.contains("excessive aliasing"), "{err}");
+    assert!(err.0.contains("MiB"), "{err}");
+}
+
+#[test]
+fn an_alias_tree_with_large_leaves_is_refused_by_bytes() {
+    let mut text = format!("x0: &a0 {}\n", "y".repeat(10_000));
+    for i in 1..=12 {
+        let prev = format!("*a{}", i - 1);
+        text.push_str(&format!("x{i}: &a{i} [{}]\n", vec![prev; 4].join(", ")));
+    }
+    let err = parse_documents(&text).unwrap_err();
+    assert!(err.0.contains("excessive aliasing"), "{err}");
+}
+
+#[test]
+fn modest_aliasing_is_expanded() {
+    let text = format!(
+        "a: &a {}\nl: [{}]\n",
+        "x".repeat(1000),
+        vec!["*a"; 100].join(", ")
+    );
+    let v = one(&text);
+    assert_eq!(v["l"].as_array().map(Vec::len), Some(100));
+}
+
+#[test]
+fn nesting_is_bounded() {
+    let ok = format!("{}1{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+    assert!(parse_documents(&ok).is_ok());
+    for deep in [
+        format!(
+            "{}1{}",
+            "[".repeat(MAX_DEPTH + 1),
+            "]".repeat(MAX_DEPTH + 1)
+        ),
+        format!("{}1{}", "{a: ".repeat(100_000), "}".repeat(100_000)),
+        format!("{}1{}", "[".repeat(100_000), "]".repeat(100_000)),
+        // Block style, one level per line.
+        (0..MAX_DEPTH + 5)
+            .map(|i| format!("{}a:\n", "  ".repeat(i)))
+            .collect::<String>(),
+    ] {
+        let err = parse_documents(&deep).unwrap_err();
+        assert!(err.0.contains("nested"), "{err}");
+    }
+}
+
+#[test]
+fn aliases_cannot_nest_beyond_the_bound() {
+    // Each anchor nests the previous one 100 levels deeper: few nodes, unbounded depth.
+    let wrap = |inner: &str| format!("{}{inner}{}", "[".repeat(100), "]".repeat(100));
+    let mut text = format!("a0: &a0 {}\n", wrap("1"));
+    for i in 1..10 {
+        text.push_str(&format!("a{i}: &a{i} {}\n", wrap(&format!("*a{}", i - 1))));
+    }
+    let err = parse_documents(&text).unwrap_err();
+    assert!(err.0.contains("nested more than"), "{err}");
+}
+
+#[test]
 fn corpus_like_inputs() {
     // Quotes inside values, a lone quote, multibyte text with trailing space, literal newlines.
     let v = one("data:\n  TEST: this is a 'test'\n  Q: \"'\"\n  key: あ \n  nl: |\n    a\n    b\n");
