@@ -77,7 +77,7 @@ pub enum PatchError {
         source: SmpError,
     },
     /// A JSON patch failed.
-    #[error("applying JSON patch {patch}: {message}")]
+    #[error("applying JSON 6902 patch {patch}: {message}")]
     Json6902 {
         /// The patch (and target, when known).
         patch: String,
@@ -116,16 +116,43 @@ enum Loaded {
     Json(Vec<PatchOperation>),
 }
 
-/// Parses strategic merge patch documents: every document must be a map.
+/// Parses strategic merge patch documents: every document must be a map with a `kind` and
+/// (unless it is a `*List`) a `metadata.name`, as kustomize reads patches as resources.
 fn parse_smp(text: &str) -> Result<Vec<serde_json::Map<String, Value>>, String> {
     let docs = super::yaml::parse_documents(text).map_err(|e| e.to_string())?;
     docs.into_iter()
-        .map(|doc| match doc {
-            Value::Object(map) => expand_list(map),
+        .enumerate()
+        .map(|(index, doc)| match doc {
+            Value::Object(map) => {
+                check_smp_metadata(&map, index)?;
+                expand_list(map)
+            }
             _ => Err("a strategic merge patch must be a map".to_string()),
         })
         .collect::<Result<Vec<_>, _>>()
         .map(|nested| nested.into_iter().flatten().collect())
+}
+
+/// A strategic merge patch names its target's kind and name (kustomize's
+/// `GetValidatedMetadata`).
+fn check_smp_metadata(map: &serde_json::Map<String, Value>, index: usize) -> Result<(), String> {
+    let kind = map.get("kind").and_then(Value::as_str).unwrap_or("");
+    if kind.is_empty() {
+        return Err(format!(
+            "strategic merge patch document {index}: missing kind"
+        ));
+    }
+    let name = map
+        .get("metadata")
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if name.is_empty() && !kind.ends_with("List") {
+        return Err(format!(
+            "strategic merge patch document {index}: missing metadata.name"
+        ));
+    }
+    Ok(())
 }
 
 /// A `*List` document with `items` stands for its items.
@@ -164,10 +191,17 @@ fn classify(text: &str, source: &str) -> Result<Loaded, PatchError> {
         }),
         (Ok(docs), _) => Ok(Loaded::Smp(docs)),
         (Err(_), Ok(ops)) => Ok(Loaded::Json(ops)),
-        (Err(message), Err(_)) => Err(PatchError::Parse {
-            patch: source.to_string(),
-            message,
-        }),
+        (Err(smp), Err(json)) => {
+            // Report the kind of patch the text looks like: operations (a list, or a map
+            // with `op`) get the JSON 6902 reason, anything else the strategic merge one.
+            let ops_like = json6902::parse_ops_value(text)
+                .map(|v| json6902::looks_like_ops(&v))
+                .unwrap_or(false);
+            Err(PatchError::Parse {
+                patch: source.to_string(),
+                message: if ops_like { json } else { smp },
+            })
+        }
     }
 }
 
@@ -927,6 +961,52 @@ mod tests {
             err.contains("/data/zz") && err.contains("ConfigMap"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn json_patch_shaped_text_gets_json_patch_errors_and_is_never_merged() {
+        let f = fixture(&[]);
+        let mut m = resmap();
+        let before: Vec<_> = m.iter().map(|r| r.obj.clone()).collect();
+        let cases = [
+            (
+                "op: add\npath: /data/x\nvalue: '1'\n",
+                "a single operation must still be written as a list",
+            ),
+            (
+                r#"{"op": "add", "path": "/data/x", "value": "1"}"#,
+                "a single operation",
+            ),
+            (
+                "- op: frob\n  path: /data/x\n",
+                "operation 0: unknown op 'frob'",
+            ),
+            (
+                "- op: add\n  path: data/x\n  value: '1'\n",
+                "must be empty or start with '/'",
+            ),
+            (
+                "- op: add\n  path: /data/a~2b\n  value: '1'\n",
+                "'~' not followed by 0 or 1",
+            ),
+            (
+                "data:\n  x: y\n",
+                "strategic merge patch document 0: missing kind",
+            ),
+            ("kind: ConfigMap\ndata:\n  x: y\n", "missing metadata.name"),
+        ];
+        for (text, needle) in cases {
+            let p = patch(json!({"patch": text, "target": {"kind": "ConfigMap"}}));
+            let err = apply_patches(&mut m, &[p], &f.loader, &f.root, SchemaSet::builtin())
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(needle), "{text:?}: {err}");
+            if !needle.contains("strategic") && !needle.contains("metadata.name") {
+                assert!(err.contains("JSON 6902 patch"), "{err}");
+            }
+        }
+        let after: Vec<_> = m.iter().map(|r| r.obj.clone()).collect();
+        assert_eq!(before, after);
     }
 
     #[test]
