@@ -418,3 +418,55 @@ fn the_offline_build_refuses_a_fifo_resource() {
         "{stderr}"
     );
 }
+
+#[test]
+fn urls_in_file_fields_are_refused_as_remote() {
+    let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n";
+    let cases = [
+        (
+            "configMapGenerator:\n- name: g\n  files:\n  - https://example.com/a.txt\n",
+            "configMapGenerator",
+        ),
+        (
+            "secretGenerator:\n- name: g\n  envs:\n  - git::https://e.com/r//a.env\n",
+            "secretGenerator",
+        ),
+        (
+            "configMapGenerator:\n- name: g\n  files:\n  - k=http://e.com/a\n",
+            "configMapGenerator",
+        ),
+        (
+            "resources:\n- cm.yaml\npatches:\n- path: https://e.com/p.yaml\n",
+            "patches",
+        ),
+        (
+            "resources:\n- cm.yaml\ncrds:\n- github.com/x/crd.yaml\n",
+            "crds",
+        ),
+        (
+            "resources:\n- cm.yaml\nconfigurations:\n- https://e.com/c.yaml\n",
+            "configurations",
+        ),
+        (
+            "resources:\n- cm.yaml\nopenapi:\n  path: https://e.com/s.json\n",
+            "openapi",
+        ),
+        (
+            "resources:\n- cm.yaml\npatchesStrategicMerge:\n- https://e.com/p.yaml\n",
+            "patchesStrategicMerge",
+        ),
+        (
+            "resources:\n- cm.yaml\nreplacements:\n- path: https://e.com/r.yaml\n",
+            "replacements",
+        ),
+    ];
+    for (kustomization, field) in cases {
+        let (_keep, root) = tempdir();
+        write(&root.join("app/kustomization.yaml"), kustomization);
+        write(&root.join("app/cm.yaml"), cm);
+        let err = build_small_stack(&root, &root.join("app"));
+        let message = expect_err(err, &["is a URL", "remote files are not supported"]);
+        assert!(message.starts_with("app: "), "{message}");
+        assert!(message.contains(field), "{message}");
+    }
+}

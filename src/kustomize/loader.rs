@@ -41,6 +41,14 @@ pub enum LoadError {
         /// Why it was not read.
         source: crate::regular_file::FileError,
     },
+    /// The name is a URL: builds read only files inside the source.
+    #[error(
+        "'{name}' is a URL; remote files are not supported (only files inside the source can be read)"
+    )]
+    Remote {
+        /// The name as written (escaped).
+        name: String,
+    },
     /// The path resolves outside the root.
     #[error("{path}: resolves outside the root {root}")]
     OutsideRoot {
@@ -158,6 +166,28 @@ impl Loader {
     /// but a regular file or a directory (FIFOs, sockets, devices) is refused by its type,
     /// without being opened.
     pub fn entry(&self, dir: &Path, name: &str) -> Result<Entry, LoadError> {
+        let remote = || LoadError::Remote {
+            name: escape_name(name),
+        };
+        match url_kind(name) {
+            UrlKind::Scheme => return Err(remote()),
+            UrlKind::Host => {
+                return self.entry_path(dir, name).map_err(|e| match e {
+                    LoadError::Io { source, .. }
+                        if source.kind() == std::io::ErrorKind::NotFound =>
+                    {
+                        remote()
+                    }
+                    other => other,
+                });
+            }
+            UrlKind::Path => {}
+        }
+        self.entry_path(dir, name)
+    }
+
+    /// [`Loader::entry`] for a name that is not a URL.
+    fn entry_path(&self, dir: &Path, name: &str) -> Result<Entry, LoadError> {
         let joined = lexical_join(dir, name);
         let outside = || LoadError::OutsideRoot {
             path: escape_name(name),
@@ -299,6 +329,30 @@ impl Loader {
         }
         Ok(())
     }
+}
+
+/// Whether a name is a URL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum UrlKind {
+    /// A scheme (`https://`, `git::`, `git@host:`): never a local path.
+    Scheme,
+    /// A well-known host (`github.com/...`): a URL unless such a local path exists.
+    Host,
+    /// A path.
+    Path,
+}
+
+fn url_kind(name: &str) -> UrlKind {
+    let lower = name.trim_start().to_ascii_lowercase();
+    let scheme = lower.contains("://") || lower.starts_with("git::") || lower.starts_with("git@");
+    if scheme {
+        return UrlKind::Scheme;
+    }
+    let hosts = ["github.com/", "gitlab.com/", "bitbucket.org/"];
+    if hosts.iter().any(|h| lower.starts_with(h)) {
+        return UrlKind::Host;
+    }
+    UrlKind::Path
 }
 
 /// Why a path could not be resolved inside the root.
@@ -476,6 +530,37 @@ mod tests {
         assert!(err.contains("pipe.yaml") && err.contains("FIFO"), "{err}");
         let err = loader.read(&root, "zero.yaml").unwrap_err().to_string();
         assert!(err.contains("zero.yaml"), "{err}");
+    }
+
+    #[test]
+    fn urls_are_refused_by_name() {
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("github.com/me")).unwrap();
+        std::fs::write(root.join("github.com/me/f.yaml"), "local").unwrap();
+        let loader = Loader::new(&root, LoadRestrictions::None).unwrap();
+        for url in [
+            "https://example.com/p.yaml",
+            "http://example.com//p.yaml",
+            "git::https://example.com/repo//p.yaml",
+            "git@github.com:me/repo.git",
+            "github.com/me/missing.yaml",
+            "file:///etc/passwd",
+        ] {
+            let err = loader.read(&root, url).unwrap_err();
+            assert!(matches!(err, LoadError::Remote { .. }), "{url}: {err:?}");
+            let message = err.to_string();
+            assert!(message.contains(url), "{message}");
+            assert!(
+                message.contains("remote files are not supported"),
+                "{message}"
+            );
+        }
+        // A local directory named like a host is still a path.
+        assert_eq!(
+            loader.read(&root, "github.com/me/f.yaml").unwrap(),
+            b"local"
+        );
     }
 
     #[test]

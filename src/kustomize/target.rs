@@ -570,7 +570,10 @@ impl Target<'_> {
         let mut config = TransformerConfig::builtin();
         let mut files = TransformerConfig::default();
         for file in &self.kustomization.configurations {
-            let text = self.loader.read_text(&self.dir, file)?;
+            let text = self
+                .loader
+                .read_text(&self.dir, file)
+                .map_err(step(|| self.ctx("configurations")))?;
             let shown = self.loader.display(&self.dir.join(file));
             for doc in yaml::parse_documents(&text).map_err(step(|| shown.clone()))? {
                 let mut extra: TransformerConfig =
