@@ -439,7 +439,7 @@ fn key_from_value(v: &Value, span: &Span) -> Result<String, YamlError> {
 }
 
 /// The value of a scalar node: quoted and block scalars are strings; plain ones are resolved;
-/// explicit core tags are honoured (`!!binary` keeps its base64 text); other tags keep the text.
+/// explicit core tags are honoured (`!!binary` is decoded into text); other tags keep the text.
 fn scalar_value(
     text: &str,
     style: ScalarStyle,
@@ -465,6 +465,11 @@ fn scalar_value(
     let Some(suffix) = core_suffix(tag) else {
         return Ok(Value::String(text.to_owned()));
     };
+    if suffix == "binary" {
+        return decode_binary(text)
+            .map(Value::String)
+            .ok_or_else(|| err_at(span, "!!binary value contains invalid base64 data"));
+    }
     let resolved = resolve_plain(text);
     let ok = match (suffix, resolved) {
         ("null", Plain::Null)
@@ -483,6 +488,43 @@ fn scalar_value(
         ));
     }
     Ok(resolved.into_value(text))
+}
+
+/// A `!!binary` scalar as go-yaml reads it into a string: standard base64 with padding
+/// (line breaks ignored, as Go's decoder does), the decoded bytes taken as text with each
+/// byte that is not part of valid UTF-8 replaced by U+FFFD (as Go's JSON encoding does).
+fn decode_binary(text: &str) -> Option<String> {
+    use base64::Engine as _;
+    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+    const GO_STD: GeneralPurpose = GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        GeneralPurposeConfig::new()
+            .with_decode_allow_trailing_bits(true)
+            .with_decode_padding_mode(DecodePaddingMode::RequireCanonical),
+    );
+    let cleaned: String = text.chars().filter(|c| !matches!(c, '\r' | '\n')).collect();
+    let bytes = GO_STD.decode(cleaned).ok()?;
+    Some(go_lossy_utf8(&bytes))
+}
+
+/// `bytes` as text, every byte outside a valid UTF-8 sequence becoming U+FFFD.
+fn go_lossy_utf8(mut bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    loop {
+        match std::str::from_utf8(bytes) {
+            Ok(valid) => {
+                out.push_str(valid);
+                return out;
+            }
+            Err(e) => {
+                let (valid, rest) = bytes.split_at(e.valid_up_to());
+                out.push_str(std::str::from_utf8(valid).unwrap_or_default());
+                let bad = e.error_len().unwrap_or(rest.len());
+                out.extend(std::iter::repeat_n('\u{fffd}', bad));
+                bytes = rest.get(bad..).unwrap_or_default();
+            }
+        }
+    }
 }
 
 fn float_value(f: f64, text: &str) -> Value {

@@ -42,7 +42,7 @@ fn explicit_tags_are_honoured() {
     ));
     assert_eq!(
         v,
-        json!({"a": "12", "b": 12, "c": 1.0, "d": true, "e": null, "f": "aGVsbG8=",
+        json!({"a": "12", "b": 12, "c": 1.0, "d": true, "e": null, "f": "hello",
                "g": "12", "h": {"x": 1}, "i": [1]})
     );
     let err = parse_documents("a: !!int abc\n").unwrap_err();
@@ -169,6 +169,35 @@ fn aliases_cannot_nest_beyond_the_bound() {
     }
     let err = parse_documents(&text).unwrap_err();
     assert!(err.0.contains("nested more than"), "{err}");
+}
+
+#[test]
+fn binary_scalars_are_decoded_like_go_yaml() {
+    let v = one(concat!(
+        "a: !!binary aGVsbG8=\nb: !!binary |\n  aGVsbG8gd29y\n  bGQK\n",
+        "c: !!binary /w==\nd: !!binary AAEC\ne: !!binary ''\nf: !!binary 8J+Y\n",
+        "g: !!binary aGVsbG9=\n"
+    ));
+    assert_eq!(v["a"], "hello");
+    assert_eq!(v["b"], "hello world\n", "line breaks are ignored");
+    assert_eq!(v["c"], "\u{fffd}");
+    assert_eq!(v["d"], "\u{0}\u{1}\u{2}");
+    assert_eq!(v["e"], "");
+    // A truncated 4-byte sequence: one U+FFFD per byte, as Go's JSON encoding writes it.
+    assert_eq!(v["f"], "\u{fffd}\u{fffd}\u{fffd}");
+    // Go's decoder accepts non-zero trailing bits.
+    assert_eq!(v["g"], "hello");
+    for bad in [
+        "a: !!binary aGVs bG8=\n",
+        "a: !!binary aGVsbG8\n",
+        "a: !!binary \"not base64!\"\n",
+    ] {
+        let err = parse_documents(bad).unwrap_err();
+        assert!(
+            err.0.contains("line 1") && err.0.contains("invalid base64"),
+            "{err}"
+        );
+    }
 }
 
 #[test]
