@@ -470,3 +470,181 @@ fn urls_in_file_fields_are_refused_as_remote() {
         assert!(message.contains(field), "{message}");
     }
 }
+
+/// 500 small ConfigMaps, one file.
+fn many_config_maps() -> String {
+    (0..500)
+        .map(|i| {
+            format!(
+                "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: t{i}\ndata:\n  a: b\n"
+            )
+        })
+        .collect()
+}
+
+fn big_config_map(name: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\ndata:\n  big: {}\n",
+        "x".repeat(1 << 20)
+    )
+}
+
+/// Builds each bomb: it must fail quickly with `needle` in the message.
+fn expect_bomb_refused(files: &[(&str, String)], needles: &[&str]) {
+    let (_keep, root) = tempdir();
+    for (name, text) in files {
+        write(&root.join("app").join(name), text);
+    }
+    let started = Instant::now();
+    let err = build_small_stack(&root, &root.join("app"));
+    expect_err(err, needles);
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn alias_bombs_are_refused_by_bytes() {
+    let lines = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: &a {}\n  l: [{}]\n",
+        "x".repeat(1 << 20),
+        vec!["*a"; 1500].join(", ")
+    );
+    expect_bomb_refused(
+        &[
+            ("kustomization.yaml", "resources:\n- cm.yaml\n".into()),
+            ("cm.yaml", lines),
+        ],
+        &["app/cm.yaml", "excessive aliasing"],
+    );
+    let mut tree = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\nx0: &a0 {}\n",
+        "y".repeat(10_000)
+    );
+    for i in 1..=12 {
+        tree.push_str(&format!(
+            "x{i}: &a{i} [{}]\n",
+            vec![format!("*a{}", i - 1); 4].join(", ")
+        ));
+    }
+    expect_bomb_refused(
+        &[
+            ("kustomization.yaml", "resources:\n- cm.yaml\n".into()),
+            ("cm.yaml", tree),
+        ],
+        &["app/cm.yaml", "excessive aliasing"],
+    );
+}
+
+#[test]
+fn self_copying_json_patches_are_refused() {
+    let ops: Vec<String> = (0..40)
+        .map(|i| format!("{{\"op\":\"copy\",\"from\":\"/data\",\"path\":\"/data/c{i}\"}}"))
+        .collect();
+    expect_bomb_refused(
+        &[
+            (
+                "kustomization.yaml",
+                format!(
+                    "resources:\n- cm.yaml\npatches:\n- target:\n    kind: ConfigMap\n  patch: '[{}]'\n",
+                    ops.join(",")
+                ),
+            ),
+            (
+                "cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: b\n".into(),
+            ),
+        ],
+        &["JSON 6902 patch", "would exceed"],
+    );
+}
+
+#[test]
+fn replacements_copying_a_large_value_everywhere_are_refused() {
+    expect_bomb_refused(
+        &[
+            (
+                "kustomization.yaml",
+                "resources:\n- src.yaml\n- many.yaml\nreplacements:\n- source:\n    kind: ConfigMap\n    name: src\n    fieldPath: data.big\n  targets:\n  - select:\n      kind: ConfigMap\n    fieldPaths:\n    - data.x\n    options:\n      create: true\n".into(),
+            ),
+            ("src.yaml", big_config_map("src")),
+            ("many.yaml", many_config_maps()),
+        ],
+        &["replacements entry 0", "would copy more than"],
+    );
+}
+
+#[test]
+fn replacement_paths_deeper_than_any_document_are_refused() {
+    let path = vec!["a"; 5000].join(".");
+    expect_bomb_refused(
+        &[
+            (
+                "kustomization.yaml",
+                format!(
+                    "resources:\n- cm.yaml\nreplacements:\n- source:\n    kind: ConfigMap\n    name: x\n    fieldPath: data.a\n  targets:\n  - select:\n      kind: ConfigMap\n    fieldPaths:\n    - {path}\n    options:\n      create: true\n"
+                ),
+            ),
+            (
+                "cm.yaml",
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: b\n".into(),
+            ),
+        ],
+        &["replacements entry 0", "segments"],
+    );
+}
+
+#[test]
+fn vars_expanding_a_large_value_many_times_are_refused() {
+    expect_bomb_refused(
+        &[
+            (
+                "kustomization.yaml",
+                "resources:\n- src.yaml\n- pod.yaml\nvars:\n- name: A\n  objref:\n    kind: ConfigMap\n    name: src\n    apiVersion: v1\n  fieldref:\n    fieldpath: data.big\n".into(),
+            ),
+            ("src.yaml", big_config_map("src")),
+            (
+                "pod.yaml",
+                format!(
+                    "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n  - name: c\n    image: i\n    args:\n    - \"{}\"\n",
+                    "$(A)".repeat(2000)
+                ),
+            ),
+        ],
+        &["var references in", "would copy more than"],
+    );
+}
+
+#[test]
+fn large_labels_on_many_objects_are_refused() {
+    expect_bomb_refused(
+        &[
+            (
+                "kustomization.yaml",
+                format!(
+                    "resources:\n- many.yaml\ncommonLabels:\n  a: {}\n",
+                    "x".repeat(1 << 20)
+                ),
+            ),
+            ("many.yaml", many_config_maps()),
+        ],
+        &["labels and annotations", "would copy more than"],
+    );
+}
+
+#[test]
+fn a_large_patch_on_many_targets_is_refused() {
+    expect_bomb_refused(
+        &[
+            (
+                "kustomization.yaml",
+                "resources:\n- many.yaml\npatches:\n- path: p.yaml\n  target:\n    kind: ConfigMap\n".into(),
+            ),
+            ("many.yaml", many_config_maps()),
+            ("p.yaml", big_config_map("any")),
+        ],
+        &["applying patch file p.yaml", "would copy more than"],
+    );
+}

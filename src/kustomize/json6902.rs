@@ -218,15 +218,17 @@ fn check_growth(
 
 /// Applies already parsed operations to `target`; `file` names the patch in errors. The
 /// patched document may grow to twice its size or [`MIN_PATCHED_BYTES`], whichever is more,
-/// checked before each operation; on any error the target is left as it was.
+/// checked before each operation; on any error the target is left as it was. Returns how
+/// many bytes (estimated) the operations added.
 pub fn apply_ops(
     target: &mut Object,
     ops: &[PatchOperation],
     file: &str,
-) -> Result<(), PatchError> {
+) -> Result<usize, PatchError> {
     let original = std::mem::take(target);
     let mut doc = Value::Object(original.clone());
     let (mut size, _) = extent(&doc);
+    let initial = size;
     let budget = MIN_PATCHED_BYTES.max(size.saturating_mul(2));
     let fail = |message: String| PatchError::Json6902 {
         patch: file.to_string(),
@@ -245,7 +247,7 @@ pub fn apply_ops(
     match doc {
         Value::Object(map) => {
             *target = map;
-            Ok(())
+            Ok(size.saturating_sub(initial))
         }
         _ => {
             *target = original;
@@ -263,7 +265,7 @@ pub fn apply_json6902(target: &mut Object, ops_text: &str, file: &str) -> Result
         patch: file.to_string(),
         message,
     })?;
-    apply_ops(target, &ops, file)
+    apply_ops(target, &ops, file).map(|_| ())
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use std::path::Path;
 use json_patch::PatchOperation;
 use serde_json::Value;
 
+use super::budget::Budget;
 use super::json6902;
 use super::kustfile::{Patch, Selector};
 use super::loader::{LoadError, Loader};
@@ -84,6 +85,9 @@ pub enum PatchError {
         /// The failing operation and path.
         message: String,
     },
+    /// Applying the patch to all its targets would copy too much.
+    #[error(transparent)]
+    Budget(crate::kustomize::budget::BudgetError),
     /// A patch left two resources with the same id.
     #[error("patch {patch} gives two resources the id {id}")]
     DuplicateId {
@@ -418,10 +422,17 @@ fn apply_smp_to_selected(
     schemas: SchemaSet<'_>,
 ) -> Result<(), PatchError> {
     let mut deleted = Vec::new();
+    let mut budget = Budget::new();
+    let size = crate::kustomize::budget::extent(&Value::Object(patch.clone()));
     for &index in selected {
         let Some(resource) = resmap.as_mut_vec().get_mut(index) else {
             continue;
         };
+        budget
+            .charge(size, || {
+                format!("applying {source} to {}", resource.id().describe())
+            })
+            .map_err(PatchError::Budget)?;
         let mut copy = patch.clone();
         copy.insert(
             "apiVersion".into(),
@@ -452,6 +463,7 @@ fn apply_json_to_selected(
         patch: source.to_string(),
         source: e,
     })?;
+    let mut budget = Budget::new();
     for index in selected {
         let Some(resource) = resmap.as_mut_vec().get_mut(index) else {
             continue;
@@ -460,7 +472,10 @@ fn apply_json_to_selected(
             resource.remember_id();
         }
         let label = format!("{source} (target {})", resource.id().describe());
-        json6902::apply_ops(&mut resource.obj, ops, &label)?;
+        let grown = json6902::apply_ops(&mut resource.obj, ops, &label)?;
+        budget
+            .charge(grown, || format!("applying {label}"))
+            .map_err(PatchError::Budget)?;
     }
     check_unique_ids(resmap, source)
 }

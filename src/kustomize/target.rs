@@ -12,7 +12,9 @@ use super::kustfile::{KUSTOMIZATION_FILE_NAMES, Kustomization, KustomizationKind
 use super::loader::{Entry, LoadError, LoadRestrictions, Loader};
 use super::openapi::OpenApiChoice;
 use super::resource::{Object, Origin, PluginId, ResMap, Resource};
-use super::{generators, namereference, patch, replacements, sort, transformers, vars, yaml};
+use super::{
+    budget, generators, namereference, patch, replacements, sort, transformers, vars, yaml,
+};
 
 /// Options of a build.
 #[derive(Clone, Debug, Default)]
@@ -657,6 +659,7 @@ impl Target<'_> {
                 .map_err(step(|| self.ctx("nameSuffix")))?;
             self.record_builtin(resmap, "SuffixTransformer", 1);
         }
+        self.check_metadata_copies(resmap.len())?;
         transformers::apply_kustomization_labels(resmap, &k.labels, &k.common_labels, &config)
             .map_err(step(|| self.ctx("labels")))?;
         let label_transformers = k.labels.len() + usize::from(!k.common_labels.is_empty());
@@ -694,6 +697,35 @@ impl Target<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Refuses labels and annotations that, written into every object (and its selectors and
+    /// templates), would copy more than [`budget::MAX_COPIED_BYTES`].
+    fn check_metadata_copies(&self, objects: usize) -> Result<(), BuildError> {
+        let k = &self.kustomization;
+        let pairs = |map: &std::collections::BTreeMap<String, String>| {
+            map.iter()
+                .map(|(key, value)| key.len() + value.len() + 96)
+                .sum::<usize>()
+        };
+        let per_object = pairs(&k.common_labels)
+            .saturating_mul(4)
+            .saturating_add(
+                k.labels
+                    .iter()
+                    .map(|l| pairs(&l.pairs))
+                    .sum::<usize>()
+                    .saturating_mul(4),
+            )
+            .saturating_add(pairs(&k.common_annotations).saturating_mul(2));
+        let mut budget = budget::Budget::new();
+        budget
+            .charge(per_object.saturating_mul(objects), || {
+                self.ctx(&format!(
+                    "labels and annotations ({per_object} bytes) on {objects} objects"
+                ))
+            })
+            .map_err(|e| BuildError::Kustomization(e.to_string()))
     }
 
     fn run_builtin_transformer(
