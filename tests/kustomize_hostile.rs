@@ -648,3 +648,48 @@ fn a_large_patch_on_many_targets_is_refused() {
         &["applying patch file p.yaml", "would copy more than"],
     );
 }
+
+#[test]
+fn control_characters_in_names_are_escaped_in_messages() {
+    for kustomization in [
+        "resources:\n- \"evil\\e]0;owned\\a.yaml\"\n",
+        "resources:\n- cm.yaml\npatches:\n- path: \"p\\e[2J.yaml\"\n",
+        "resources:\n- \"https://e.com/\\e[2J\"\n",
+        "resources:\n- \"../../\\e[2J\"\n",
+    ] {
+        let (_keep, root) = tempdir();
+        write(&root.join("app/kustomization.yaml"), kustomization);
+        write(
+            &root.join("app/cm.yaml"),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n",
+        );
+        let message = expect_err(build_small_stack(&root, &root.join("app")), &["\\u{1b}"]);
+        assert!(
+            !message.contains('\u{1b}') && !message.contains('\u{7}'),
+            "{message:?}"
+        );
+    }
+}
+
+#[test]
+fn paths_outside_the_root_give_one_message_whether_or_not_they_exist() {
+    let (_keep, outer) = tempdir();
+    let root = outer.join("root");
+    write(
+        &outer.join("exists.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n",
+    );
+    let mut messages = Vec::new();
+    for name in ["exists.yaml", "missing.yaml"] {
+        write(
+            &root.join("app/kustomization.yaml"),
+            &format!("resources:\n- ../../{name}\n"),
+        );
+        let message = expect_err(
+            build_small_stack(&root, &root.join("app")),
+            &["outside the root"],
+        );
+        messages.push(message.replace(name, "NAME"));
+    }
+    assert_eq!(messages[0], messages[1]);
+}

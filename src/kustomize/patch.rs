@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::budget::Budget;
 use super::json6902;
 use super::kustfile::{Patch, Selector};
-use super::loader::{LoadError, Loader};
+use super::loader::{LoadError, Loader, escape_name};
 use super::resource::{ResId, ResMap, Resource};
 use super::selector::{SelectorError, select};
 use super::smp::{SmpError, strategic_merge_with};
@@ -214,7 +214,7 @@ fn describe_source(path: &str) -> String {
     if path.is_empty() {
         "inline patch".to_string()
     } else {
-        format!("patch file {path}")
+        format!("patch file {}", escape_name(path))
     }
 }
 
@@ -322,7 +322,7 @@ fn read_patch(loader: &Loader, dir: &Path, path: &str) -> Result<String, PatchEr
     loader
         .read_text(dir, path)
         .map_err(|source| PatchError::Load {
-            path: path.to_string(),
+            path: escape_name(path),
             source,
         })
 }

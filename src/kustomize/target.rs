@@ -402,7 +402,8 @@ impl Target<'_> {
             .find(|e| is_remote(e))
         {
             return Err(unsupported(format!(
-                "remote resource '{entry}' is not supported: only files inside the source artifact can be built"
+                "remote resource '{}' is not supported: only files inside the source artifact can be built",
+                super::loader::escape_name(entry)
             )));
         }
         if !k.validators.is_empty() {
