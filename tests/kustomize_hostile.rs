@@ -693,3 +693,34 @@ fn paths_outside_the_root_give_one_message_whether_or_not_they_exist() {
     }
     assert_eq!(messages[0], messages[1]);
 }
+
+#[test]
+fn the_flux_build_path_detects_cycles_too() {
+    use kustomize_controller::kustomize::loader::{LoadRestrictions, Loader};
+    let (_keep, root) = tempdir();
+    write(&root.join("a/kustomization.yaml"), "resources:\n- ../b\n");
+    write(&root.join("b/kustomization.yaml"), "resources:\n- ../a\n");
+    write(&root.join("self/kustomization.yaml"), "resources:\n- .\n");
+    for (dir, needle) in [
+        ("a", "cycle detected: a -> b -> a"),
+        ("self", "cycle detected: self -> self"),
+    ] {
+        let root = root.clone();
+        let result = std::thread::Builder::new()
+            .stack_size(1 << 20)
+            .spawn(move || {
+                let loader =
+                    Loader::new(&root, LoadRestrictions::None).map_err(|e| e.to_string())?;
+                let dir = root.join(dir);
+                let kustomization =
+                    target::load_kustomization(&loader, &dir).map_err(|e| e.to_string())?;
+                target::build_kustomization(&loader, &dir, kustomization)
+                    .map(|objects| format!("{} objects", objects.len()))
+                    .map_err(|e| e.to_string())
+            })
+            .expect("spawn")
+            .join()
+            .expect("the build thread panicked");
+        expect_err(result, &[needle]);
+    }
+}
