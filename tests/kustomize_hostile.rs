@@ -343,8 +343,20 @@ fn mkfifo(path: &Path) {
 #[test]
 fn special_files_are_refused_by_name_without_hanging() {
     let cm = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n";
-    let cases: [(&str, &str); 7] = [
+    let cases: [(&str, &str); 10] = [
         ("resources:\n- special.yaml\n", "special.yaml"),
+        (
+            "resources:\n- cm.yaml\nopenapi:\n  path: special.yaml\n",
+            "special.yaml",
+        ),
+        (
+            "resources:\n- cm.yaml\nreplacements:\n- path: special.yaml\n",
+            "special.yaml",
+        ),
+        (
+            "resources:\n- cm.yaml\ntransformers:\n- special.yaml\n",
+            "special.yaml",
+        ),
         (
             "resources:\n- cm.yaml\npatches:\n- path: special.yaml\n",
             "special.yaml",
