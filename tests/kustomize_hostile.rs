@@ -736,3 +736,37 @@ fn the_flux_build_path_detects_cycles_too() {
         expect_err(result, &[needle]);
     }
 }
+
+#[test]
+fn copies_adding_up_over_many_kustomizations_are_refused() {
+    // Each level stays within the per-step copy budget (a 1 MiB patch on 60 objects), but
+    // the levels together hold more than any build is allowed to.
+    let (_keep, root) = tempdir();
+    let levels = 6;
+    let objects: String = (0..60)
+        .map(|i| format!("---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: t{i}\n"))
+        .collect();
+    write(
+        &root.join(format!("l{levels}/kustomization.yaml")),
+        "resources:\n- many.yaml\n",
+    );
+    write(&root.join(format!("l{levels}/many.yaml")), &objects);
+    for level in 0..levels {
+        write(
+            &root.join(format!("l{level}/kustomization.yaml")),
+            &format!(
+                "resources:\n- ../l{}\npatches:\n- path: p.yaml\n  target:\n    kind: ConfigMap\n",
+                level + 1
+            ),
+        );
+        write(
+            &root.join(format!("l{level}/p.yaml")),
+            &format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: any\ndata:\n  k{level}: {}\n",
+                "x".repeat(1 << 20)
+            ),
+        );
+    }
+    let err = build_small_stack(&root, &root.join("l0"));
+    expect_err(err, &["the objects built hold more than"]);
+}

@@ -12,6 +12,11 @@ use serde_json::Value;
 /// within a few hundred megabytes of memory.
 pub const MAX_COPIED_BYTES: usize = 64 << 20;
 
+/// The most bytes (estimated, see [`extent`]) all objects of one kustomization may hold
+/// once its transformers ran: each step's copies are bounded by [`MAX_COPIED_BYTES`], and
+/// this bounds what many steps and kustomizations add up to.
+pub const MAX_OBJECT_BYTES: usize = 256 << 20;
+
 /// What one node counts for, besides its text.
 const NODE_OVERHEAD: usize = 48;
 
@@ -39,6 +44,13 @@ pub fn extent(value: &Value) -> usize {
         Value::String(text) => NODE_OVERHEAD.saturating_add(text.len()),
         _ => NODE_OVERHEAD,
     }
+}
+
+/// Estimated size of an object (a map of fields), as [`extent`].
+pub fn extent_map(map: &serde_json::Map<String, Value>) -> usize {
+    map.iter().fold(NODE_OVERHEAD, |acc, (key, item)| {
+        acc.saturating_add(key.len()).saturating_add(extent(item))
+    })
 }
 
 /// A running count of copied bytes, refusing past [`MAX_COPIED_BYTES`].

@@ -261,7 +261,12 @@ impl PatchTransformer {
         })
     }
 
-    fn transform(&self, resmap: &mut ResMap, schemas: SchemaSet<'_>) -> Result<(), PatchError> {
+    fn transform(
+        &self,
+        resmap: &mut ResMap,
+        schemas: SchemaSet<'_>,
+        budget: &mut Budget,
+    ) -> Result<(), PatchError> {
         match &self.loaded {
             Loaded::Smp(docs) => match &self.target {
                 Some(target) => {
@@ -288,11 +293,13 @@ impl PatchTransformer {
                         self.options,
                         &self.source,
                         schemas,
+                        budget,
                     )
                 }
                 None => {
                     for doc in docs {
                         let index = unique_target(resmap, doc, &self.source)?;
+                        charge_patch(budget, doc, &self.source)?;
                         apply_smp_at(
                             resmap,
                             index,
@@ -312,10 +319,22 @@ impl PatchTransformer {
                         message: "must specify a target for a JSON patch".to_string(),
                     });
                 };
-                apply_json_to_selected(resmap, target, ops, &self.source, true)
+                apply_json_to_selected(resmap, target, ops, &self.source, true, budget)
             }
         }
     }
+}
+
+/// Counts one application of `doc` against the step's copy budget.
+fn charge_patch(
+    budget: &mut Budget,
+    doc: &serde_json::Map<String, Value>,
+    source: &str,
+) -> Result<(), PatchError> {
+    let size = crate::kustomize::budget::extent(&Value::Object(doc.clone()));
+    budget
+        .charge(size, || format!("applying {source}"))
+        .map_err(PatchError::Budget)
 }
 
 fn read_patch(loader: &Loader, dir: &Path, path: &str) -> Result<String, PatchError> {
@@ -420,9 +439,9 @@ fn apply_smp_to_selected(
     options: PatchOptions,
     source: &str,
     schemas: SchemaSet<'_>,
+    budget: &mut Budget,
 ) -> Result<(), PatchError> {
     let mut deleted = Vec::new();
-    let mut budget = Budget::new();
     let size = crate::kustomize::budget::extent(&Value::Object(patch.clone()));
     for &index in selected {
         let Some(resource) = resmap.as_mut_vec().get_mut(index) else {
@@ -458,12 +477,12 @@ fn apply_json_to_selected(
     ops: &[PatchOperation],
     source: &str,
     remember: bool,
+    budget: &mut Budget,
 ) -> Result<(), PatchError> {
     let selected = select(resmap, target).map_err(|e| PatchError::Selector {
         patch: source.to_string(),
         source: e,
     })?;
-    let mut budget = Budget::new();
     for index in selected {
         let Some(resource) = resmap.as_mut_vec().get_mut(index) else {
             continue;
@@ -520,8 +539,9 @@ pub fn apply_patches(
             )
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let mut budget = Budget::new();
     for transformer in &configured {
-        transformer.transform(resmap, schemas)?;
+        transformer.transform(resmap, schemas, &mut budget)?;
     }
     Ok(())
 }
@@ -557,11 +577,12 @@ fn apply_smp_list(
     resmap: &mut ResMap,
     patches: &[SourcedPatch],
     schemas: SchemaSet<'_>,
+    budget: &mut Budget,
 ) -> Result<(), PatchError> {
     for (source, doc) in patches {
         let index = unique_target(resmap, doc, source)?;
         let options = PatchOptions::default();
-        apply_smp_to_selected(resmap, &[index], doc, options, source, schemas)?;
+        apply_smp_to_selected(resmap, &[index], doc, options, source, schemas, budget)?;
     }
     Ok(())
 }
@@ -584,7 +605,7 @@ pub fn apply_strategic_merge_patches(
             patch: format!("files={entries:?}"),
         });
     }
-    apply_smp_list(resmap, &patches, schemas)
+    apply_smp_list(resmap, &patches, schemas, &mut Budget::new())
 }
 
 /// One configured `PatchJson6902Transformer`.
@@ -642,8 +663,9 @@ pub fn apply_json6902_patches(
         .iter()
         .map(|p| configure_json6902(p.target.as_ref(), &p.path, &p.patch, loader, dir))
         .collect::<Result<Vec<_>, _>>()?;
+    let mut budget = Budget::new();
     for (target, ops, source) in &configured {
-        apply_json_to_selected(resmap, target, ops, source, false)?;
+        apply_json_to_selected(resmap, target, ops, source, false, &mut budget)?;
     }
     Ok(())
 }
@@ -697,7 +719,7 @@ pub fn apply_builtin_patch_transformer(
                 loader,
                 dir,
             )?;
-            transformer.transform(resmap, schemas)
+            transformer.transform(resmap, schemas, &mut Budget::new())
         }
         "PatchStrategicMergeTransformer" => {
             let paths: Vec<String> = match config.get("paths") {
@@ -727,7 +749,7 @@ pub fn apply_builtin_patch_transformer(
                     patch: format!("files={paths:?}, Patch={inline}"),
                 });
             }
-            apply_smp_list(resmap, &patches, schemas)
+            apply_smp_list(resmap, &patches, schemas, &mut Budget::new())
         }
         "PatchJson6902Transformer" => {
             let target = config_target(config, kind)?;
@@ -738,7 +760,7 @@ pub fn apply_builtin_patch_transformer(
                 loader,
                 dir,
             )?;
-            apply_json_to_selected(resmap, &target, &ops, &source, false)
+            apply_json_to_selected(resmap, &target, &ops, &source, false, &mut Budget::new())
         }
         other => Err(PatchError::UnknownPlugin {
             kind: other.to_string(),

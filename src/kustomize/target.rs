@@ -433,6 +433,7 @@ impl Target<'_> {
             self.accumulate_directory(acc, component, KustomizationKind::Component)?;
         }
         self.run_transformers(acc)?;
+        self.check_total_size(&acc.resmap)?;
         let here = self.here();
         vars::bind_vars(&mut acc.resmap, &self.kustomization.vars)
             .map_err(step(|| format!("{here}: vars")))?;
@@ -696,6 +697,21 @@ impl Target<'_> {
             if let Some(origin) = origin {
                 record_transformation(resmap, origin, 1);
             }
+        }
+        Ok(())
+    }
+
+    /// Refuses objects that add up to more than [`budget::MAX_OBJECT_BYTES`] (estimated).
+    fn check_total_size(&self, resmap: &ResMap) -> Result<(), BuildError> {
+        let total = resmap.iter().fold(0usize, |acc, r| {
+            acc.saturating_add(budget::extent_map(&r.obj))
+        });
+        if total > budget::MAX_OBJECT_BYTES {
+            return Err(BuildError::Kustomization(format!(
+                "{}: the objects built hold more than {} MiB (refusing an amplifying input)",
+                self.here(),
+                budget::MAX_OBJECT_BYTES >> 20
+            )));
         }
         Ok(())
     }
