@@ -15,7 +15,7 @@ pub const MAX_COPIED_BYTES: usize = 64 << 20;
 /// The most bytes (estimated, see [`extent`]) all objects of one kustomization may hold
 /// once its transformers ran: each step's copies are bounded by [`MAX_COPIED_BYTES`], and
 /// this bounds what many steps and kustomizations add up to.
-pub const MAX_OBJECT_BYTES: usize = 256 << 20;
+pub const MAX_OBJECT_BYTES: usize = 128 << 20;
 
 /// What one node counts for, besides its text.
 const NODE_OVERHEAD: usize = 48;
