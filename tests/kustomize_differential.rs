@@ -61,6 +61,7 @@ macro_rules! fixtures {
 
 fixtures! {
     base_overlays => "base-overlays",
+    binary_scalars => "binary-scalars",
     builtin_plugins => "builtin-plugins",
     components => "components",
     crds => "crds",
@@ -71,6 +72,7 @@ fixtures! {
     replacements => "replacements",
     services_webhooks => "services-webhooks",
     yaml_edge_cases => "yaml-edge-cases",
+    error_binary_invalid => "error-binary-invalid",
     error_duplicate_id => "error-duplicate-id",
     error_missing_resource => "error-missing-resource",
     error_patch_no_match => "error-patch-no-match",

@@ -425,6 +425,56 @@ const FIELD_NAMES: [&str; 34] = [
 
 /// kustomize decodes kustomization files with Go's JSON rules, which match field names
 /// case-insensitively (`nameprefix` is `namePrefix`); spell such keys canonically.
+/// Names the field of a kustomization that does not decode: `Kustomization.<field>` (and
+/// the list index, `Kustomization.<field>[i]`, when one element is at fault), followed by
+/// the decoder's reason in plain words. Found by decoding the fields one at a time, which
+/// is only done once decoding the whole has failed.
+fn locate_schema_error(value: &Value, whole: serde_json::Error) -> String {
+    let fails = |key: &str, v: Value| {
+        let single = Value::Object([(key.to_string(), v)].into_iter().collect());
+        serde_json::from_value::<Kustomization>(single).err()
+    };
+    let Value::Object(map) = value else {
+        return plain_reason(&whole.to_string());
+    };
+    for (key, field) in map {
+        let Some(err) = fails(key, field.clone()) else {
+            continue;
+        };
+        let reason = plain_reason(&err.to_string());
+        if reason.starts_with("unknown field") {
+            return reason;
+        }
+        let takes_lists = fails(key, Value::Array(Vec::new())).is_none();
+        if let (Value::Array(items), true) = (field, takes_lists) {
+            for (index, item) in items.iter().enumerate() {
+                if let Some(err) = fails(key, Value::Array(vec![item.clone()])) {
+                    let reason = plain_reason(&err.to_string());
+                    return format!("Kustomization.{key}[{index}]: {reason}");
+                }
+            }
+        }
+        return format!("Kustomization.{key}: {reason}");
+    }
+    plain_reason(&whole.to_string())
+}
+
+/// serde's "invalid type: map, expected a sequence" as "expected a list, got a map".
+fn plain_reason(message: &str) -> String {
+    let Some(rest) = message.strip_prefix("invalid type: ") else {
+        return message.to_string();
+    };
+    let Some((got, expected)) = rest.split_once(", expected ") else {
+        return message.to_string();
+    };
+    let word = |w: &str| match w {
+        "map" => "a map".to_string(),
+        "sequence" | "a sequence" => "a list".to_string(),
+        other => other.to_string(),
+    };
+    format!("expected {}, got {}", word(expected), word(got))
+}
+
 fn canonical_field_names(value: Value) -> Value {
     let Value::Object(map) = value else {
         return value;
@@ -474,9 +524,9 @@ impl Kustomization {
         }
         let value = canonical_field_names(value);
         let mut kustomization: Kustomization =
-            serde_json::from_value(value).map_err(|e| KustfileError::Schema {
+            serde_json::from_value(value.clone()).map_err(|e| KustfileError::Schema {
                 file: file.to_string(),
-                message: e.to_string(),
+                message: locate_schema_error(&value, e),
             })?;
         kustomization.check_kind(file)?;
         kustomization.fold_deprecated_fields();
@@ -581,5 +631,35 @@ mod tests {
         )
         .unwrap();
         assert_eq!(c.kustomization_kind(), KustomizationKind::Component);
+    }
+
+    #[test]
+    fn type_errors_name_the_field() {
+        let cases = [
+            (
+                "resources:\n  a: b\n",
+                "Kustomization.resources: expected a list, got a map",
+            ),
+            (
+                "resources:\n- a.yaml\n- {x: 1}\n",
+                "Kustomization.resources[1]: expected a string, got a map",
+            ),
+            (
+                "namePrefix: [a]\n",
+                "Kustomization.namePrefix: expected a string, got a list",
+            ),
+            (
+                "commonLabels: [1]\n",
+                "Kustomization.commonLabels: expected a map, got a list",
+            ),
+            ("bogus: 1\n", "unknown field `bogus`"),
+        ];
+        for (text, needle) in cases {
+            let err = Kustomization::parse(text, "k/kustomization.yaml")
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with("k/kustomization.yaml: "), "{err}");
+            assert!(err.contains(needle), "{text:?}: {err}");
+        }
     }
 }

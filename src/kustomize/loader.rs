@@ -41,6 +41,14 @@ pub enum LoadError {
         /// Why it was not read.
         source: crate::regular_file::FileError,
     },
+    /// The name is a URL: builds read only files inside the source.
+    #[error(
+        "'{name}' is a URL; remote files are not supported (only files inside the source can be read)"
+    )]
+    Remote {
+        /// The name as written (escaped).
+        name: String,
+    },
     /// The path resolves outside the root.
     #[error("{path}: resolves outside the root {root}")]
     OutsideRoot {
@@ -135,33 +143,135 @@ impl Loader {
         self.restrictions
     }
 
-    /// `path` relative to the root, for messages ("." for the root itself).
+    /// `path` relative to the root, for messages ("." for the root itself), with control
+    /// characters escaped (see [`escape_name`]).
     pub fn display(&self, path: &Path) -> String {
         match path.strip_prefix(&self.root) {
             Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
-            Ok(rel) => rel.display().to_string(),
-            Err(_) => path.display().to_string(),
+            Ok(rel) => escape_name(&rel.to_string_lossy()),
+            Err(_) => escape_name(&path.to_string_lossy()),
         }
     }
 
+    /// The root, for messages.
+    fn display_root(&self) -> String {
+        escape_name(&self.root.to_string_lossy())
+    }
+
     /// Resolves `name` (relative to directory `dir`, or absolute) and reports what it is.
+    ///
+    /// The path is first resolved lexically and refused, without touching the disk, when it
+    /// leaves the root; symlinks are then followed one at a time, each step confined to the
+    /// root, so an error never reveals whether something outside the root exists. Anything
+    /// but a regular file or a directory (FIFOs, sockets, devices) is refused by its type,
+    /// without being opened.
     pub fn entry(&self, dir: &Path, name: &str) -> Result<Entry, LoadError> {
+        let remote = || LoadError::Remote {
+            name: escape_name(name),
+        };
+        match url_kind(name) {
+            UrlKind::Scheme => return Err(remote()),
+            UrlKind::Host => {
+                return self.entry_path(dir, name).map_err(|e| match e {
+                    LoadError::Io { source, .. }
+                        if source.kind() == std::io::ErrorKind::NotFound =>
+                    {
+                        remote()
+                    }
+                    other => other,
+                });
+            }
+            UrlKind::Path => {}
+        }
+        self.entry_path(dir, name)
+    }
+
+    /// [`Loader::entry`] for a name that is not a URL.
+    fn entry_path(&self, dir: &Path, name: &str) -> Result<Entry, LoadError> {
         let joined = lexical_join(dir, name);
-        let resolved = joined.canonicalize().map_err(|source| LoadError::Io {
+        let outside = || LoadError::OutsideRoot {
+            path: escape_name(name),
+            root: self.display_root(),
+        };
+        if !joined.starts_with(&self.root) {
+            return Err(outside());
+        }
+        let resolved = self.resolve(&joined).map_err(|e| match e {
+            Resolve::Outside => outside(),
+            Resolve::Io(source) => LoadError::Io {
+                path: self.display(&joined),
+                source,
+            },
+        })?;
+        let metadata = std::fs::metadata(&resolved).map_err(|source| LoadError::Io {
             path: self.display(&joined),
             source,
         })?;
-        if !resolved.starts_with(&self.root) {
-            return Err(LoadError::OutsideRoot {
-                path: self.display(&joined),
-                root: self.root.display().to_string(),
-            });
+        if metadata.is_dir() {
+            return Ok(Entry::Dir(resolved));
         }
-        if resolved.is_dir() {
-            Ok(Entry::Dir(resolved))
-        } else {
-            Ok(Entry::File(resolved))
+        crate::regular_file::check_regular(&metadata).map_err(|source| LoadError::File {
+            path: self.display(&joined),
+            source,
+        })?;
+        Ok(Entry::File(resolved))
+    }
+
+    /// Follows the symlinks of `path` (absolute, lexically clean, under the root) one
+    /// component at a time, refusing as soon as a step leaves the root.
+    fn resolve(&self, path: &Path) -> Result<PathBuf, Resolve> {
+        let rel = path
+            .strip_prefix(&self.root)
+            .map_err(|_| Resolve::Outside)?;
+        let mut pending: Vec<std::ffi::OsString> = rel
+            .components()
+            .rev()
+            .map(|c| c.as_os_str().to_os_string())
+            .collect();
+        let mut current = self.root.clone();
+        let mut hops = 0usize;
+        while let Some(part) = pending.pop() {
+            if part == "." || part.is_empty() {
+                continue;
+            }
+            if part == ".." {
+                if current == self.root {
+                    return Err(Resolve::Outside);
+                }
+                current.pop();
+                continue;
+            }
+            let next = current.join(&part);
+            let metadata = std::fs::symlink_metadata(&next).map_err(Resolve::Io)?;
+            if !metadata.file_type().is_symlink() {
+                current = next;
+                continue;
+            }
+            hops += 1;
+            if hops > MAX_SYMLINK_HOPS {
+                return Err(Resolve::Io(std::io::Error::other(
+                    "too many levels of symbolic links",
+                )));
+            }
+            let target = std::fs::read_link(&next).map_err(Resolve::Io)?;
+            let relative = if target.is_absolute() {
+                let clean = lexical_join(Path::new("/"), &target.to_string_lossy());
+                let inside = clean
+                    .strip_prefix(&self.root)
+                    .map_err(|_| Resolve::Outside)?;
+                current = self.root.clone();
+                inside.to_path_buf()
+            } else {
+                target
+            };
+            pending.extend(
+                relative
+                    .components()
+                    .rev()
+                    .map(|c| c.as_os_str().to_os_string()),
+            );
         }
+        Ok(current)
     }
 
     /// Reads the file `name` named by the kustomization in `dir` (at most [`MAX_FILE_SIZE`]
@@ -212,13 +322,66 @@ impl Loader {
             let dir = dir.canonicalize().unwrap_or_else(|_| dir.to_path_buf());
             if !resolved.starts_with(&dir) {
                 return Err(LoadError::OutsideKustomization {
-                    path: name.to_string(),
+                    path: escape_name(name),
                     dir: self.display(&dir),
                 });
             }
         }
         Ok(())
     }
+}
+
+/// Whether a name is a URL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum UrlKind {
+    /// A scheme (`https://`, `git::`, `git@host:`): never a local path.
+    Scheme,
+    /// A well-known host (`github.com/...`): a URL unless such a local path exists.
+    Host,
+    /// A path.
+    Path,
+}
+
+fn url_kind(name: &str) -> UrlKind {
+    let lower = name.trim_start().to_ascii_lowercase();
+    let scheme = lower.contains("://") || lower.starts_with("git::") || lower.starts_with("git@");
+    if scheme {
+        return UrlKind::Scheme;
+    }
+    let hosts = ["github.com/", "gitlab.com/", "bitbucket.org/"];
+    if hosts.iter().any(|h| lower.starts_with(h)) {
+        return UrlKind::Host;
+    }
+    UrlKind::Path
+}
+
+/// Why a path could not be resolved inside the root.
+enum Resolve {
+    /// A step leaves the root.
+    Outside,
+    /// A component could not be examined.
+    Io(std::io::Error),
+}
+
+/// The most symlinks followed while resolving one path (Linux's own limit).
+const MAX_SYMLINK_HOPS: usize = 40;
+
+/// `name` as shown in messages: control characters (an escape sequence could rewrite the
+/// terminal that shows the message) and bidirectional-text overrides are escaped, Rust
+/// style (`\u{1b}`, `\n`); everything else is shown as is.
+pub fn escape_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        let bidi = matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+        if c.is_control() {
+            out.extend(c.escape_debug());
+        } else if bidi {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// Joins `name` onto `dir` and removes `.` and `..` components without touching the disk.
@@ -293,5 +456,130 @@ mod tests {
         assert_eq!(loader.read(root.path(), "./secret.env").unwrap(), b"KEY=v");
         assert_eq!(loader.read(root.path(), "other.env").unwrap(), b"plain");
         assert!(!format!("{loader:?}").contains("KEY=v"));
+    }
+
+    #[test]
+    fn paths_outside_the_root_do_not_reveal_whether_they_exist() {
+        let outer = tempfile::tempdir().unwrap();
+        let root = outer.path().join("root");
+        std::fs::create_dir_all(root.join("app")).unwrap();
+        std::fs::write(outer.path().join("exists.txt"), "x").unwrap();
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink(outer.path().join("exists.txt"), root.join("app/l1"))
+                .unwrap();
+            std::os::unix::fs::symlink(outer.path().join("missing.txt"), root.join("app/l2"))
+                .unwrap();
+            std::os::unix::fs::symlink("../../missing.txt", root.join("app/l3")).unwrap();
+        }
+        let loader = Loader::new(&root, LoadRestrictions::None).unwrap();
+        let app = root.canonicalize().unwrap().join("app");
+        let message = |name: &str| match loader.read(&app, name) {
+            Err(e @ LoadError::OutsideRoot { .. }) => e.to_string(),
+            other => panic!("{name}: {other:?}"),
+        };
+        let existing = message("../../exists.txt");
+        let missing = message("../../missing.txt");
+        assert_eq!(
+            existing.replace("exists", "X"),
+            missing.replace("missing", "X")
+        );
+        #[cfg(unix)]
+        for link in ["l1", "l2", "l3"] {
+            assert!(message(link).contains("resolves outside the root"));
+        }
+    }
+
+    #[test]
+    fn symlinks_inside_the_root_are_followed() {
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("a/b")).unwrap();
+        std::fs::write(root.join("a/b/f.yaml"), "f").unwrap();
+        #[cfg(unix)]
+        {
+            std::os::unix::fs::symlink("a/b", root.join("rel")).unwrap();
+            std::os::unix::fs::symlink(root.join("a"), root.join("abs")).unwrap();
+            std::os::unix::fs::symlink("loop2", root.join("loop1")).unwrap();
+            std::os::unix::fs::symlink("loop1", root.join("loop2")).unwrap();
+            let loader = Loader::new(&root, LoadRestrictions::None).unwrap();
+            assert_eq!(loader.read(&root, "rel/f.yaml").unwrap(), b"f");
+            assert_eq!(loader.read(&root, "abs/b/f.yaml").unwrap(), b"f");
+            // `..` is resolved lexically, as kustomize joins paths.
+            assert_eq!(loader.read(&root, "rel/../a/b/f.yaml").unwrap(), b"f");
+            let err = loader.read(&root, "loop1").unwrap_err().to_string();
+            assert!(err.contains("too many levels"), "{err}");
+        }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn special_files_are_refused_by_type_without_blocking() {
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path().canonicalize().unwrap();
+        let status = std::process::Command::new("mkfifo")
+            .arg(root.join("pipe.yaml"))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        std::os::unix::fs::symlink("/dev/zero", root.join("zero.yaml")).unwrap();
+        let loader = Loader::new(&root, LoadRestrictions::None).unwrap();
+        let err = loader.entry(&root, "pipe.yaml").unwrap_err().to_string();
+        assert!(err.contains("pipe.yaml") && err.contains("FIFO"), "{err}");
+        let err = loader.read(&root, "pipe.yaml").unwrap_err().to_string();
+        assert!(err.contains("pipe.yaml") && err.contains("FIFO"), "{err}");
+        let err = loader.read(&root, "zero.yaml").unwrap_err().to_string();
+        assert!(err.contains("zero.yaml"), "{err}");
+    }
+
+    #[test]
+    fn urls_are_refused_by_name() {
+        let root = tempfile::tempdir().unwrap();
+        let root = root.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("github.com/me")).unwrap();
+        std::fs::write(root.join("github.com/me/f.yaml"), "local").unwrap();
+        let loader = Loader::new(&root, LoadRestrictions::None).unwrap();
+        for url in [
+            "https://example.com/p.yaml",
+            "http://example.com//p.yaml",
+            "git::https://example.com/repo//p.yaml",
+            "git@github.com:me/repo.git",
+            "github.com/me/missing.yaml",
+            "file:///etc/passwd",
+        ] {
+            let err = loader.read(&root, url).unwrap_err();
+            assert!(matches!(err, LoadError::Remote { .. }), "{url}: {err:?}");
+            let message = err.to_string();
+            assert!(message.contains(url), "{message}");
+            assert!(
+                message.contains("remote files are not supported"),
+                "{message}"
+            );
+        }
+        // A local directory named like a host is still a path.
+        assert_eq!(
+            loader.read(&root, "github.com/me/f.yaml").unwrap(),
+            b"local"
+        );
+    }
+
+    #[test]
+    fn control_characters_in_names_are_escaped() {
+        assert_eq!(escape_name("a\u{1b}[31mb\n"), "a\\u{1b}[31mb\\n");
+        assert_eq!(escape_name("x\u{202e}y"), "x\\u{202e}y");
+        assert_eq!(escape_name("ünïcode/ok.yaml"), "ünïcode/ok.yaml");
+        let root = tempfile::tempdir().unwrap();
+        let loader = Loader::new(root.path(), LoadRestrictions::None).unwrap();
+        let err = loader
+            .read(loader.root(), "evil\u{1b}]0;title\u{7}.yaml")
+            .unwrap_err()
+            .to_string();
+        assert!(!err.contains('\u{1b}') && !err.contains('\u{7}'), "{err:?}");
+        assert!(err.contains("evil\\u{1b}]0;title\\u{7}.yaml"), "{err}");
+        let err = loader
+            .read(loader.root(), "../\u{1b}x")
+            .unwrap_err()
+            .to_string();
+        assert!(!err.contains('\u{1b}'), "{err:?}");
     }
 }

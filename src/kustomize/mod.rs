@@ -4,6 +4,7 @@
 //! Pure: files in, objects out. No Kubernetes client, no global state; builds may run in
 //! parallel.
 
+pub mod budget;
 pub mod config;
 mod config_defaults;
 pub mod crds;

@@ -7,9 +7,10 @@ use std::path::Path;
 use json_patch::PatchOperation;
 use serde_json::Value;
 
+use super::budget::Budget;
 use super::json6902;
 use super::kustfile::{Patch, Selector};
-use super::loader::{LoadError, Loader};
+use super::loader::{LoadError, Loader, escape_name};
 use super::resource::{ResId, ResMap, Resource};
 use super::selector::{SelectorError, select};
 use super::smp::{SmpError, strategic_merge_with};
@@ -77,13 +78,16 @@ pub enum PatchError {
         source: SmpError,
     },
     /// A JSON patch failed.
-    #[error("applying JSON patch {patch}: {message}")]
+    #[error("applying JSON 6902 patch {patch}: {message}")]
     Json6902 {
         /// The patch (and target, when known).
         patch: String,
         /// The failing operation and path.
         message: String,
     },
+    /// Applying the patch to all its targets would copy too much.
+    #[error(transparent)]
+    Budget(crate::kustomize::budget::BudgetError),
     /// A patch left two resources with the same id.
     #[error("patch {patch} gives two resources the id {id}")]
     DuplicateId {
@@ -116,16 +120,43 @@ enum Loaded {
     Json(Vec<PatchOperation>),
 }
 
-/// Parses strategic merge patch documents: every document must be a map.
+/// Parses strategic merge patch documents: every document must be a map with a `kind` and
+/// (unless it is a `*List`) a `metadata.name`, as kustomize reads patches as resources.
 fn parse_smp(text: &str) -> Result<Vec<serde_json::Map<String, Value>>, String> {
     let docs = super::yaml::parse_documents(text).map_err(|e| e.to_string())?;
     docs.into_iter()
-        .map(|doc| match doc {
-            Value::Object(map) => expand_list(map),
+        .enumerate()
+        .map(|(index, doc)| match doc {
+            Value::Object(map) => {
+                check_smp_metadata(&map, index)?;
+                expand_list(map)
+            }
             _ => Err("a strategic merge patch must be a map".to_string()),
         })
         .collect::<Result<Vec<_>, _>>()
         .map(|nested| nested.into_iter().flatten().collect())
+}
+
+/// A strategic merge patch names its target's kind and name (kustomize's
+/// `GetValidatedMetadata`).
+fn check_smp_metadata(map: &serde_json::Map<String, Value>, index: usize) -> Result<(), String> {
+    let kind = map.get("kind").and_then(Value::as_str).unwrap_or("");
+    if kind.is_empty() {
+        return Err(format!(
+            "strategic merge patch document {index}: missing kind"
+        ));
+    }
+    let name = map
+        .get("metadata")
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if name.is_empty() && !kind.ends_with("List") {
+        return Err(format!(
+            "strategic merge patch document {index}: missing metadata.name"
+        ));
+    }
+    Ok(())
 }
 
 /// A `*List` document with `items` stands for its items.
@@ -164,10 +195,17 @@ fn classify(text: &str, source: &str) -> Result<Loaded, PatchError> {
         }),
         (Ok(docs), _) => Ok(Loaded::Smp(docs)),
         (Err(_), Ok(ops)) => Ok(Loaded::Json(ops)),
-        (Err(message), Err(_)) => Err(PatchError::Parse {
-            patch: source.to_string(),
-            message,
-        }),
+        (Err(smp), Err(json)) => {
+            // Report the kind of patch the text looks like: operations (a list, or a map
+            // with `op`) get the JSON 6902 reason, anything else the strategic merge one.
+            let ops_like = json6902::parse_ops_value(text)
+                .map(|v| json6902::looks_like_ops(&v))
+                .unwrap_or(false);
+            Err(PatchError::Parse {
+                patch: source.to_string(),
+                message: if ops_like { json } else { smp },
+            })
+        }
     }
 }
 
@@ -176,7 +214,7 @@ fn describe_source(path: &str) -> String {
     if path.is_empty() {
         "inline patch".to_string()
     } else {
-        format!("patch file {path}")
+        format!("patch file {}", escape_name(path))
     }
 }
 
@@ -223,7 +261,12 @@ impl PatchTransformer {
         })
     }
 
-    fn transform(&self, resmap: &mut ResMap, schemas: SchemaSet<'_>) -> Result<(), PatchError> {
+    fn transform(
+        &self,
+        resmap: &mut ResMap,
+        schemas: SchemaSet<'_>,
+        budget: &mut Budget,
+    ) -> Result<(), PatchError> {
         match &self.loaded {
             Loaded::Smp(docs) => match &self.target {
                 Some(target) => {
@@ -250,11 +293,13 @@ impl PatchTransformer {
                         self.options,
                         &self.source,
                         schemas,
+                        budget,
                     )
                 }
                 None => {
                     for doc in docs {
                         let index = unique_target(resmap, doc, &self.source)?;
+                        charge_patch(budget, doc, &self.source)?;
                         apply_smp_at(
                             resmap,
                             index,
@@ -274,17 +319,29 @@ impl PatchTransformer {
                         message: "must specify a target for a JSON patch".to_string(),
                     });
                 };
-                apply_json_to_selected(resmap, target, ops, &self.source, true)
+                apply_json_to_selected(resmap, target, ops, &self.source, true, budget)
             }
         }
     }
+}
+
+/// Counts one application of `doc` against the step's copy budget.
+fn charge_patch(
+    budget: &mut Budget,
+    doc: &serde_json::Map<String, Value>,
+    source: &str,
+) -> Result<(), PatchError> {
+    let size = crate::kustomize::budget::extent(&Value::Object(doc.clone()));
+    budget
+        .charge(size, || format!("applying {source}"))
+        .map_err(PatchError::Budget)
 }
 
 fn read_patch(loader: &Loader, dir: &Path, path: &str) -> Result<String, PatchError> {
     loader
         .read_text(dir, path)
         .map_err(|source| PatchError::Load {
-            path: path.to_string(),
+            path: escape_name(path),
             source,
         })
 }
@@ -382,12 +439,19 @@ fn apply_smp_to_selected(
     options: PatchOptions,
     source: &str,
     schemas: SchemaSet<'_>,
+    budget: &mut Budget,
 ) -> Result<(), PatchError> {
     let mut deleted = Vec::new();
+    let size = crate::kustomize::budget::extent(&Value::Object(patch.clone()));
     for &index in selected {
         let Some(resource) = resmap.as_mut_vec().get_mut(index) else {
             continue;
         };
+        budget
+            .charge(size, || {
+                format!("applying {source} to {}", resource.id().describe())
+            })
+            .map_err(PatchError::Budget)?;
         let mut copy = patch.clone();
         copy.insert(
             "apiVersion".into(),
@@ -413,6 +477,7 @@ fn apply_json_to_selected(
     ops: &[PatchOperation],
     source: &str,
     remember: bool,
+    budget: &mut Budget,
 ) -> Result<(), PatchError> {
     let selected = select(resmap, target).map_err(|e| PatchError::Selector {
         patch: source.to_string(),
@@ -426,7 +491,10 @@ fn apply_json_to_selected(
             resource.remember_id();
         }
         let label = format!("{source} (target {})", resource.id().describe());
-        json6902::apply_ops(&mut resource.obj, ops, &label)?;
+        let grown = json6902::apply_ops(&mut resource.obj, ops, &label)?;
+        budget
+            .charge(grown, || format!("applying {label}"))
+            .map_err(PatchError::Budget)?;
     }
     check_unique_ids(resmap, source)
 }
@@ -471,8 +539,9 @@ pub fn apply_patches(
             )
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let mut budget = Budget::new();
     for transformer in &configured {
-        transformer.transform(resmap, schemas)?;
+        transformer.transform(resmap, schemas, &mut budget)?;
     }
     Ok(())
 }
@@ -508,11 +577,12 @@ fn apply_smp_list(
     resmap: &mut ResMap,
     patches: &[SourcedPatch],
     schemas: SchemaSet<'_>,
+    budget: &mut Budget,
 ) -> Result<(), PatchError> {
     for (source, doc) in patches {
         let index = unique_target(resmap, doc, source)?;
         let options = PatchOptions::default();
-        apply_smp_to_selected(resmap, &[index], doc, options, source, schemas)?;
+        apply_smp_to_selected(resmap, &[index], doc, options, source, schemas, budget)?;
     }
     Ok(())
 }
@@ -535,7 +605,7 @@ pub fn apply_strategic_merge_patches(
             patch: format!("files={entries:?}"),
         });
     }
-    apply_smp_list(resmap, &patches, schemas)
+    apply_smp_list(resmap, &patches, schemas, &mut Budget::new())
 }
 
 /// One configured `PatchJson6902Transformer`.
@@ -593,8 +663,9 @@ pub fn apply_json6902_patches(
         .iter()
         .map(|p| configure_json6902(p.target.as_ref(), &p.path, &p.patch, loader, dir))
         .collect::<Result<Vec<_>, _>>()?;
+    let mut budget = Budget::new();
     for (target, ops, source) in &configured {
-        apply_json_to_selected(resmap, target, ops, source, false)?;
+        apply_json_to_selected(resmap, target, ops, source, false, &mut budget)?;
     }
     Ok(())
 }
@@ -648,7 +719,7 @@ pub fn apply_builtin_patch_transformer(
                 loader,
                 dir,
             )?;
-            transformer.transform(resmap, schemas)
+            transformer.transform(resmap, schemas, &mut Budget::new())
         }
         "PatchStrategicMergeTransformer" => {
             let paths: Vec<String> = match config.get("paths") {
@@ -678,7 +749,7 @@ pub fn apply_builtin_patch_transformer(
                     patch: format!("files={paths:?}, Patch={inline}"),
                 });
             }
-            apply_smp_list(resmap, &patches, schemas)
+            apply_smp_list(resmap, &patches, schemas, &mut Budget::new())
         }
         "PatchJson6902Transformer" => {
             let target = config_target(config, kind)?;
@@ -689,7 +760,7 @@ pub fn apply_builtin_patch_transformer(
                 loader,
                 dir,
             )?;
-            apply_json_to_selected(resmap, &target, &ops, &source, false)
+            apply_json_to_selected(resmap, &target, &ops, &source, false, &mut Budget::new())
         }
         other => Err(PatchError::UnknownPlugin {
             kind: other.to_string(),
@@ -927,6 +998,52 @@ mod tests {
             err.contains("/data/zz") && err.contains("ConfigMap"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn json_patch_shaped_text_gets_json_patch_errors_and_is_never_merged() {
+        let f = fixture(&[]);
+        let mut m = resmap();
+        let before: Vec<_> = m.iter().map(|r| r.obj.clone()).collect();
+        let cases = [
+            (
+                "op: add\npath: /data/x\nvalue: '1'\n",
+                "a single operation must still be written as a list",
+            ),
+            (
+                r#"{"op": "add", "path": "/data/x", "value": "1"}"#,
+                "a single operation",
+            ),
+            (
+                "- op: frob\n  path: /data/x\n",
+                "operation 0: unknown op 'frob'",
+            ),
+            (
+                "- op: add\n  path: data/x\n  value: '1'\n",
+                "must be empty or start with '/'",
+            ),
+            (
+                "- op: add\n  path: /data/a~2b\n  value: '1'\n",
+                "'~' not followed by 0 or 1",
+            ),
+            (
+                "data:\n  x: y\n",
+                "strategic merge patch document 0: missing kind",
+            ),
+            ("kind: ConfigMap\ndata:\n  x: y\n", "missing metadata.name"),
+        ];
+        for (text, needle) in cases {
+            let p = patch(json!({"patch": text, "target": {"kind": "ConfigMap"}}));
+            let err = apply_patches(&mut m, &[p], &f.loader, &f.root, SchemaSet::builtin())
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(needle), "{text:?}: {err}");
+            if !needle.contains("strategic") && !needle.contains("metadata.name") {
+                assert!(err.contains("JSON 6902 patch"), "{err}");
+            }
+        }
+        let after: Vec<_> = m.iter().map(|r| r.obj.clone()).collect();
+        assert_eq!(before, after);
     }
 
     #[test]

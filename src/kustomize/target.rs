@@ -12,7 +12,9 @@ use super::kustfile::{KUSTOMIZATION_FILE_NAMES, Kustomization, KustomizationKind
 use super::loader::{Entry, LoadError, LoadRestrictions, Loader};
 use super::openapi::OpenApiChoice;
 use super::resource::{Object, Origin, PluginId, ResMap, Resource};
-use super::{generators, namereference, patch, replacements, sort, transformers, vars, yaml};
+use super::{
+    budget, generators, namereference, patch, replacements, sort, transformers, vars, yaml,
+};
 
 /// Options of a build.
 #[derive(Clone, Debug, Default)]
@@ -49,6 +51,28 @@ pub enum BuildError {
         file: String,
         /// What is wrong.
         message: String,
+    },
+    /// A kustomization includes itself, directly or through other directories.
+    #[error(
+        "cycle detected: {chain} (candidate root '{candidate}' contains visited root '{visited}')"
+    )]
+    Cycle {
+        /// The directories being accumulated, top-level first, ending with the repeated one.
+        chain: String,
+        /// The directory that would be accumulated again.
+        candidate: String,
+        /// The directory being accumulated that lies in (or is) the candidate.
+        visited: String,
+    },
+    /// Kustomization directories nest deeper than a build follows.
+    #[error(
+        "{dir}: kustomization directories nest more than {limit} deep (bases of bases or components of components)"
+    )]
+    TooDeep {
+        /// The kustomization whose entry would go one level deeper.
+        dir: String,
+        /// The bound.
+        limit: usize,
     },
     /// A step of the build failed.
     #[error("{context}: {source}")]
@@ -96,6 +120,7 @@ pub fn build_kustomization(
         top: dir,
         record: metadata.any(),
         openapi: &openapi,
+        visiting: vec![dir.to_path_buf()],
     };
     target.consider_openapi()?;
     target.accumulate(&mut acc)?;
@@ -170,8 +195,15 @@ fn kustomization_file_name(dir: &Path) -> &'static str {
     KUSTOMIZATION_FILE_NAMES
         .iter()
         .copied()
-        .find(|name| dir.join(name).is_file())
+        .find(|name| names_something(&dir.join(name)))
         .unwrap_or(KUSTOMIZATION_FILE_NAMES[0])
+}
+
+/// Whether `path` names anything at all, without following it or opening it: a kustomization
+/// file that turns out to be a FIFO, a device or a symlink leaving the root is then refused
+/// by name when it is read, rather than silently skipped.
+fn names_something(path: &Path) -> bool {
+    path.symlink_metadata().is_ok()
 }
 
 /// `to` relative to the directory `from`, lexically (both absolute and resolved).
@@ -244,7 +276,7 @@ pub fn load_kustomization(loader: &Loader, dir: &Path) -> Result<Kustomization, 
     let found: Vec<&str> = KUSTOMIZATION_FILE_NAMES
         .iter()
         .copied()
-        .filter(|name| dir.join(name).is_file())
+        .filter(|name| names_something(&dir.join(name)))
         .collect();
     let here = loader.display(dir);
     let name = match found.as_slice() {
@@ -304,7 +336,15 @@ struct Target<'a> {
     record: bool,
     /// The build's OpenAPI choice (the first kustomization with `openapi` sets it).
     openapi: &'a OpenApiChoice,
+    /// The directories being accumulated, from the top-level kustomization down to `dir`
+    /// (for cycle detection and the nesting bound).
+    visiting: Vec<PathBuf>,
 }
+
+/// The most kustomization directories nested inside one another (bases of bases, components
+/// of components). Real trees nest a handful deep; the bound keeps a generated chain of
+/// thousands of directories from exhausting the stack of the thread that builds.
+pub const MAX_KUSTOMIZATION_DEPTH: usize = 32;
 
 impl Target<'_> {
     /// `path` relative to the top-level kustomization, as origins name files.
@@ -362,7 +402,8 @@ impl Target<'_> {
             .find(|e| is_remote(e))
         {
             return Err(unsupported(format!(
-                "remote resource '{entry}' is not supported: only files inside the source artifact can be built"
+                "remote resource '{}' is not supported: only files inside the source artifact can be built",
+                super::loader::escape_name(entry)
             )));
         }
         if !k.validators.is_empty() {
@@ -388,9 +429,11 @@ impl Target<'_> {
         acc.config.merge(crds).map_err(step(|| self.ctx("crds")))?;
         self.run_generators(acc)?;
         for component in &self.kustomization.components {
+            self.refuse_empty(component, "components")?;
             self.accumulate_directory(acc, component, KustomizationKind::Component)?;
         }
         self.run_transformers(acc)?;
+        self.check_total_size(&acc.resmap)?;
         let here = self.here();
         vars::bind_vars(&mut acc.resmap, &self.kustomization.vars)
             .map_err(step(|| format!("{here}: vars")))?;
@@ -403,6 +446,7 @@ impl Target<'_> {
         entries: &[String],
     ) -> Result<(), BuildError> {
         for entry in entries {
+            self.refuse_empty(entry, "resources")?;
             match self.loader.entry(&self.dir, entry)? {
                 Entry::File(path) => {
                     let text = self.loader.read_text(&self.dir, entry)?;
@@ -425,6 +469,45 @@ impl Target<'_> {
         Ok(())
     }
 
+    /// Refuses to accumulate `candidate` when it is, or contains, a directory already being
+    /// accumulated (kustomize's "candidate root contains visited root"), and when the
+    /// nesting would exceed [`MAX_KUSTOMIZATION_DEPTH`].
+    fn refuse_cycle(&self, candidate: &Path) -> Result<(), BuildError> {
+        let chain = || {
+            self.visiting
+                .iter()
+                .chain(std::iter::once(&candidate.to_path_buf()))
+                .map(|d| self.loader.display(d))
+                .collect::<Vec<_>>()
+                .join(" -> ")
+        };
+        if let Some(visited) = self.visiting.iter().find(|v| v.starts_with(candidate)) {
+            return Err(BuildError::Cycle {
+                chain: chain(),
+                candidate: self.loader.display(candidate),
+                visited: self.loader.display(visited),
+            });
+        }
+        if self.visiting.len() >= MAX_KUSTOMIZATION_DEPTH {
+            return Err(BuildError::TooDeep {
+                dir: self.here(),
+                limit: MAX_KUSTOMIZATION_DEPTH,
+            });
+        }
+        Ok(())
+    }
+
+    /// An empty entry would name the kustomization's own directory.
+    fn refuse_empty(&self, entry: &str, field: &str) -> Result<(), BuildError> {
+        if entry.trim().is_empty() {
+            return Err(BuildError::Kustomization(format!(
+                "{}: {field}: an entry is empty (new root cannot be empty)",
+                self.here()
+            )));
+        }
+        Ok(())
+    }
+
     fn accumulate_directory(
         &self,
         acc: &mut Accumulator,
@@ -441,7 +524,10 @@ impl Target<'_> {
                 )));
             }
         };
+        self.refuse_cycle(&dir)?;
         let kustomization = load_kustomization(self.loader, &dir)?;
+        let mut visiting = self.visiting.clone();
+        visiting.push(dir.clone());
         let sub = Target {
             loader: self.loader,
             kustfile: kustomization_file_name(&dir).to_string(),
@@ -450,6 +536,7 @@ impl Target<'_> {
             top: self.top,
             record: self.record,
             openapi: self.openapi,
+            visiting,
         };
         sub.consider_openapi()?;
         let kind = sub.kustomization.kustomization_kind();
@@ -487,7 +574,10 @@ impl Target<'_> {
         let mut config = TransformerConfig::builtin();
         let mut files = TransformerConfig::default();
         for file in &self.kustomization.configurations {
-            let text = self.loader.read_text(&self.dir, file)?;
+            let text = self
+                .loader
+                .read_text(&self.dir, file)
+                .map_err(step(|| self.ctx("configurations")))?;
             let shown = self.loader.display(&self.dir.join(file));
             for doc in yaml::parse_documents(&text).map_err(step(|| shown.clone()))? {
                 let mut extra: TransformerConfig =
@@ -571,6 +661,7 @@ impl Target<'_> {
                 .map_err(step(|| self.ctx("nameSuffix")))?;
             self.record_builtin(resmap, "SuffixTransformer", 1);
         }
+        self.check_metadata_copies(resmap.len())?;
         transformers::apply_kustomization_labels(resmap, &k.labels, &k.common_labels, &config)
             .map_err(step(|| self.ctx("labels")))?;
         let label_transformers = k.labels.len() + usize::from(!k.common_labels.is_empty());
@@ -608,6 +699,50 @@ impl Target<'_> {
             }
         }
         Ok(())
+    }
+
+    /// Refuses objects that add up to more than [`budget::MAX_OBJECT_BYTES`] (estimated).
+    fn check_total_size(&self, resmap: &ResMap) -> Result<(), BuildError> {
+        let total = resmap.iter().fold(0usize, |acc, r| {
+            acc.saturating_add(budget::extent_map(&r.obj))
+        });
+        if total > budget::MAX_OBJECT_BYTES {
+            return Err(BuildError::Kustomization(format!(
+                "{}: the objects built hold more than {} MiB (refusing an amplifying input)",
+                self.here(),
+                budget::MAX_OBJECT_BYTES >> 20
+            )));
+        }
+        Ok(())
+    }
+
+    /// Refuses labels and annotations that, written into every object (and its selectors and
+    /// templates), would copy more than [`budget::MAX_COPIED_BYTES`].
+    fn check_metadata_copies(&self, objects: usize) -> Result<(), BuildError> {
+        let k = &self.kustomization;
+        let pairs = |map: &std::collections::BTreeMap<String, String>| {
+            map.iter()
+                .map(|(key, value)| key.len() + value.len() + 96)
+                .sum::<usize>()
+        };
+        let per_object = pairs(&k.common_labels)
+            .saturating_mul(4)
+            .saturating_add(
+                k.labels
+                    .iter()
+                    .map(|l| pairs(&l.pairs))
+                    .sum::<usize>()
+                    .saturating_mul(4),
+            )
+            .saturating_add(pairs(&k.common_annotations).saturating_mul(2));
+        let mut budget = budget::Budget::new();
+        budget
+            .charge(per_object.saturating_mul(objects), || {
+                self.ctx(&format!(
+                    "labels and annotations ({per_object} bytes) on {objects} objects"
+                ))
+            })
+            .map_err(|e| BuildError::Kustomization(e.to_string()))
     }
 
     fn run_builtin_transformer(

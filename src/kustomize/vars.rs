@@ -6,6 +6,7 @@
 //! references once, at the top level, after name references were fixed
 //! ([`resolve_vars`]).
 
+use crate::kustomize::budget::Budget;
 use serde_json::{Map, Number, Value};
 
 use super::fieldspec::{FieldSpec, split_path};
@@ -19,6 +20,14 @@ pub const DEFAULT_FIELD_PATH: &str = "metadata.name";
 /// Why vars could not be bound or resolved.
 #[derive(Debug, thiserror::Error)]
 pub enum VarError {
+    /// Expanding references would copy too much (a large var referenced very often).
+    #[error("var references in {object}: {source}")]
+    Budget {
+        /// The object whose fields were being expanded.
+        object: String,
+        /// The bound that was reached.
+        source: crate::kustomize::budget::BudgetError,
+    },
     /// Two vars of one build share a name.
     #[error("var '{0}' already encountered")]
     Duplicate(String),
@@ -323,6 +332,16 @@ fn value_text(value: &Value) -> String {
 /// unterminated `$(` are kept. A string that is exactly one reference becomes the var's
 /// value with its own type (a number stays a number).
 pub fn expand(input: &str, lookup: &dyn Fn(&str) -> Option<Value>) -> Value {
+    expand_within(input, lookup, usize::MAX).unwrap_or_else(|| Value::String(input.to_string()))
+}
+
+/// [`expand`], giving up (`None`) as soon as the text grows by more than `room` bytes.
+fn expand_within(
+    input: &str,
+    lookup: &dyn Fn(&str) -> Option<Value>,
+    room: usize,
+) -> Option<Value> {
+    let limit = input.len().saturating_add(room);
     let bytes = input.as_bytes();
     let mut out = String::with_capacity(input.len());
     let mut checkpoint = 0;
@@ -344,10 +363,16 @@ pub fn expand(input: &str, lookup: &dyn Fn(&str) -> Option<Value>) -> Value {
                     let name = &rest[1..close];
                     let mapped = lookup(name);
                     if input.len() == close + 2 && cursor == 0 {
-                        return mapped.unwrap_or_else(|| Value::String(input.to_string()));
+                        return Some(mapped.unwrap_or_else(|| Value::String(input.to_string())));
                     }
                     match mapped {
-                        Some(value) => out.push_str(&value_text(&value)),
+                        Some(value) => {
+                            let text = value_text(&value);
+                            if out.len().saturating_add(text.len()) > limit {
+                                return None;
+                            }
+                            out.push_str(&text);
+                        }
                         None => out.push_str(&input[cursor..cursor + 2 + close]),
                     }
                     close + 1
@@ -368,7 +393,7 @@ pub fn expand(input: &str, lookup: &dyn Fn(&str) -> Option<Value>) -> Value {
         checkpoint = cursor;
     }
     out.push_str(&input[checkpoint.min(input.len())..]);
-    Value::String(out)
+    Some(Value::String(out))
 }
 
 /// Expands references in every string found at one var-reference field.
@@ -377,13 +402,30 @@ fn expand_at(
     lookup: &dyn Fn(&str) -> Option<Value>,
     field: &str,
     object: &ResId,
+    budget: &mut Budget,
 ) -> Result<(), VarError> {
+    let mut expand = |s: &str| -> Result<Value, VarError> {
+        let over = |source| VarError::Budget {
+            object: kustomize_id_string(object),
+            source,
+        };
+        let Some(expanded) = expand_within(s, lookup, budget.remaining()) else {
+            return Err(over(crate::kustomize::budget::BudgetError {
+                what: format!("expanding {field}"),
+            }));
+        };
+        let grown = crate::kustomize::budget::extent(&expanded).saturating_sub(s.len());
+        budget
+            .charge(grown, || format!("expanding {field}"))
+            .map_err(over)?;
+        Ok(expanded)
+    };
     match node {
-        Value::String(s) => *node = expand(s, lookup),
+        Value::String(s) => *node = expand(s)?,
         Value::Object(map) => {
             for value in map.values_mut() {
                 if let Value::String(s) = value {
-                    *value = expand(s, lookup);
+                    *value = expand(s)?;
                 }
             }
         }
@@ -395,7 +437,7 @@ fn expand_at(
                         object: kustomize_id_string(object),
                     });
                 };
-                *item = expand(s, lookup);
+                *item = expand(s)?;
             }
         }
         _ => {}
@@ -423,6 +465,7 @@ pub fn resolve_vars(
             .find(|(n, _)| n == name)
             .and_then(|(_, v)| v.clone())
     };
+    let mut budget = Budget::new();
     for resource in resmap.iter_mut() {
         let gvk = resource.gvk();
         let id = resource.id();
@@ -430,7 +473,7 @@ pub fn resolve_vars(
         let mut result = Ok(());
         for spec in var_reference.iter().filter(|s| s.selects(&gvk)) {
             result = visit_leaf_values(&mut node, &split_path(&spec.path), &mut |value| {
-                expand_at(value, &lookup, &spec.path, &id)
+                expand_at(value, &lookup, &spec.path, &id, &mut budget)
             });
             if result.is_err() {
                 break;

@@ -18,6 +18,8 @@ mod path;
 mod scalar;
 mod types;
 
+use crate::kustomize::budget::Budget;
+use crate::kustomize::yaml::MAX_DEPTH;
 use std::path::Path;
 
 use regex::Regex;
@@ -38,6 +40,24 @@ pub const DEFAULT_FIELD_PATH: &str = "metadata.name";
 /// A replacement that cannot be loaded or applied.
 #[derive(Debug, thiserror::Error)]
 pub enum ReplacementError {
+    /// The replacement would copy too much (one value into very many fields).
+    #[error("replacements entry {index}: {source}")]
+    Budget {
+        /// Position of the entry in its list.
+        index: usize,
+        /// The bound that was reached.
+        source: crate::kustomize::budget::BudgetError,
+    },
+    /// A target field path is deeper than any document may nest.
+    #[error("replacements entry {index}: fieldPath '{field_path}' has more than {limit} segments")]
+    PathTooDeep {
+        /// Position of the entry in its list.
+        index: usize,
+        /// The field path (shortened).
+        field_path: String,
+        /// The bound.
+        limit: usize,
+    },
     /// An entry does not match the replacement schema.
     #[error("replacements entry {index}: {message}")]
     Schema {
@@ -218,6 +238,7 @@ pub fn apply_list(
     resmap: &mut ResMap,
     replacements: &[Replacement],
 ) -> Result<(), ReplacementError> {
+    let mut budget = Budget::new();
     for (index, replacement) in replacements.iter().enumerate() {
         let targets = match (&replacement.source, &replacement.source_value) {
             (None, None) => None,
@@ -227,8 +248,9 @@ pub fn apply_list(
             return Err(ReplacementError::Incomplete { index });
         };
         let value = source_value(resmap, replacement, index)?;
+        let size = value.extent();
         for target in targets {
-            apply_target(resmap, &value, target, index)?;
+            apply_target(resmap, &value, size, target, index, &mut budget)?;
         }
     }
     Ok(())
@@ -347,6 +369,14 @@ impl SourceValue {
         match self {
             SourceValue::Node(v) => scalar_text(v).unwrap_or_default(),
             SourceValue::Plain(s) => s.clone(),
+        }
+    }
+
+    /// Estimated bytes one copy of the value adds.
+    fn extent(&self) -> usize {
+        match self {
+            SourceValue::Node(v) => crate::kustomize::budget::extent(v),
+            SourceValue::Plain(s) => s.len(),
         }
     }
 
@@ -572,8 +602,10 @@ impl TargetFilter {
 fn apply_target(
     resmap: &mut ResMap,
     value: &SourceValue,
+    size: usize,
     target: &TargetSelector,
     index: usize,
+    budget: &mut Budget,
 ) -> Result<(), ReplacementError> {
     let select = target
         .select
@@ -591,10 +623,33 @@ fn apply_target(
     } else {
         &target.field_paths
     };
+    for field_path in field_paths {
+        let segments = path::split_path(field_path).len();
+        if segments > MAX_DEPTH {
+            return Err(ReplacementError::PathTooDeep {
+                index,
+                field_path: field_path.chars().take(80).collect(),
+                limit: MAX_DEPTH,
+            });
+        }
+    }
     for resource in resmap.iter_mut() {
         if filter.matches(resource) {
             for field_path in field_paths {
-                write_target(resource, value, field_path, target.options.as_ref())?;
+                let mut charge = |target: &str| {
+                    budget
+                        .charge(size, || {
+                            format!("copying the value into {field_path} of {target}")
+                        })
+                        .map_err(|source| ReplacementError::Budget { index, source })
+                };
+                write_target(
+                    resource,
+                    value,
+                    field_path,
+                    target.options.as_ref(),
+                    &mut charge,
+                )?;
             }
         }
     }
@@ -607,17 +662,31 @@ fn write_target(
     value: &SourceValue,
     field_path: &str,
     options: Option<&FieldOptions>,
+    charge: &mut dyn FnMut(&str) -> Result<(), ReplacementError>,
 ) -> Result<(), ReplacementError> {
     let create = options.is_some_and(|o| o.create);
     let target_id = resource.id().describe();
     let segments = path::split_path(field_path);
+    let mut over_budget = None;
     let mut root = Value::Object(std::mem::take(&mut resource.obj));
     let result = path::walk(
         &mut root,
         &segments,
         create.then(|| value.kind()),
-        &mut |node, leaf| set_field(node, leaf, value, options),
+        &mut |node, leaf| {
+            if let Err(e) = charge(&target_id) {
+                over_budget = Some(e);
+                return Err("over budget".to_string());
+            }
+            set_field(node, leaf, value, options)
+        },
     );
+    if let Some(e) = over_budget {
+        if let Value::Object(obj) = root {
+            resource.obj = obj;
+        }
+        return Err(e);
+    }
     if let Value::Object(obj) = root {
         resource.obj = obj;
     }

@@ -9,7 +9,8 @@
 //! - `.inf`, `-.inf`, `.nan` (any spelling) become the strings `".inf"`, `"-.inf"`, `".nan"`;
 //! - integers beyond `u64` (or below `i64::MIN`) become floats, as go-yaml does; floats that
 //!   overflow `f64` (`1e400`) stay strings, as go-yaml does;
-//! - timestamps stay strings; `!!binary` keeps its base64 text; unknown tags keep the text.
+//! - timestamps stay strings; `!!binary` is decoded and its bytes taken as text (invalid UTF-8
+//!   bytes become U+FFFD), as go-yaml and JSON encoding do; unknown tags keep the text.
 //!
 //! Writing follows kustomize's output (go-yaml v2 via `sigs.k8s.io/yaml`): block style, 2-space
 //! indentation, sequences under a mapping key not indented, keys in the map's order, long
@@ -23,7 +24,7 @@
 
 mod read;
 
-pub use read::{Booleans, DuplicateKeys};
+pub use read::{Booleans, DuplicateKeys, MAX_ALIAS_BYTES, MAX_DEPTH};
 pub(crate) mod scalar;
 mod write;
 

@@ -11,7 +11,21 @@ use super::scalar::{Plain, go_timestamp, resolve_plain};
 
 /// Upper bound on nodes copied by alias expansion in one stream (guards against "billion
 /// laughs" documents).
-const MAX_ALIAS_NODES: usize = 5_000_000;
+const MAX_ALIAS_NODES: usize = 1_000_000;
+
+/// Upper bound on the bytes alias expansion copies in one stream: the text of every copied
+/// scalar and key plus [`NODE_OVERHEAD`] per copied node. A million-fold expansion of a small
+/// anchor, or a few copies of a large one, is refused before it is built.
+pub const MAX_ALIAS_BYTES: usize = 32 << 20;
+
+/// What one copied node is counted as, besides its text (roughly its size in memory).
+const NODE_OVERHEAD: usize = 48;
+
+/// How deep collections may nest, counting the nodes that aliases bring in: the engine walks
+/// values recursively, and this bound keeps every such walk within a small thread stack. Real
+/// manifests (CRD schemas included) nest a few dozen levels; serde_json's own reader stops at
+/// the same depth.
+pub const MAX_DEPTH: usize = 128;
 
 /// What a repeated key in one map means.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -72,11 +86,16 @@ pub(super) fn parse_documents(
 
 fn scan_error(e: ScanError) -> YamlError {
     let mark = e.marker();
+    let info = e.info();
+    let what = if info.contains("recursion limit") {
+        format!("collections nested too deeply ({info})")
+    } else {
+        info.to_string()
+    };
     YamlError(format!(
-        "line {}, column {}: {}",
+        "line {}, column {}: {what}",
         mark.line(),
         mark.col() + 1,
-        e.info()
     ))
 }
 
@@ -116,8 +135,20 @@ struct Builder {
     docs: Vec<Value>,
     stack: Vec<Frame>,
     /// Anchored values by anchor id (ids are small, dense and per stream).
-    anchors: Vec<Option<(Value, usize)>>,
-    alias_budget: usize,
+    anchors: Vec<Option<(Value, Size)>>,
+    /// Nodes copied by alias expansion so far.
+    alias_nodes: usize,
+    /// Bytes copied by alias expansion so far (see [`MAX_ALIAS_BYTES`]).
+    alias_bytes: usize,
+}
+
+/// The extent of an anchored value.
+#[derive(Clone, Copy, Debug, Default)]
+struct Size {
+    nodes: usize,
+    bytes: usize,
+    /// Levels of collections (0 for a scalar).
+    depth: usize,
 }
 
 impl Builder {
@@ -137,9 +168,27 @@ impl Builder {
                     .get(id)
                     .and_then(Option::as_ref)
                     .ok_or_else(|| err_at(span, "unknown anchor"))?;
-                self.alias_budget += size;
-                if self.alias_budget > MAX_ALIAS_NODES {
-                    return Err(err_at(span, "document contains excessive aliasing"));
+                self.alias_nodes = self.alias_nodes.saturating_add(size.nodes);
+                self.alias_bytes = self.alias_bytes.saturating_add(size.bytes);
+                if self.alias_nodes > MAX_ALIAS_NODES {
+                    return Err(err_at(
+                        span,
+                        format!(
+                            "document contains excessive aliasing: aliases expand to more than {MAX_ALIAS_NODES} nodes"
+                        ),
+                    ));
+                }
+                if self.alias_bytes > MAX_ALIAS_BYTES {
+                    return Err(err_at(
+                        span,
+                        format!(
+                            "document contains excessive aliasing: aliases expand to more than {} MiB",
+                            MAX_ALIAS_BYTES >> 20
+                        ),
+                    ));
+                }
+                if self.stack.len() + size.depth > MAX_DEPTH {
+                    return Err(too_deep(span));
                 }
                 let value = value.clone();
                 if self.expecting_key() {
@@ -150,6 +199,7 @@ impl Builder {
             }
             Event::SequenceStart(_, anchor, _) => {
                 self.no_collection_key(span)?;
+                self.no_deeper(span)?;
                 self.stack.push(Frame::Seq {
                     items: Vec::new(),
                     anchor,
@@ -158,6 +208,7 @@ impl Builder {
             }
             Event::MappingStart(_, anchor, _) => {
                 self.no_collection_key(span)?;
+                self.no_deeper(span)?;
                 self.stack.push(Frame::Map {
                     map: Map::new(),
                     lines: Vec::new(),
@@ -178,6 +229,14 @@ impl Builder {
 
     fn expecting_key(&self) -> bool {
         matches!(self.stack.last(), Some(Frame::Map { key: None, .. }))
+    }
+
+    /// Refuses one more level of nesting beyond [`MAX_DEPTH`].
+    fn no_deeper(&self, span: &Span) -> Result<(), YamlError> {
+        if self.stack.len() >= MAX_DEPTH {
+            return Err(too_deep(span));
+        }
+        Ok(())
     }
 
     fn no_collection_key(&self, span: &Span) -> Result<(), YamlError> {
@@ -204,7 +263,7 @@ impl Builder {
         if self.anchors.len() <= anchor {
             self.anchors.resize_with(anchor + 1, || None);
         }
-        let size = node_count(&value);
+        let size = measure(&value);
         self.anchors[anchor] = Some((value, size));
     }
 
@@ -324,12 +383,38 @@ fn apply_merge(
     Ok(own)
 }
 
-fn node_count(v: &Value) -> usize {
+fn too_deep(span: &Span) -> YamlError {
+    err_at(
+        span,
+        format!("collections nested more than {MAX_DEPTH} levels deep"),
+    )
+}
+
+/// Nodes, bytes and depth of a value (its depth is bounded by [`MAX_DEPTH`], so the
+/// recursion is too).
+fn measure(v: &Value) -> Size {
+    let mut size = Size {
+        nodes: 1,
+        bytes: NODE_OVERHEAD,
+        depth: 0,
+    };
+    let mut add = |child: Size, key: usize| {
+        size.nodes = size.nodes.saturating_add(child.nodes);
+        size.bytes = size.bytes.saturating_add(child.bytes).saturating_add(key);
+        size.depth = size.depth.max(child.depth + 1);
+    };
     match v {
-        Value::Array(a) => 1 + a.iter().map(node_count).sum::<usize>(),
-        Value::Object(m) => 1 + m.values().map(node_count).sum::<usize>(),
-        _ => 1,
+        Value::Array(items) => items.iter().for_each(|item| add(measure(item), 0)),
+        Value::Object(map) => map.iter().for_each(|(k, item)| add(measure(item), k.len())),
+        Value::String(text) => size.bytes = size.bytes.saturating_add(text.len()),
+        _ => {}
     }
+    if !matches!(v, Value::Array(_) | Value::Object(_)) {
+        size.depth = 0;
+    } else if size.depth == 0 {
+        size.depth = 1;
+    }
+    size
 }
 
 fn core_suffix(tag: &Tag) -> Option<&str> {
@@ -354,7 +439,7 @@ fn key_from_value(v: &Value, span: &Span) -> Result<String, YamlError> {
 }
 
 /// The value of a scalar node: quoted and block scalars are strings; plain ones are resolved;
-/// explicit core tags are honoured (`!!binary` keeps its base64 text); other tags keep the text.
+/// explicit core tags are honoured (`!!binary` is decoded into text); other tags keep the text.
 fn scalar_value(
     text: &str,
     style: ScalarStyle,
@@ -380,6 +465,11 @@ fn scalar_value(
     let Some(suffix) = core_suffix(tag) else {
         return Ok(Value::String(text.to_owned()));
     };
+    if suffix == "binary" {
+        return decode_binary(text)
+            .map(Value::String)
+            .ok_or_else(|| err_at(span, "!!binary value contains invalid base64 data"));
+    }
     let resolved = resolve_plain(text);
     let ok = match (suffix, resolved) {
         ("null", Plain::Null)
@@ -398,6 +488,43 @@ fn scalar_value(
         ));
     }
     Ok(resolved.into_value(text))
+}
+
+/// A `!!binary` scalar as go-yaml reads it into a string: standard base64 with padding
+/// (line breaks ignored, as Go's decoder does), the decoded bytes taken as text with each
+/// byte that is not part of valid UTF-8 replaced by U+FFFD (as Go's JSON encoding does).
+fn decode_binary(text: &str) -> Option<String> {
+    use base64::Engine as _;
+    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+    const GO_STD: GeneralPurpose = GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        GeneralPurposeConfig::new()
+            .with_decode_allow_trailing_bits(true)
+            .with_decode_padding_mode(DecodePaddingMode::RequireCanonical),
+    );
+    let cleaned: String = text.chars().filter(|c| !matches!(c, '\r' | '\n')).collect();
+    let bytes = GO_STD.decode(cleaned).ok()?;
+    Some(go_lossy_utf8(&bytes))
+}
+
+/// `bytes` as text, every byte outside a valid UTF-8 sequence becoming U+FFFD.
+fn go_lossy_utf8(mut bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    loop {
+        match std::str::from_utf8(bytes) {
+            Ok(valid) => {
+                out.push_str(valid);
+                return out;
+            }
+            Err(e) => {
+                let (valid, rest) = bytes.split_at(e.valid_up_to());
+                out.push_str(std::str::from_utf8(valid).unwrap_or_default());
+                let bad = e.error_len().unwrap_or(rest.len());
+                out.extend(std::iter::repeat_n('\u{fffd}', bad));
+                bytes = rest.get(bad..).unwrap_or_default();
+            }
+        }
+    }
 }
 
 fn float_value(f: f64, text: &str) -> Value {

@@ -42,7 +42,7 @@ fn explicit_tags_are_honoured() {
     ));
     assert_eq!(
         v,
-        json!({"a": "12", "b": 12, "c": 1.0, "d": true, "e": null, "f": "aGVsbG8=",
+        json!({"a": "12", "b": 12, "c": 1.0, "d": true, "e": null, "f": "hello",
                "g": "12", "h": {"x": 1}, "i": [1]})
     );
     let err = parse_documents("a: !!int abc\n").unwrap_err();
@@ -100,6 +100,104 @@ fn excessive_aliasing_is_refused() {
     }
     let err = parse_documents(&text).unwrap_err();
     assert!(err.0.contains("excessive aliasing"), "{err}");
+}
+
+#[test]
+fn a_large_anchor_aliased_many_times_is_refused_by_bytes() {
+    // 1 MiB aliased 1500 times stays far under the node bound but would be 1.5 GiB.
+    let text = format!(
+        "a: &a {}\nl: [{}]\n",
+        "x".repeat(1 << 20),
+        vec!["*a"; 1500].join(", ")
+    );
+    let err = parse_documents(&text).unwrap_err();
+    assert!(err.0.contains("excessive aliasing"), "{err}");
+    assert!(err.0.contains("MiB"), "{err}");
+}
+
+#[test]
+fn an_alias_tree_with_large_leaves_is_refused_by_bytes() {
+    let mut text = format!("x0: &a0 {}\n", "y".repeat(10_000));
+    for i in 1..=12 {
+        let prev = format!("*a{}", i - 1);
+        text.push_str(&format!("x{i}: &a{i} [{}]\n", vec![prev; 4].join(", ")));
+    }
+    let err = parse_documents(&text).unwrap_err();
+    assert!(err.0.contains("excessive aliasing"), "{err}");
+}
+
+#[test]
+fn modest_aliasing_is_expanded() {
+    let text = format!(
+        "a: &a {}\nl: [{}]\n",
+        "x".repeat(1000),
+        vec!["*a"; 100].join(", ")
+    );
+    let v = one(&text);
+    assert_eq!(v["l"].as_array().map(Vec::len), Some(100));
+}
+
+#[test]
+fn nesting_is_bounded() {
+    let ok = format!("{}1{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+    assert!(parse_documents(&ok).is_ok());
+    for deep in [
+        format!(
+            "{}1{}",
+            "[".repeat(MAX_DEPTH + 1),
+            "]".repeat(MAX_DEPTH + 1)
+        ),
+        format!("{}1{}", "{a: ".repeat(100_000), "}".repeat(100_000)),
+        format!("{}1{}", "[".repeat(100_000), "]".repeat(100_000)),
+        // Block style, one level per line.
+        (0..MAX_DEPTH + 5)
+            .map(|i| format!("{}a:\n", "  ".repeat(i)))
+            .collect::<String>(),
+    ] {
+        let err = parse_documents(&deep).unwrap_err();
+        assert!(err.0.contains("nested"), "{err}");
+    }
+}
+
+#[test]
+fn aliases_cannot_nest_beyond_the_bound() {
+    // Each anchor nests the previous one 100 levels deeper: few nodes, unbounded depth.
+    let wrap = |inner: &str| format!("{}{inner}{}", "[".repeat(100), "]".repeat(100));
+    let mut text = format!("a0: &a0 {}\n", wrap("1"));
+    for i in 1..10 {
+        text.push_str(&format!("a{i}: &a{i} {}\n", wrap(&format!("*a{}", i - 1))));
+    }
+    let err = parse_documents(&text).unwrap_err();
+    assert!(err.0.contains("nested more than"), "{err}");
+}
+
+#[test]
+fn binary_scalars_are_decoded_like_go_yaml() {
+    let v = one(concat!(
+        "a: !!binary aGVsbG8=\nb: !!binary |\n  aGVsbG8gd29y\n  bGQK\n",
+        "c: !!binary /w==\nd: !!binary AAEC\ne: !!binary ''\nf: !!binary 8J+Y\n",
+        "g: !!binary aGVsbG9=\n"
+    ));
+    assert_eq!(v["a"], "hello");
+    assert_eq!(v["b"], "hello world\n", "line breaks are ignored");
+    assert_eq!(v["c"], "\u{fffd}");
+    assert_eq!(v["d"], "\u{0}\u{1}\u{2}");
+    assert_eq!(v["e"], "");
+    // A truncated 4-byte sequence: one U+FFFD per byte, as Go's JSON encoding writes it.
+    assert_eq!(v["f"], "\u{fffd}\u{fffd}\u{fffd}");
+    // Go's decoder accepts non-zero trailing bits.
+    assert_eq!(v["g"], "hello");
+    for bad in [
+        "a: !!binary aGVs bG8=\n",
+        "a: !!binary aGVsbG8\n",
+        "a: !!binary \"not base64!\"\n",
+    ] {
+        let err = parse_documents(bad).unwrap_err();
+        assert!(
+            err.0.contains("line 1") && err.0.contains("invalid base64"),
+            "{err}"
+        );
+    }
 }
 
 #[test]
