@@ -117,13 +117,25 @@ async fn hostile_sources_fail_alone_while_the_controller_keeps_reconciling() {
 
     let big = big_variable();
     let cases = [
-        ("cycle-self", json!({"path": "./cycle-self"}), "cycle"),
-        ("cycle-empty", json!({"path": "./cycle-empty"}), "cycle"),
-        ("cycle-pair", json!({"path": "./cycle-pair/a"}), "cycle"),
+        (
+            "cycle-self",
+            json!({"path": "./cycle-self"}),
+            "cycle detected",
+        ),
+        (
+            "cycle-empty",
+            json!({"path": "./cycle-empty"}),
+            "new root cannot be empty",
+        ),
+        (
+            "cycle-pair",
+            json!({"path": "./cycle-pair/a"}),
+            "cycle detected",
+        ),
         (
             "cycle-component",
             json!({"path": "./cycle-component"}),
-            "cycle",
+            "cycle detected",
         ),
         ("alias-bomb", json!({"path": "./alias-bomb"}), "bomb.yaml"),
         ("alias-tree", json!({"path": "./alias-tree"}), "tree.yaml"),
