@@ -127,14 +127,8 @@ fn build_yaml(args: &BuildArgs) -> Result<String, String> {
     };
     let keys = sops_keys(&args.sops_keys, spec.as_ref())?;
     let dir = absolute(&args.dir)?;
-    let built = build::build_offline_with_secrets(
-        &args.root,
-        &dir,
-        spec.as_ref(),
-        restrictions,
-        keys.as_ref(),
-    )
-    .map_err(|e| e.to_string())?;
+    let built = build::build_offline(&args.root, &dir, spec.as_ref(), restrictions, keys.as_ref())
+        .map_err(|e| e.to_string())?;
     let mut objects = built.objects;
     if substitution {
         // As in the controller, no error quotes what decryption revealed.

@@ -302,7 +302,10 @@ fn kustomization_cycles_are_reported_with_their_chain() {
         assert!(message.contains("cycle detected"), "{case}: {message}");
     }
     let message = bounded_build_error(&root.join("ring/a"), &[&root_arg]);
-    assert!(message.contains("ring/a -> ring/b -> ring/c -> ring/a"), "{message}");
+    assert!(
+        message.contains("ring/a -> ring/b -> ring/c -> ring/a"),
+        "{message}"
+    );
     // kustomize refuses the empty entry before it could loop.
     let message = bounded_build_error(&root.join("empty"), &[&root_arg]);
     assert!(message.contains("new root cannot be empty"), "{message}");

@@ -288,21 +288,11 @@ fn apply_common_metadata(objects: &mut [Object], spec: &KustomizationSpec) {
     }
 }
 
-/// Builds a directory offline exactly as the controller would for `spec` (`spec` may be
-/// the default for a plain `kustomize build`), confining reads to `root`.
+/// Builds a directory offline exactly as the controller would for `spec` (`None` for a plain
+/// `kustomize build`), confining reads to `root`; returns the objects and the values
+/// decryption revealed (for [`substitute_objects_redacting`] and any later message), as
+/// [`build_with_secrets`] does.
 pub fn build_offline(
-    root: &Path,
-    dir: &Path,
-    spec: Option<&KustomizationSpec>,
-    restrictions: LoadRestrictions,
-    keys: Option<&Keyring>,
-) -> Result<Vec<Object>, BuildError> {
-    build_offline_with_secrets(root, dir, spec, restrictions, keys).map(|built| built.objects)
-}
-
-/// [`build_offline`], also returning the values decryption revealed (for
-/// [`substitute_objects_redacting`] and any later message), as [`build_with_secrets`].
-pub fn build_offline_with_secrets(
     root: &Path,
     dir: &Path,
     spec: Option<&KustomizationSpec>,
