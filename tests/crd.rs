@@ -115,10 +115,6 @@ const SCALAR_KEYWORDS: &[&str] = &[
 /// Schema keywords whose value is a list compared as a set.
 const SET_KEYWORDS: &[&str] = &["enum", "required", "x-kubernetes-validations"];
 
-/// Root properties the API server always keeps whether or not the schema lists them
-/// (controller-gen lists them, kube-derive does not).
-const IMPLICIT_ROOT_PROPERTIES: &[&str] = &["apiVersion", "kind", "metadata"];
-
 #[test]
 fn crd_is_compatible_with_flux() {
     let flux = load_flux_crd();
@@ -350,7 +346,6 @@ fn compare_schema(
         let child_path = format!("{path}.{name}");
         match our_props.and_then(|props| props.get(name)) {
             Some(our_child) => compare_schema(flux_child, our_child, &child_path, out, notes),
-            None if path.is_empty() && IMPLICIT_ROOT_PROPERTIES.contains(&name.as_str()) => {}
             None => out.push(format!(
                 "{child_path}: missing in ours (flux: {})",
                 summary(flux_child)

@@ -38,9 +38,39 @@ pub fn crd() -> CustomResourceDefinition {
             .and_then(|s| s.open_api_v3_schema.as_mut())
         {
             strip_nullable(schema);
+            add_object_fields(schema);
         }
     }
     crd
+}
+
+/// The root properties every object has, listed as Flux's CRD (controller-gen) lists them,
+/// so that `kubectl explain kustomization` shows them as it does with Flux.
+fn add_object_fields(root: &mut JSONSchemaProps) {
+    let field = |type_: &str, description: Option<&str>| JSONSchemaProps {
+        type_: Some(type_.into()),
+        description: description.map(str::to_string),
+        ..JSONSchemaProps::default()
+    };
+    let properties = root.properties.get_or_insert_with(Default::default);
+    properties.insert(
+        "apiVersion".into(),
+        field(
+            "string",
+            Some(
+                "APIVersion is the versioned schema of this object \
+                 (kustomize.toolkit.fluxcd.io/v1).",
+            ),
+        ),
+    );
+    properties.insert(
+        "kind".into(),
+        field(
+            "string",
+            Some("Kind is the REST resource this object represents (Kustomization)."),
+        ),
+    );
+    properties.insert("metadata".into(), field("object", None));
 }
 
 fn strip_nullable(schema: &mut JSONSchemaProps) {
