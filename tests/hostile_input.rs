@@ -9,8 +9,8 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use support::hostile::{
-    alias_bomb, alias_tree, big_variable, deep_nesting, kustomization, self_copy_patch,
-    substitution_bomb,
+    alias_bomb, alias_tree, big_variable, deep_nesting, kustomization, mkfifo, self_copy_patch,
+    substitution_bomb, write,
 };
 
 const BINARY: &str = env!("CARGO_BIN_EXE_kustomize-controller");
@@ -58,16 +58,6 @@ fn run_command(command: &mut Command, args: &[&str]) -> Output {
 
 fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
-}
-
-fn mkfifo(path: &Path) {
-    let status = Command::new("mkfifo").arg(path).status().expect("mkfifo");
-    assert!(status.success(), "mkfifo {}", path.display());
-}
-
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-    std::fs::write(path, text).expect("write");
 }
 
 /// A real age identity, so that key loading succeeds and the file under test is reached.

@@ -2,11 +2,14 @@
 //! overflow, a hang or unbounded memory). Builds run on a thread with a 1 MiB stack, half of
 //! what a tokio worker thread has, so a recursion that only just fits fails here first.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use kustomize_controller::kustomize::target::{self, BuildError, BuildOptions};
+use support::hostile::{mkfifo, write};
 
 /// Builds `dir` under `root` on a thread with a 1 MiB stack and returns the error message
 /// (or the objects, as YAML) within a time bound.
@@ -32,13 +35,6 @@ fn build_small_stack(root: &Path, dir: &Path) -> Result<String, String> {
         started.elapsed()
     );
     result
-}
-
-fn write(path: &Path, text: &str) {
-    if let Some(parent) = path.parent() {
-        std::fs::create_dir_all(parent).expect("create dirs");
-    }
-    std::fs::write(path, text).expect("write file");
 }
 
 fn tempdir() -> (tempfile::TempDir, PathBuf) {
@@ -328,15 +324,6 @@ fn the_offline_build_reports_cycles_and_depth() {
         assert!(stderr.contains(needle), "{dir}: {stderr}");
         assert!(!stderr.contains("overflow"), "{dir}: {stderr}");
     }
-}
-
-#[cfg(unix)]
-fn mkfifo(path: &Path) {
-    let status = Command::new("mkfifo")
-        .arg(path)
-        .status()
-        .expect("run mkfifo");
-    assert!(status.success(), "mkfifo {}", path.display());
 }
 
 #[cfg(unix)]

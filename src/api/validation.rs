@@ -398,7 +398,7 @@ fn evaluate(rule: &str, value: &Value) -> Result<bool, String> {
     context.add_variable_from_value("self", crate::health::cel::to_cel(value));
     match program.execute(&context) {
         Ok(cel::Value::Bool(result)) => Ok(result),
-        Ok(other) => Err(format!("expected a bool, got {other:?}")),
+        Ok(_) => Err("the rule did not evaluate to a bool".to_string()),
         Err(e) => Err(e.to_string()),
     }
 }

@@ -152,16 +152,14 @@ async fn hostile_sources_fail_alone_while_the_controller_keeps_reconciling() {
             .await;
     }
     for (name, _, expected) in &cases {
-        let (reason, message) =
-            wait_for(
-                WAIT,
-                &format!("{name}: Ready=False"),
-                async || match ready(&client, ns, name).await {
-                    Some((ConditionStatus::False, reason, message)) => Ok((reason, message)),
-                    other => Err(format!("{other:?}")),
-                },
-            )
-            .await;
+        let (reason, message) = wait_ready_with(
+            &client,
+            ns,
+            name,
+            ConditionStatus::False,
+            &format!("{name}: Ready=False"),
+        )
+        .await;
         assert_eq!(reason, "BuildFailed", "{name}: {message}");
         assert!(message.contains(expected), "{name}: {message}");
         assert!(
@@ -321,16 +319,14 @@ async fn secrets_never_reach_conditions_events_or_logs() {
         ("decrypted", "BuildFailed", "Secret"),
         ("labelled", "ReconciliationFailed", "*****"),
     ] {
-        let (reason, message) =
-            wait_for(
-                WAIT,
-                &format!("{name}: Ready=False"),
-                async || match ready(&client, ns, name).await {
-                    Some((ConditionStatus::False, reason, message)) => Ok((reason, message)),
-                    other => Err(format!("{other:?}")),
-                },
-            )
-            .await;
+        let (reason, message) = wait_ready_with(
+            &client,
+            ns,
+            name,
+            ConditionStatus::False,
+            &format!("{name}: Ready=False"),
+        )
+        .await;
         assert_eq!(reason, expected_reason, "{name}: {message}");
         assert!(message.contains(expected), "{name}: {message}");
         messages.push(message);

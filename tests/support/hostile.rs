@@ -1,5 +1,23 @@
 //! Hostile inputs shared by the offline and end-to-end tests: each one is small on disk and
-//! expands to more than a GiB if nothing bounds it, or recurses without end.
+//! expands to more than a GiB if nothing bounds it, or recurses without end; and the file
+//! helpers that lay them out.
+
+use std::path::Path;
+
+/// Writes `text` to `path`, creating its parent directories.
+pub fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    std::fs::write(path, text).expect("write");
+}
+
+/// Creates a named pipe at `path` (no writer ever opens it: reading it would block).
+pub fn mkfifo(path: &Path) {
+    let status = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("run mkfifo");
+    assert!(status.success(), "mkfifo {}", path.display());
+}
 
 /// A kustomization file (`kind: Kustomization`) with `body` after its header.
 pub fn kustomization(body: &str) -> String {
