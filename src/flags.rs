@@ -163,9 +163,6 @@ impl ControllerFlags {
         if !self.default_kubeconfig_service_account.is_empty() {
             return refuse("default-kubeconfig-service-account", "remote clusters");
         }
-        if self.requeue_dependency != DEFAULT_REQUEUE_DEPENDENCY {
-            return refuse("requeue-dependency", "dependsOn");
-        }
         if !self.override_manager.is_empty() {
             return refuse("override-manager", "field manager override");
         }
@@ -176,15 +173,12 @@ impl ControllerFlags {
     }
 }
 
-/// Flux's default for `--requeue-dependency`.
-const DEFAULT_REQUEUE_DEPENDENCY: Duration = Duration::from_secs(30);
-
 fn parse_duration(text: &str) -> Result<Duration, String> {
     duration::parse(text).map_err(|e| e.to_string())
 }
 
-/// Flux's feature gates and their defaults (Flux 2.9).
-pub const FEATURE_GATE_DEFAULTS: [(&str, bool); 12] = [
+/// Flux's feature gates and their defaults (kustomize-controller v1.10).
+pub const FEATURE_GATE_DEFAULTS: [(&str, bool); 13] = [
     ("StrictPostBuildSubstitutions", true),
     ("DisableStatusPollerCache", true),
     ("CacheSecretsAndConfigMaps", false),
@@ -197,6 +191,7 @@ pub const FEATURE_GATE_DEFAULTS: [(&str, bool); 12] = [
     ("DirectSourceFetch", false),
     ("MigrateAPIVersion", false),
     ("ObjectLevelWorkloadIdentity", false),
+    ("DisableCommitStatusEvent", false),
 ];
 
 /// Gates whose non-default value asks for behaviour this controller does not have yet.
@@ -362,7 +357,13 @@ mod tests {
                 .is_ok()
         );
         let flags = parse(&["--requeue-dependency=10s"]).unwrap();
-        assert_eq!(flags.validate().unwrap_err().flag, "requeue-dependency");
+        assert!(flags.validate().is_ok());
+        assert_eq!(flags.requeue_dependency, Duration::from_secs(10));
+        let flags = parse(&[
+            "--feature-gates=DisableCommitStatusEvent=true,AdditiveCELDependencyCheck=true",
+        ])
+        .unwrap();
+        assert!(flags.validate().is_ok());
         let flags = parse(&["--feature-gates=GroupChangeLog=true"]).unwrap();
         assert_eq!(flags.validate().unwrap_err().flag, "feature-gates");
     }

@@ -141,6 +141,9 @@ fn build_yaml(args: &BuildArgs) -> Result<String, String> {
         )
         .map_err(|e| built.secrets.redact(&e.to_string()))?;
     }
+    if let Some(spec) = &spec {
+        build::apply_common_metadata(&mut objects, spec);
+    }
     let values: Vec<serde_json::Value> = objects
         .into_iter()
         .map(|o| serde_json::Value::Object(o.into_map()))

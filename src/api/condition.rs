@@ -57,8 +57,10 @@ pub struct Condition {
 /// The largest message a condition may carry (the CRD's `maxLength`).
 const MAX_MESSAGE_LEN: usize = 32768;
 
-/// Sets a condition in `conditions` the way Kubernetes' `meta.SetStatusCondition` does:
-/// the transition time only moves when the status changes.
+/// Sets a condition in `conditions` the way Flux's `conditions.Set` does: the transition
+/// time (whole seconds) moves when the status, reason or message changes, and the list is kept
+/// in Flux's order - Stalled, Reconciling, Ready, then the others by newest generation and
+/// type - so that `kubectl` shows the same as with Flux.
 pub fn set_condition(
     conditions: &mut Vec<Condition>,
     type_: &str,
@@ -68,23 +70,39 @@ pub fn set_condition(
     generation: Option<i64>,
 ) {
     let message = truncate_message(message);
-    if let Some(existing) = conditions.iter_mut().find(|c| c.type_ == type_) {
-        if existing.status != status {
+    let now =
+        || Time(Timestamp::from_second(Timestamp::now().as_second()).unwrap_or(Timestamp::now()));
+    match conditions.iter_mut().find(|c| c.type_ == type_) {
+        Some(existing) => {
+            if existing.status != status || existing.reason != reason || existing.message != message
+            {
+                existing.last_transition_time = now();
+            }
             existing.status = status;
-            existing.last_transition_time = Time(Timestamp::now());
+            existing.reason = reason.to_string();
+            existing.message = message;
+            existing.observed_generation = generation;
         }
-        existing.reason = reason.to_string();
-        existing.message = message;
-        existing.observed_generation = generation;
-        return;
+        None => conditions.push(Condition {
+            last_transition_time: now(),
+            message,
+            observed_generation: generation,
+            reason: reason.to_string(),
+            status,
+            type_: type_.to_string(),
+        }),
     }
-    conditions.push(Condition {
-        last_transition_time: Time(Timestamp::now()),
-        message,
-        observed_generation: generation,
-        reason: reason.to_string(),
-        status,
-        type_: type_.to_string(),
+    conditions.sort_by(|a, b| {
+        let weight = |c: &Condition| match c.type_.as_str() {
+            "Stalled" => 0,
+            "Reconciling" => 1,
+            "Ready" => 2,
+            _ => 3,
+        };
+        weight(a)
+            .cmp(&weight(b))
+            .then_with(|| b.observed_generation.cmp(&a.observed_generation))
+            .then_with(|| a.type_.cmp(&b.type_))
     });
 }
 
@@ -114,7 +132,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn transition_time_moves_only_on_status_change() {
+    fn transition_time_moves_when_the_state_changes() {
         let mut conditions = Vec::new();
         set_condition(
             &mut conditions,
@@ -130,14 +148,24 @@ mod tests {
             &mut conditions,
             "Ready",
             ConditionStatus::False,
-            "B",
-            "b",
+            "A",
+            "a",
             Some(2),
         );
         assert_eq!(
             conditions[0].last_transition_time,
-            Time(Timestamp::UNIX_EPOCH)
+            Time(Timestamp::UNIX_EPOCH),
+            "a new generation alone keeps the transition time"
         );
+        set_condition(
+            &mut conditions,
+            "Ready",
+            ConditionStatus::False,
+            "B",
+            "b",
+            Some(2),
+        );
+        assert!(conditions[0].last_transition_time >= first);
         assert_eq!(conditions[0].reason, "B");
         assert_eq!(conditions[0].observed_generation, Some(2));
         set_condition(
@@ -150,6 +178,23 @@ mod tests {
         );
         assert!(conditions[0].last_transition_time >= first);
         assert_eq!(conditions.len(), 1);
+    }
+
+    #[test]
+    fn conditions_are_kept_in_flux_order() {
+        let mut conditions = Vec::new();
+        for type_ in ["Healthy", "Ready", "Reconciling", "Stalled"] {
+            set_condition(
+                &mut conditions,
+                type_,
+                ConditionStatus::True,
+                "R",
+                "m",
+                Some(1),
+            );
+        }
+        let order: Vec<&str> = conditions.iter().map(|c| c.type_.as_str()).collect();
+        assert_eq!(order, ["Stalled", "Reconciling", "Ready", "Healthy"]);
     }
 
     #[test]

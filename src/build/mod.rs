@@ -4,8 +4,10 @@
 //! When the directory has no kustomization file, one is generated listing every manifest
 //! under it (Flux's rules); then the Kustomization's own build fields (targetNamespace,
 //! namePrefix/nameSuffix, patches, images, components, buildMetadata) are laid over it, the
-//! native kustomize engine builds it with no load restriction inside the artifact root,
-//! and `spec.commonMetadata` is applied to every object afterwards. With decryption keys,
+//! native kustomize engine builds it with no load restriction inside the artifact root.
+//! `spec.commonMetadata` is applied by [`apply_common_metadata`] after post-build
+//! substitution, as Flux applies it (and after the manifests are digested for
+//! `status.history`, see [`manifests_yaml`]). With decryption keys,
 //! SOPS-encrypted sources are decrypted in memory before the build and encrypted objects
 //! after it.
 
@@ -118,7 +120,6 @@ fn build_revealing(
     if let Some(keys) = keys {
         decrypt::decrypt_objects(&mut objects, keys, secrets)?;
     }
-    apply_common_metadata(&mut objects, spec);
     Ok(objects)
 }
 
@@ -274,7 +275,15 @@ fn overlay_spec(k: &mut Kustomization, dir: &Path, spec: &KustomizationSpec) {
     }
 }
 
-fn apply_common_metadata(objects: &mut [Object], spec: &KustomizationSpec) {
+/// The objects as the multi-document YAML kustomize prints (what Flux digests for
+/// `status.history`).
+pub fn manifests_yaml(objects: &[Object]) -> String {
+    crate::kustomize::yaml::mappings_to_yaml_stream(objects.iter().map(Object::as_map))
+}
+
+/// Sets `spec.commonMetadata`'s labels and annotations on every object (after substitution:
+/// its values are not substituted, as with Flux).
+pub fn apply_common_metadata(objects: &mut [Object], spec: &KustomizationSpec) {
     let Some(common) = &spec.common_metadata else {
         return;
     };
@@ -382,8 +391,10 @@ mod tests {
             "commonMetadata": {"labels": {"team": "platform"}}
         }))
         .unwrap();
-        let objects = build(dir.path(), &dir.path().join("app"), &spec, None).unwrap();
+        let mut objects = build(dir.path(), &dir.path().join("app"), &spec, None).unwrap();
         assert_eq!(names(&objects), ["apps/p-a-s", "apps/p-extra-s"]);
+        assert_eq!(objects[0].label("team"), None);
+        apply_common_metadata(&mut objects, &spec);
         assert_eq!(objects[0].label("team"), Some("platform"));
         let data = objects[0].as_map()["data"].clone();
         assert_eq!(data["patched"], "yes");

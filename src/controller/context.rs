@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use kube::Client;
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{ObjectRef, Store};
 use tokio::sync::Semaphore;
 
 use super::events::EventSink;
@@ -46,6 +46,14 @@ pub struct Settings {
     /// The age Secret used when a Kustomization's decryption names no Secret
     /// (`--sops-age-secret`, in the controller's namespace).
     pub sops_age_secret: Option<super::decryption::GlobalAgeSecret>,
+    /// How long a Kustomization waits before its dependencies are checked again when no
+    /// change to them was seen (`--requeue-dependency`).
+    pub requeue_dependency: Duration,
+    /// How `spec.dependsOn` is judged (`--no-cross-namespace-refs`,
+    /// `AdditiveCELDependencyCheck`).
+    pub dependency_policy: super::dependencies::Policy,
+    /// No success event for Git commit statuses (`DisableCommitStatusEvent`).
+    pub disable_commit_status_event: bool,
 }
 
 /// State shared by all reconciles. Nothing in it is mutated by a reconcile except the
@@ -67,6 +75,8 @@ pub struct Context {
     pub interrupts: std::sync::Arc<Interrupts>,
     /// Permits for the working part of a reconcile (`--concurrent`).
     pub work_permits: std::sync::Arc<Semaphore>,
+    /// The watch cache of Kustomizations (dependency cycles are looked for in it).
+    pub kustomizations: Store<Kustomization>,
     failures: Mutex<HashMap<ObjectRef<Kustomization>, u32>>,
 }
 
@@ -79,8 +89,10 @@ impl Context {
         metrics: Metrics,
         settings: Settings,
         interrupts: std::sync::Arc<Interrupts>,
+        kustomizations: Store<Kustomization>,
     ) -> Self {
         Context {
+            kustomizations,
             health_watches: HealthWatches::new(client.clone()),
             work_permits: std::sync::Arc::new(Semaphore::new(settings.concurrent.max(1))),
             interrupts,

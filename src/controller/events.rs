@@ -9,19 +9,57 @@ use hyper_util::client::legacy::Client as HttpClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, Time};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use crate::api::Kustomization;
 use crate::api::names::APPLY_FIELD_MANAGER;
 
-/// The longest note an Event may carry.
-const MAX_NOTE_LEN: usize = 1024;
+/// The longest message an Event carries here: core/v1 Events without an event time are not
+/// held to the API server's 1 KiB note limit, and Flux's recorder writes them whole; this
+/// only bounds what a runaway message costs.
+const MAX_NOTE_LEN: usize = 32 * 1024;
+
+/// The group prefix of the revision annotations on Flux's events.
+const REVISION_KEY: &str = "kustomize.toolkit.fluxcd.io/revision";
+const ORIGIN_REVISION_KEY: &str = "kustomize.toolkit.fluxcd.io/originRevision";
+/// Marks the success event that notification-controller turns into a Git commit status.
+const COMMIT_STATUS_KEY: &str = "kustomize.toolkit.fluxcd.io/commit_status";
+/// Annotations of the Kustomization copied onto its events (e.g. a notification `token`).
+const EVENT_ANNOTATION_PREFIX: &str = "event.toolkit.fluxcd.io/";
+
+/// The metadata of an event on `ks`, as Flux's recorder writes it: the revision and origin
+/// revision it is about (when known), the Kustomization's own `event.toolkit.fluxcd.io/*`
+/// annotations, and for the success event the commit status marker.
+pub fn metadata(
+    ks: &Kustomization,
+    revision: Option<&str>,
+    origin_revision: Option<&str>,
+    commit_status: bool,
+) -> BTreeMap<String, String> {
+    let mut metadata: BTreeMap<String, String> = ks
+        .annotations()
+        .iter()
+        .filter(|(key, _)| key.starts_with(EVENT_ANNOTATION_PREFIX))
+        .map(|(key, value)| (key.clone(), value.clone()))
+        .collect();
+    let non_empty = |value: Option<&str>| value.filter(|v| !v.is_empty()).map(str::to_string);
+    if let Some(revision) = non_empty(revision) {
+        metadata.insert(REVISION_KEY.into(), revision);
+    }
+    if let Some(origin) = non_empty(origin_revision) {
+        metadata.insert(ORIGIN_REVISION_KEY.into(), origin);
+    }
+    if commit_status {
+        metadata.insert(COMMIT_STATUS_KEY.into(), "update".into());
+    }
+    metadata
+}
 
 /// Publishes events for Kustomizations as core/v1 Events, as Flux's controller does.
 ///
@@ -31,7 +69,6 @@ const MAX_NOTE_LEN: usize = 1024;
 #[derive(Clone)]
 pub struct EventSink {
     client: kube::Client,
-    instance: String,
     recent: Arc<Mutex<HashMap<EventKey, Recorded>>>,
     forwarder: Option<Forwarder>,
 }
@@ -71,27 +108,27 @@ impl EventSink {
             .then(|| Forwarder::new(events_addr.to_string(), instance.clone()));
         EventSink {
             client,
-            instance,
             recent: Arc::default(),
             forwarder,
         }
     }
 
-    /// Records an event on `ks`. Failures to record are logged, never fatal.
+    /// Records an event on `ks`, annotated with `metadata` (see [`metadata`]). Failures to
+    /// record are logged, never fatal.
     pub async fn publish(
         &self,
         ks: &Kustomization,
         severity: Severity,
         reason: &str,
         message: &str,
-        revision: Option<&str>,
+        metadata: BTreeMap<String, String>,
     ) {
-        if let Err(err) = self.record(ks, severity, reason, message).await {
+        if let Err(err) = self.record(ks, severity, reason, message, &metadata).await {
             tracing::warn!(kustomization = %ks.name_any(), error = %err, "failed to record event");
         }
         if let Some(forwarder) = &self.forwarder {
             forwarder
-                .post(ks, severity, reason, message, revision)
+                .post(ks, severity, reason, message, &metadata)
                 .await;
         }
     }
@@ -102,6 +139,7 @@ impl EventSink {
         severity: Severity,
         reason: &str,
         message: &str,
+        metadata: &BTreeMap<String, String>,
     ) -> Result<(), kube::Error> {
         let namespace = ks.namespace().unwrap_or_default();
         let api: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
@@ -135,10 +173,13 @@ impl EventSink {
             }
         }
         let name = format!("{}.{:x}", ks.name_any(), now.as_nanosecond());
+        // As client-go's core/v1 recorder writes them (Flux's default): the metadata as
+        // annotations, no event time, action or reporting instance.
         let event = Event {
             metadata: ObjectMeta {
                 name: Some(name.clone()),
                 namespace: Some(namespace),
+                annotations: (!metadata.is_empty()).then(|| metadata.clone()),
                 ..Default::default()
             },
             involved_object: ObjectReference {
@@ -159,10 +200,7 @@ impl EventSink {
             count: Some(1),
             first_timestamp: Some(Time(now)),
             last_timestamp: Some(Time(now)),
-            event_time: Some(MicroTime(now)),
-            action: Some("Reconcile".into()),
             reporting_component: Some(APPLY_FIELD_MANAGER.into()),
-            reporting_instance: Some(self.instance.clone()),
             source: Some(EventSource {
                 component: Some(APPLY_FIELD_MANAGER.into()),
                 host: None,
@@ -208,12 +246,8 @@ impl Forwarder {
         severity: Severity,
         reason: &str,
         message: &str,
-        revision: Option<&str>,
+        metadata: &BTreeMap<String, String>,
     ) {
-        let mut metadata = serde_json::Map::new();
-        if let Some(revision) = revision {
-            metadata.insert("revision".into(), json!(revision));
-        }
         let body = json!({
             "involvedObject": {
                 "kind": "Kustomization",
@@ -265,9 +299,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn metadata_carries_revisions_commit_status_and_event_annotations() {
+        let mut ks = Kustomization::new("app", Default::default());
+        ks.metadata.annotations = Some(
+            [
+                (
+                    "event.toolkit.fluxcd.io/token".to_string(),
+                    "abc".to_string(),
+                ),
+                ("other.io/x".to_string(), "y".to_string()),
+            ]
+            .into(),
+        );
+        let metadata = metadata(&ks, Some("main@sha1:1"), Some(""), true);
+        let keys: Vec<&str> = metadata.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "event.toolkit.fluxcd.io/token",
+                "kustomize.toolkit.fluxcd.io/commit_status",
+                "kustomize.toolkit.fluxcd.io/revision"
+            ]
+        );
+        assert!(super::metadata(&ks, None, None, false).len() == 1);
+    }
+
+    #[test]
     fn notes_fit_the_event_limit() {
         assert_eq!(truncate("short", 10), "short");
-        let long = "ü".repeat(600);
+        let long = "ü".repeat(MAX_NOTE_LEN);
         let cut = truncate(&long, MAX_NOTE_LEN);
         assert!(cut.len() <= MAX_NOTE_LEN && cut.ends_with("..."));
     }

@@ -3,7 +3,9 @@
 
 mod context;
 pub mod decryption;
+pub mod dependencies;
 pub mod events;
+pub mod history;
 mod interrupts;
 mod reconcile;
 pub mod schedule;
@@ -115,6 +117,12 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
             .enabled("CancelHealthCheckOnNewRevision"),
         min_retry_delay: flags.min_retry_delay,
         max_retry_delay: flags.max_retry_delay,
+        requeue_dependency: flags.requeue_dependency,
+        dependency_policy: dependencies::Policy {
+            no_cross_namespace_refs: flags.no_cross_namespace_refs,
+            additive_cel: flags.feature_gates.enabled("AdditiveCELDependencyCheck"),
+        },
+        disable_commit_status_event: flags.feature_gates.enabled("DisableCommitStatusEvent"),
         sops_age_secret: match (&runtime_namespace, flags.sops_age_secret.as_str()) {
             (Some(namespace), name) if !name.is_empty() => Some(decryption::GlobalAgeSecret {
                 namespace: namespace.clone(),
@@ -127,6 +135,7 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
     let interrupts = Arc::new(Interrupts::new(
         settings.cancel_health_check_on_new_revision,
     ));
+    let (kustomizations, cache_writer) = reflector::store();
     let context = Arc::new(Context::new(
         client.clone(),
         fetcher,
@@ -134,6 +143,7 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
         metrics,
         settings.clone(),
         Arc::clone(&interrupts),
+        kustomizations,
     ));
 
     let watch_namespace = if flags.watch_all_namespaces {
@@ -150,6 +160,7 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
         &flags,
         &settings,
         interrupts,
+        cache_writer,
     );
     let (stopping, stop_requested) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
@@ -186,6 +197,9 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
     }
 }
 
+/// Dependents woken by a dependency's change, waiting to be queued.
+const WAKE_QUEUE: usize = 4096;
+
 /// How long in-flight reconciles may run after SIGTERM.
 const SHUTDOWN_GRACE: std::time::Duration = std::time::Duration::from_secs(20);
 
@@ -198,6 +212,9 @@ async fn stopped(mut stop_requested: tokio::sync::watch::Receiver<bool>) {
 /// interrupts a running health check of the Kustomization it names, when the
 /// `CancelHealthCheckOnNewRevision` gate is on.
 ///
+/// A change to a Kustomization also wakes the Kustomizations waiting for it as a dependency
+/// (see [`dependencies::Waker`]).
+///
 /// The controller itself runs any number of reconciles at once; `--concurrent` bounds the
 /// working part of each (see [`Context::work_permits`]), so Kustomizations waiting for
 /// their workloads never hold back others.
@@ -207,6 +224,7 @@ fn build_controller(
     flags: &ControllerFlags,
     settings: &Settings,
     interrupts: Arc<Interrupts>,
+    writer: reflector::store::Writer<Kustomization>,
 ) -> Controller<Kustomization> {
     let kustomizations: Api<Kustomization> = match namespace {
         Some(ns) => Api::namespaced(client.clone(), ns),
@@ -216,10 +234,24 @@ fn build_controller(
     if !flags.watch_label_selector.is_empty() {
         watch_config = watch_config.labels(&flags.watch_label_selector);
     }
-    let (reader, writer) = reflector::store();
+    let reader = writer.as_reader();
     let spec_interrupts = Arc::clone(&interrupts);
+    let waker = dependencies::Waker::new(reader.clone());
+    // Bounded: should it fill up, a dependent still re-checks after --requeue-dependency.
+    let (wake, woken) = futures::channel::mpsc::channel(WAKE_QUEUE);
     let triggers = watcher(kustomizations, watch_config)
         .default_backoff()
+        .inspect(move |event| {
+            // Before the cache takes the new version: the cached one is the previous.
+            let changed = match event {
+                Ok(watcher::Event::Apply(ks) | watcher::Event::InitApply(ks)) => ks,
+                _ => return,
+            };
+            let mut wake = wake.clone();
+            for dependent in waker.dependents_to_wake(changed) {
+                let _ = wake.try_send(dependent);
+            }
+        })
         .reflect(writer)
         .applied_objects()
         .predicate_filter(reconcile_trigger, PredicateConfig::default())
@@ -235,7 +267,8 @@ fn build_controller(
             }
         });
     let mut controller = Controller::for_stream(triggers, reader.clone())
-        .with_config(ControllerConfig::default().concurrency(0));
+        .with_config(ControllerConfig::default().concurrency(0))
+        .reconcile_on(woken);
     for kind in SourceKind::ALL {
         if kind == SourceKind::ExternalArtifact && !settings.allow_external_artifact {
             continue;

@@ -15,7 +15,9 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use super::context::Context;
 use super::decryption;
-use super::events::Severity;
+use super::dependencies::{self, DependencyError};
+use super::events::{self, Severity};
+use super::history;
 use super::schedule;
 use super::status;
 use super::variables;
@@ -31,7 +33,7 @@ use crate::decrypt::Keyring;
 use crate::health::cel::HealthCheckExprs;
 use crate::health::wait::{Target, WaitError, WaitOptions};
 use crate::manifest::Object;
-use crate::source::{FetchError, PathError, resolve_path};
+use crate::source::{DigestError, FetchError, PathError, resolve_path};
 
 /// Errors that end a reconcile without a verdict on the Kustomization (the API server was
 /// unreachable, a status write conflicted, ...). They are retried with backoff.
@@ -64,10 +66,22 @@ struct Failure {
 /// What follows a failure.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum FailureKind {
-    /// Retried after `retryInterval`.
+    /// Retried after `retryInterval`, with an error event.
     Retry,
-    /// A configuration error: Stalled, retried only when the Kustomization changes.
-    Terminal,
+    /// Something else must happen first (a dependency, the source): checked again after
+    /// `retry_in`, with an informational `event` when there is one, as Flux does.
+    Wait {
+        /// When to check again.
+        retry_in: Duration,
+        /// The event's message.
+        event: Option<String>,
+    },
+    /// A configuration error: Stalled, retried only when the Kustomization changes. Flux
+    /// records the generation as observed for invalid expressions, not for denied access.
+    Terminal {
+        /// Set `status.observedGeneration`.
+        observe_generation: bool,
+    },
     /// A new reconcile request cancelled the health checks: reconciled again at once.
     Canceled {
         /// What requested it (`Kind/namespace/name`).
@@ -88,7 +102,32 @@ impl Failure {
         Failure {
             reason,
             message: format!("{TERMINAL_ERROR_MESSAGE}: {error}"),
-            kind: FailureKind::Terminal,
+            kind: FailureKind::Terminal {
+                observe_generation: true,
+            },
+        }
+    }
+
+    /// Access that the flags deny: Stalled with the reason `AccessDenied`.
+    fn denied(message: impl Into<String>) -> Self {
+        Failure {
+            reason: reason::ACCESS_DENIED,
+            message: message.into(),
+            kind: FailureKind::Terminal {
+                observe_generation: false,
+            },
+        }
+    }
+
+    /// Not ready to proceed: checked again after `retry_in`.
+    fn wait(reason: &'static str, message: impl Into<String>, retry_in: Duration) -> Self {
+        Failure {
+            reason,
+            message: message.into(),
+            kind: FailureKind::Wait {
+                retry_in,
+                event: None,
+            },
         }
     }
 
@@ -123,13 +162,6 @@ impl Failure {
     }
 }
 
-/// What a successful pipeline run produced.
-struct Applied {
-    revision: String,
-    origin_revision: Option<String>,
-    changes: ChangeSet,
-}
-
 /// Reconciles one Kustomization.
 pub async fn reconcile(
     cached: Arc<Kustomization>,
@@ -159,65 +191,93 @@ pub async fn reconcile(
         add_finalizer(&api, &ks).await?;
     }
     if ks.spec.suspend == Some(true) {
-        tracing::info!(kustomization = %ks.name_any(), namespace, "reconciliation is suspended for this object");
+        tracing::info!(kustomization = %ks.name_any(), namespace, "Reconciliation is suspended for this object");
         return Ok(Requeue::await_change());
     }
 
     let started = Instant::now();
     let mut status = ks.status.clone().unwrap_or_default();
-    let outcome = run_pipeline(&api, &ks, &ctx, &mut status, permit).await;
+    let mut run = Run::default();
+    let outcome = run_pipeline(&api, &ks, &ctx, &mut status, &mut run, permit).await;
     status::record_requested_at(&ks, &mut status);
     let interval = duration::parse(&ks.spec.interval).unwrap_or(Duration::from_secs(600));
+    let metadata = |commit_status: bool| {
+        events::metadata(
+            &ks,
+            run.revision.as_deref(),
+            run.origin_revision.as_deref(),
+            commit_status,
+        )
+    };
     let requeue = match outcome {
-        Ok(applied) => {
-            status::mark_ready(
-                &ks,
-                &mut status,
-                &applied.revision,
-                applied.origin_revision.as_deref(),
-            );
+        Ok(()) => {
+            let revision = run.revision.clone().unwrap_or_default();
+            status::mark_ready(&ks, &mut status, &revision, run.origin_revision.as_deref());
             write_status(&api, &ks, &status).await?;
-            if applied.changes.has_changes() {
-                // Flux emits the change set while Ready is Unknown, so with its reason.
-                let summary = applied.changes.summary();
-                ctx.events
-                    .publish(
-                        &ks,
-                        Severity::Info,
-                        reason::PROGRESSING,
-                        &summary,
-                        Some(&applied.revision),
-                    )
-                    .await;
-            }
-            let next = schedule::with_jitter(interval, ctx.settings.interval_jitter_percentage);
             let message = format!(
                 "Reconciliation finished in {}, next run in {}",
                 duration::format(started.elapsed()),
                 duration::format(interval)
             );
-            tracing::info!(kustomization = %ks.name_any(), namespace, revision = %applied.revision, "{message}");
+            tracing::info!(kustomization = %ks.name_any(), namespace, revision = %revision, "{message}");
+            // notification-controller turns this event into a Git commit status.
+            if !ctx.settings.disable_commit_status_event {
+                ctx.events
+                    .publish(
+                        &ks,
+                        Severity::Info,
+                        reason::RECONCILIATION_SUCCEEDED,
+                        &message,
+                        metadata(true),
+                    )
+                    .await;
+            }
+            schedule::with_jitter(interval, ctx.settings.interval_jitter_percentage)
+        }
+        Err(Failure {
+            reason: failure_reason,
+            message,
+            kind: FailureKind::Terminal { observe_generation },
+        }) => {
+            status::mark_stalled(
+                &ks,
+                &mut status,
+                failure_reason,
+                &message,
+                observe_generation,
+            );
+            write_status(&api, &ks, &status).await?;
+            tracing::error!(kustomization = %ks.name_any(), namespace, reason = failure_reason, "{message}");
             ctx.events
                 .publish(
                     &ks,
-                    Severity::Info,
-                    reason::RECONCILIATION_SUCCEEDED,
+                    Severity::Error,
+                    failure_reason,
                     &message,
-                    Some(&applied.revision),
+                    metadata(false),
                 )
-                .await;
-            next
-        }
-        Err(failure) if failure.kind == FailureKind::Terminal => {
-            status::mark_stalled(&ks, &mut status, failure.reason, &failure.message);
-            write_status(&api, &ks, &status).await?;
-            tracing::error!(kustomization = %ks.name_any(), namespace, reason = failure.reason, "{}", failure.message);
-            ctx.events
-                .publish(&ks, Severity::Error, failure.reason, &failure.message, None)
                 .await;
             ctx.metrics
                 .observe_reconcile(&namespace, &ks.name_any(), started.elapsed());
             return Ok(Requeue::await_change());
+        }
+        Err(Failure {
+            reason: failure_reason,
+            message,
+            kind: FailureKind::Wait { retry_in, event },
+        }) => {
+            status::mark_failed(&ks, &mut status, failure_reason, &message);
+            write_status(&api, &ks, &status).await?;
+            match event {
+                Some(event) => {
+                    tracing::info!(kustomization = %ks.name_any(), namespace, "{event}");
+                    ctx.events
+                        .publish(&ks, Severity::Info, failure_reason, &event, metadata(false))
+                        .await;
+                }
+                None => tracing::info!(kustomization = %ks.name_any(), namespace, "{message}"),
+            }
+            retry_in
         }
         Err(Failure {
             reason: failure_reason,
@@ -227,7 +287,6 @@ pub async fn reconcile(
             status::mark_failed(&ks, &mut status, failure_reason, &message);
             write_status(&api, &ks, &status).await?;
             tracing::info!(kustomization = %ks.name_any(), namespace, "{message}, canceling health checks");
-            let revision = status.last_attempted_revision.clone();
             ctx.events
                 .publish(
                     &ks,
@@ -236,7 +295,7 @@ pub async fn reconcile(
                     &format!(
                         "Health checks canceled due to new reconciliation triggered by {trigger}"
                     ),
-                    revision.as_deref(),
+                    metadata(false),
                 )
                 .await;
             Duration::ZERO
@@ -244,22 +303,32 @@ pub async fn reconcile(
         Err(failure) => {
             status::mark_failed(&ks, &mut status, failure.reason, &failure.message);
             write_status(&api, &ks, &status).await?;
-            tracing::error!(kustomization = %ks.name_any(), namespace, reason = failure.reason, "{}", failure.message);
-            let revision = status.last_attempted_revision.clone();
+            let retry_in = ks
+                .spec
+                .retry_interval
+                .as_deref()
+                .and_then(|r| duration::parse(r).ok())
+                .unwrap_or(interval);
+            tracing::error!(
+                kustomization = %ks.name_any(),
+                namespace,
+                reason = failure.reason,
+                revision = run.revision.as_deref().unwrap_or(""),
+                "Reconciliation failed after {}, next try in {}: {}",
+                duration::format(started.elapsed()),
+                duration::format(retry_in),
+                failure.message
+            );
             ctx.events
                 .publish(
                     &ks,
                     Severity::Error,
                     failure.reason,
                     &failure.message,
-                    revision.as_deref(),
+                    metadata(false),
                 )
                 .await;
-            ks.spec
-                .retry_interval
-                .as_deref()
-                .and_then(|r| duration::parse(r).ok())
-                .unwrap_or(interval)
+            retry_in
         }
     };
     ctx.metrics
@@ -281,6 +350,15 @@ async fn write_status(
         })
 }
 
+/// What a run learned that its events and final status need.
+#[derive(Default)]
+struct Run {
+    /// The artifact revision, once the source was read.
+    revision: Option<String>,
+    /// The artifact's origin revision, when it has one.
+    origin_revision: Option<String>,
+}
+
 /// The pipeline proper. Progress is written to status once the revision is known. `permit`
 /// is held until everything but the health checks is done.
 async fn run_pipeline(
@@ -288,24 +366,31 @@ async fn run_pipeline(
     ks: &Kustomization,
     ctx: &Context,
     status: &mut KustomizationStatus,
+    run: &mut Run,
     permit: Option<OwnedSemaphorePermit>,
-) -> Result<Applied, Failure> {
+) -> Result<(), Failure> {
     let exprs = HealthCheckExprs::new(ks.spec.health_check_exprs.as_deref().unwrap_or(&[]))
         .map_err(|e| Failure::terminal(reason::INVALID_CEL_EXPRESSION, e))?;
     refuse_unsupported_fields(ks)?;
     let artifact = get_artifact(ks, ctx).await?;
     let revision = artifact.revision.clone();
-    status.last_attempted_revision = Some(revision.clone());
+    run.revision = Some(revision.clone());
+    run.origin_revision = artifact.origin_revision().map(str::to_string);
+    check_dependencies(ks, ctx, &revision).await?;
+
+    let started = Instant::now();
     let timeout = reconcile_timeout(ks);
-    let step = format!(
-        "Fetching manifests for revision {revision} with a timeout of {}",
-        duration::format(timeout)
-    );
-    status::mark_progressing(ks, status, &step);
+    let with_timeout = |step: &str| {
+        format!(
+            "{step} for revision {revision} with a timeout of {}",
+            duration::format(timeout)
+        )
+    };
+    status::mark_progressing(ks, status, &with_timeout("Fetching manifests"));
     status::write(api, ks, status).await.map_err(|e| {
         Failure::new(
             reason::RECONCILIATION_FAILED,
-            format!("status update failed: {e}"),
+            format!("failed to update status: {e}"),
         )
     })?;
 
@@ -315,23 +400,96 @@ async fn run_pipeline(
         .map_err(|e| {
             Failure::new(
                 reason::ARTIFACT_FAILED,
-                format!("failed to create a temporary directory: {e}"),
+                format!("tmp dir error: failed to create a temporary directory: {e}"),
             )
         })?;
     fetch(ctx, &artifact, workdir.path()).await?;
+    let dir = build_dir(ks, workdir.path())?;
+    status.last_attempted_revision = Some(revision.clone());
+    status::mark_step(ks, status, &with_timeout("Building manifests"));
     let keys = decryption_keys(ks, ctx).await?;
     // The build masks what it decrypted out of its own errors; from here on, every failure
     // is masked with `secrets` before it is reported.
     let Built {
         objects,
         mut secrets,
-    } = build(ks, workdir.path(), keys).await?;
-    let objects = substitute(ks, ctx, objects, &mut secrets).await?;
+    } = build(ks, workdir.path(), dir, keys).await?;
+    let (objects, digest) = substitute(ks, ctx, objects, &mut secrets).await?;
     drop(workdir);
     let redact = |failure: Failure| failure.redacted(&secrets);
-    refuse_encrypted_secrets(&objects).map_err(redact)?;
-    let jobs_with_ttl = jobs_with_ttl(&objects);
+    status::mark_step(ks, status, &with_timeout("Detecting drift"));
+    let record = |status: &mut KustomizationStatus, outcome: &'static str| {
+        let record = history::Record {
+            digest: &digest,
+            status: outcome,
+            duration: started.elapsed(),
+            revision: &revision,
+            origin_revision: run.origin_revision.as_deref(),
+        };
+        history::upsert(
+            status.history.get_or_insert_with(Vec::new),
+            &record,
+            k8s_openapi::jiff::Timestamp::now(),
+        );
+    };
+    let applied = apply_prune_and_check(
+        api,
+        ks,
+        ctx,
+        status,
+        run,
+        Applying {
+            objects,
+            exprs: &exprs,
+            timeout,
+            permit,
+            secrets: &secrets,
+        },
+    )
+    .await
+    .map_err(redact);
+    match applied {
+        Ok(()) => {
+            record(status, reason::RECONCILIATION_SUCCEEDED);
+            Ok(())
+        }
+        Err(failure) if matches!(failure.kind, FailureKind::Canceled { .. }) => Err(failure),
+        Err(failure) => {
+            record(status, failure.reason);
+            Err(failure)
+        }
+    }
+}
 
+/// What the apply, prune and health stages work on.
+struct Applying<'a> {
+    objects: Vec<Object>,
+    exprs: &'a HealthCheckExprs,
+    timeout: Duration,
+    permit: Option<OwnedSemaphorePermit>,
+    secrets: &'a SecretValues,
+}
+
+/// Stages `apply`, `prune` and `health`, each change reported in an event as Flux does.
+async fn apply_prune_and_check(
+    api: &Api<Kustomization>,
+    ks: &Kustomization,
+    ctx: &Context,
+    status: &mut KustomizationStatus,
+    run: &Run,
+    applying: Applying<'_>,
+) -> Result<(), Failure> {
+    let Applying {
+        objects,
+        exprs,
+        timeout,
+        permit,
+        secrets,
+    } = applying;
+    let revision = run.revision.as_deref().unwrap_or("");
+    let metadata = || events::metadata(ks, Some(revision), run.origin_revision.as_deref(), false);
+    refuse_encrypted_secrets(&objects)?;
+    let jobs_with_ttl = jobs_with_ttl(&objects);
     let applier = Applier::new(
         ctx.client.clone(),
         owner(ks),
@@ -340,8 +498,20 @@ async fn run_pipeline(
         ks.spec.force,
         timeout,
     );
-    let mut changes = apply(&applier, objects, timeout).await.map_err(redact)?;
+    let changes = apply(&applier, objects, timeout).await?;
     let drifted = changes.has_changes();
+    if drifted {
+        // Ready is Unknown while the run goes on, so the event has its reason.
+        ctx.events
+            .publish(
+                ks,
+                Severity::Info,
+                reason::PROGRESSING,
+                &secrets.redact(&changes.summary()),
+                metadata(),
+            )
+            .await;
+    }
     let inventory: Vec<ObjectId> = changes.0.iter().map(|c| c.id.clone()).collect();
     let previous = previous_inventory(status);
     let stale = stale_objects(&previous, &inventory);
@@ -350,8 +520,19 @@ async fn run_pipeline(
     let pending: Vec<ObjectId> = inventory.iter().chain(&stale).cloned().collect();
     set_inventory(status, &pending);
     if ks.spec.prune {
-        let pruned = prune(&applier, &stale).await.map_err(redact)?;
-        changes.0.extend(pruned.0);
+        let pruned = prune(&applier, &stale).await?;
+        if pruned.has_changes() {
+            tracing::info!(kustomization = %ks.name_any(), "garbage collection completed: {}", pruned.summary());
+            ctx.events
+                .publish(
+                    ks,
+                    Severity::Info,
+                    reason::PROGRESSING,
+                    &pruned.summary(),
+                    metadata(),
+                )
+                .await;
+        }
     }
     set_inventory(status, &inventory);
     drop(permit);
@@ -365,20 +546,56 @@ async fn run_pipeline(
             applier: &applier,
             changes: &changes,
             jobs_with_ttl,
-            revision: &revision,
-            exprs: &exprs,
+            revision,
+            origin_revision: run.origin_revision.as_deref(),
+            exprs,
             timeout,
             drifted,
-            secrets: &secrets,
+            secrets,
         },
     )
     .await
-    .map_err(redact)?;
-    Ok(Applied {
-        revision,
-        origin_revision: artifact.origin_revision().map(str::to_string),
-        changes,
-    })
+}
+
+/// `spec.dependsOn`: configuration errors stall the Kustomization; dependencies that are
+/// missing or not ready make it wait (woken early when one of them changes).
+async fn check_dependencies(
+    ks: &Kustomization,
+    ctx: &Context,
+    revision: &str,
+) -> Result<(), Failure> {
+    if ks.spec.depends_on.as_ref().is_none_or(Vec::is_empty) {
+        return Ok(());
+    }
+    let policy = ctx.settings.dependency_policy;
+    let failure = |error: DependencyError| match error {
+        DependencyError::NotReady(message) => {
+            let retry_in = ctx.settings.requeue_dependency;
+            Failure {
+                reason: reason::DEPENDENCY_NOT_READY,
+                message,
+                kind: FailureKind::Wait {
+                    retry_in,
+                    event: Some(format!(
+                        "Dependencies do not meet ready condition, retrying in {}",
+                        duration::format(retry_in)
+                    )),
+                },
+            }
+        }
+        DependencyError::CrossNamespace { .. } => Failure::denied(error.to_string()),
+        DependencyError::InvalidExpression { .. } => {
+            Failure::terminal(reason::INVALID_CEL_EXPRESSION, error)
+        }
+        DependencyError::Cycle(_) => Failure::terminal(reason::DEPENDENCY_NOT_READY, error),
+    };
+    let predicates =
+        dependencies::check_configuration(ks, &ctx.kustomizations, policy).map_err(failure)?;
+    dependencies::check_ready(&ctx.client, ks, &predicates, revision, policy)
+        .await
+        .map_err(failure)?;
+    tracing::info!(kustomization = %ks.name_any(), namespace = ks.namespace().unwrap_or_default(), "All dependencies are ready, proceeding with reconciliation");
+    Ok(())
 }
 
 fn set_inventory(status: &mut KustomizationStatus, objects: &[ObjectId]) {
@@ -404,7 +621,7 @@ fn jobs_with_ttl(objects: &[Object]) -> HashSet<ObjectId> {
 }
 
 /// Fields whose behaviour this controller does not have yet. Ignoring them would apply to
-/// the wrong cluster, as the wrong identity, before dependencies, or over ignored fields, so
+/// the wrong cluster, as the wrong identity, or over ignored fields, so
 /// the Kustomization fails instead, naming the field.
 fn refuse_unsupported_fields(ks: &Kustomization) -> Result<(), Failure> {
     let spec = &ks.spec;
@@ -412,10 +629,6 @@ fn refuse_unsupported_fields(ks: &Kustomization) -> Result<(), Failure> {
     let unsupported = [
         ("kubeConfig", spec.kube_config.is_some()),
         ("serviceAccountName", non_empty(&spec.service_account_name)),
-        (
-            "dependsOn",
-            spec.depends_on.as_ref().is_some_and(|d| !d.is_empty()),
-        ),
         (
             "ignore",
             spec.ignore.as_ref().is_some_and(|i| !i.is_empty()),
@@ -430,7 +643,10 @@ fn refuse_unsupported_fields(ks: &Kustomization) -> Result<(), Failure> {
     }
 }
 
-/// Looks up the source and its artifact, enforcing the cross-namespace policy.
+/// Looks up the source and its artifact, enforcing the cross-namespace policy, with Flux's
+/// outcomes: a denied source stalls the Kustomization; a missing source is retried after
+/// `retryInterval`, a source without artifact after `--requeue-dependency`, both without an
+/// event.
 async fn get_artifact(ks: &Kustomization, ctx: &Context) -> Result<Artifact, Failure> {
     let source_ref = &ks.spec.source_ref;
     let ks_namespace = ks.namespace().unwrap_or_default();
@@ -441,16 +657,14 @@ async fn get_artifact(ks: &Kustomization, ctx: &Context) -> Result<Artifact, Fai
         .unwrap_or_else(|| ks_namespace.clone());
     let display = format!("{}/{}/{}", source_ref.kind, namespace, source_ref.name);
     if ctx.settings.no_cross_namespace_refs && namespace != ks_namespace {
-        return Err(Failure::new(
-            reason::ACCESS_DENIED,
-            format!("cannot access {display}, cross-namespace references have been disabled"),
-        ));
+        return Err(Failure::denied(format!(
+            "can't access '{display}', cross-namespace references have been blocked"
+        )));
     }
     if source_ref.kind == SourceKind::ExternalArtifact && !ctx.settings.allow_external_artifact {
-        return Err(Failure::new(
-            reason::ACCESS_DENIED,
-            format!("source {display} is not allowed: enable the ExternalArtifact feature gate"),
-        ));
+        return Err(Failure::denied(format!(
+            "can't access '{display}', ExternalArtifact feature gate is disabled"
+        )));
     }
     let version = source_version(source_ref.api_version.as_deref())
         .map_err(|e| Failure::new(reason::ARTIFACT_FAILED, e.to_string()))?;
@@ -459,36 +673,73 @@ async fn get_artifact(ks: &Kustomization, ctx: &Context) -> Result<Artifact, Fai
         &namespace,
         &source_ref.kind.api_resource(version),
     );
-    let source = match api.get_opt(&source_ref.name).await {
-        Ok(Some(source)) => source,
-        Ok(None) => {
-            return Err(Failure::new(
+    let source = match api.get(&source_ref.name).await {
+        Ok(source) => source,
+        Err(kube::Error::Api(status)) if status.code == 404 => {
+            return Err(Failure::wait(
                 reason::ARTIFACT_FAILED,
-                format!("Source '{display}' not found"),
+                status.message,
+                retry_interval(ks),
             ));
         }
         Err(e) => {
             return Err(Failure::new(
                 reason::ARTIFACT_FAILED,
-                format!("failed to get source '{display}': {e}"),
+                format!(
+                    "unable to get source '{namespace}/{}': {e}",
+                    source_ref.name
+                ),
             ));
         }
     };
     artifact_of(&source).ok_or_else(|| {
-        Failure::new(
+        let retry_in = ctx.settings.requeue_dependency;
+        Failure::wait(
             reason::ARTIFACT_FAILED,
-            format!("Source '{display}' is not ready, artifact not found"),
+            format!(
+                "Source artifact not found, retrying in {}",
+                duration::format(retry_in)
+            ),
+            retry_in,
         )
     })
 }
 
+/// `spec.retryInterval`, or the interval.
+fn retry_interval(ks: &Kustomization) -> Duration {
+    ks.spec
+        .retry_interval
+        .as_deref()
+        .and_then(|r| duration::parse(r).ok())
+        .or_else(|| duration::parse(&ks.spec.interval).ok())
+        .unwrap_or(Duration::from_secs(600))
+}
+
 /// Stage `source`: download, verify and extract the artifact into `root`.
+/// An artifact that is gone or changed since the source status was read is waited for
+/// (`--requeue-dependency`), as the source status is about to change.
 async fn fetch(ctx: &Context, artifact: &Artifact, root: &std::path::Path) -> Result<(), Failure> {
     let digest = artifact.digest.as_deref().unwrap_or("");
-    ctx.fetcher
-        .fetch(&artifact.url, digest, root)
-        .await
-        .map_err(|e: FetchError| Failure::new(reason::ARTIFACT_FAILED, e.to_string()))
+    let retry_in = ctx.settings.requeue_dependency;
+    let not_ready = |cause: &str| {
+        Failure::wait(
+            reason::ARTIFACT_FAILED,
+            format!(
+                "Source is not ready, {cause}, retrying in {}",
+                duration::format(retry_in)
+            ),
+            retry_in,
+        )
+    };
+    match ctx.fetcher.fetch(&artifact.url, digest, root).await {
+        Ok(()) => Ok(()),
+        Err(FetchError::NotFound { .. }) => Err(not_ready("artifact not found")),
+        Err(FetchError::Verify {
+            source: DigestError::Mismatch { .. },
+            ..
+        }) => Err(not_ready("artifact digest changed")),
+        Err(e) => Err(Failure::new(reason::ARTIFACT_FAILED, e.to_string())),
+    }
 }
 
 /// Stage `decrypt` (keys): the SOPS keyring of `spec.decryption`, when there is one.
@@ -509,17 +760,22 @@ async fn decryption_keys(ks: &Kustomization, ctx: &Context) -> Result<Option<Key
         .map_err(|e| Failure::new(reason::BUILD_FAILED, e.to_string()))
 }
 
-/// Stage `build` (with `decrypt`): the objects under `spec.path`, SOPS-encrypted sources
-/// and objects decrypted with `keys`.
+/// The directory `spec.path` names in the artifact extracted at `root`.
+fn build_dir(ks: &Kustomization, root: &std::path::Path) -> Result<std::path::PathBuf, Failure> {
+    let path = ks.spec.path.as_deref().unwrap_or("");
+    resolve_path(root, path)
+        .map_err(|e: PathError| Failure::new(reason::ARTIFACT_FAILED, e.to_string()))
+}
+
+/// Stage `build` (with `decrypt`): the objects in `dir`, SOPS-encrypted sources and objects
+/// decrypted with `keys`.
 /// Runs on a blocking thread (see [`off_runtime`]); the keys are dropped there.
 async fn build(
     ks: &Kustomization,
     root: &std::path::Path,
+    dir: std::path::PathBuf,
     keys: Option<Keyring>,
 ) -> Result<Built, Failure> {
-    let path = ks.spec.path.as_deref().unwrap_or("");
-    let dir = resolve_path(root, path)
-        .map_err(|e: PathError| Failure::new(reason::ARTIFACT_FAILED, e.to_string()))?;
     let root = root.to_path_buf();
     let spec = ks.spec.clone();
     off_runtime("build", move || {
@@ -573,32 +829,50 @@ fn refuse_encrypted_secrets(objects: &[Object]) -> Result<(), Failure> {
 }
 
 /// Stage `substitute`: `spec.postBuild` variables from the inline map and the referenced
-/// ConfigMaps and Secrets, expanded in every object that has not opted out.
+/// ConfigMaps and Secrets, expanded in every object that has not opted out. Then, as Flux
+/// does, the result is digested for `status.history` and `spec.commonMetadata` is applied.
 /// The values read from Secrets join `secrets`, and failures are masked with them.
 async fn substitute(
     ks: &Kustomization,
     ctx: &Context,
     objects: Vec<Object>,
     secrets: &mut SecretValues,
-) -> Result<Vec<Object>, Failure> {
-    let Some(post_build) = &ks.spec.post_build else {
-        return Ok(objects);
+) -> Result<(Vec<Object>, String), Failure> {
+    let vars = match &ks.spec.post_build {
+        Some(post_build) => Some(
+            variables::load(&ctx.client, ks, post_build, secrets)
+                .await
+                .map_err(|e| Failure::new(reason::BUILD_FAILED, e.to_string()).redacted(secrets))?,
+        ),
+        None => None,
     };
-    let vars = variables::load(&ctx.client, ks, post_build, secrets)
-        .await
-        .map_err(|e| Failure::new(reason::BUILD_FAILED, e.to_string()).redacted(secrets))?;
-    let strategy = post_build.substitute_strategy.unwrap_or_default();
+    let strategy = ks
+        .spec
+        .post_build
+        .as_ref()
+        .and_then(|p| p.substitute_strategy)
+        .unwrap_or_default();
     let strict = ctx.settings.strict_substitution;
+    let spec = ks.spec.clone();
     let known = std::mem::take(secrets);
-    let (substituted, known) = off_runtime("substitution", move || {
-        let substituted =
-            build::substitute_objects_redacting(objects, &vars, strategy, strict, &known)
-                .map_err(|e| Failure::new(reason::BUILD_FAILED, e.to_string()).redacted(&known));
-        Ok((substituted, known))
+    let (finished, known) = off_runtime("substitution", move || {
+        let substituted = match vars {
+            Some(vars) => {
+                build::substitute_objects_redacting(objects, &vars, strategy, strict, &known)
+                    .map_err(|e| Failure::new(reason::BUILD_FAILED, e.to_string()).redacted(&known))
+            }
+            None => Ok(objects),
+        };
+        let finished = substituted.map(|mut objects| {
+            let digest = history::digest(&build::manifests_yaml(&objects));
+            build::apply_common_metadata(&mut objects, &spec);
+            (objects, digest)
+        });
+        Ok((finished, known))
     })
     .await?;
     *secrets = known;
-    substituted
+    finished
 }
 
 /// Stage `apply`, bounded by the reconcile timeout.
@@ -623,6 +897,7 @@ struct HealthCheck<'a> {
     changes: &'a ChangeSet,
     jobs_with_ttl: HashSet<ObjectId>,
     revision: &'a str,
+    origin_revision: Option<&'a str>,
     exprs: &'a HealthCheckExprs,
     timeout: Duration,
     /// The apply changed something.
@@ -698,7 +973,7 @@ async fn check_health(
                         Severity::Info,
                         reason::PROGRESSING,
                         &message,
-                        Some(check.revision),
+                        events::metadata(ks, Some(check.revision), check.origin_revision, false),
                     )
                     .await;
             }
@@ -877,7 +1152,12 @@ async fn json_patch(
 ) -> Result<(), kube::Error> {
     let patch: json_patch::Patch =
         serde_json::from_value(patch).map_err(kube::Error::SerdeError)?;
-    api.patch::<Kustomization>(&ks.name_any(), &PatchParams::default(), &Patch::Json(patch))
+    // Flux's patch helper writes finalizers as the status manager.
+    let params = PatchParams {
+        field_manager: Some(crate::api::names::STATUS_FIELD_MANAGER.to_string()),
+        ..PatchParams::default()
+    };
+    api.patch::<Kustomization>(&ks.name_any(), &params, &Patch::Json(patch))
         .await?;
     Ok(())
 }
@@ -920,13 +1200,27 @@ async fn finalize(
             applier.wait_until_deleted(&deleted).await?;
         }
         if changes.has_changes() {
+            // Flux's event carries the reason Ready has at that point, and the revision last
+            // applied.
+            let ready_reason = status
+                .conditions
+                .as_deref()
+                .and_then(|c| {
+                    crate::api::condition::find_condition(c, crate::api::names::condition::READY)
+                })
+                .map_or("info", |c| c.reason.as_str());
             ctx.events
                 .publish(
                     ks,
                     Severity::Info,
-                    reason::SUCCEEDED,
+                    ready_reason,
                     &changes.summary(),
-                    None,
+                    events::metadata(
+                        ks,
+                        status.last_applied_revision.as_deref(),
+                        status.last_applied_origin_revision.as_deref(),
+                        false,
+                    ),
                 )
                 .await;
         }
@@ -1115,7 +1409,12 @@ mod tests {
     #[test]
     fn invalid_expressions_are_terminal_with_flux_prefix() {
         let failure = Failure::terminal(reason::INVALID_CEL_EXPRESSION, "bad expression");
-        assert_eq!(failure.kind, FailureKind::Terminal);
+        assert_eq!(
+            failure.kind,
+            FailureKind::Terminal {
+                observe_generation: true
+            }
+        );
         assert_eq!(
             failure.message,
             "Reconciliation failed terminally due to configuration error: bad expression"

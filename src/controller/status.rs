@@ -101,12 +101,14 @@ pub fn was_healthy(status: &KustomizationStatus) -> bool {
 }
 
 /// Records a configuration error that no retry can fix (Flux's terminal errors): Ready=False
-/// and Stalled=True with the same reason and message, and the generation observed.
+/// and Stalled=True with the same reason and message, and, when `observe_generation`, the
+/// generation observed (Flux does so for invalid expressions, not for denied access).
 pub fn mark_stalled(
     ks: &Kustomization,
     status: &mut KustomizationStatus,
     stalled_reason: &str,
     message: &str,
+    observe_generation: bool,
 ) {
     let generation = ks.meta().generation;
     let conditions = status.conditions.get_or_insert_with(Vec::new);
@@ -126,8 +128,15 @@ pub fn mark_stalled(
         message,
         generation,
     );
-    remove_condition(conditions, condition::RECONCILING);
-    status.observed_generation = generation;
+    if let Some(reconciling) = conditions
+        .iter_mut()
+        .find(|c| c.type_ == condition::RECONCILING)
+    {
+        reconciling.reason = reason::PROGRESSING_WITH_RETRY.to_string();
+    }
+    if observe_generation {
+        status.observed_generation = generation;
+    }
 }
 
 /// Records a successful reconcile of `revision`.
@@ -187,19 +196,40 @@ pub fn record_requested_at(ks: &Kustomization, status: &mut KustomizationStatus)
     }
 }
 
-/// Writes the whole status with server-side apply as `gotk-kustomize-controller`.
+/// Status fields this controller writes; those unset in a written status are removed.
+const STATUS_FIELDS: [&str; 8] = [
+    "observedGeneration",
+    "conditions",
+    "lastAppliedRevision",
+    "lastAppliedOriginRevision",
+    "lastAttemptedRevision",
+    "lastHandledReconcileAt",
+    "inventory",
+    "history",
+];
+
+/// Writes the whole status as `gotk-kustomize-controller` with a merge patch of the status
+/// subresource, as Flux's patch helper does (an `Update` in `managedFields`, so that the
+/// objects' field ownership is the same whichever of the two controllers wrote last).
 pub async fn write(
     api: &Api<Kustomization>,
     ks: &Kustomization,
     status: &KustomizationStatus,
 ) -> Result<(), kube::Error> {
-    let patch = json!({
-        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
-        "kind": "Kustomization",
-        "status": status,
-    });
-    let params = PatchParams::apply(STATUS_FIELD_MANAGER).force();
-    api.patch_status(&ks.name_any(), &params, &Patch::Apply(&patch))
+    let mut fields = match serde_json::to_value(status) {
+        Ok(serde_json::Value::Object(fields)) => fields,
+        Ok(_) => serde_json::Map::new(),
+        Err(e) => return Err(kube::Error::SerdeError(e)),
+    };
+    for field in STATUS_FIELDS {
+        fields.entry(field).or_insert(serde_json::Value::Null);
+    }
+    let patch = json!({ "status": fields });
+    let params = PatchParams {
+        field_manager: Some(STATUS_FIELD_MANAGER.to_string()),
+        ..PatchParams::default()
+    };
+    api.patch_status(&ks.name_any(), &params, &Patch::Merge(&patch))
         .await?;
     Ok(())
 }

@@ -10,6 +10,8 @@
 //! in cel-go: strings, encoders (`base64.encode`/`base64.decode`) and sets (`sets.contains`,
 //! `sets.equivalent`, `sets.intersects`, written here).
 
+mod predicate;
+
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, LazyLock};
@@ -23,6 +25,8 @@ use serde_json::Value;
 
 use super::kstatus::{Assessment, Status, nested_int64, parse_group, top_level_string};
 use crate::api::kustomization::CustomHealthCheck;
+
+pub use predicate::{CompileError, Predicate};
 
 /// Why `spec.healthCheckExprs` could not be compiled, or an expression not evaluated. The texts are
 /// Flux's.

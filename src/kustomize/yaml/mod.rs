@@ -83,5 +83,20 @@ pub fn to_yaml_stream<'a>(docs: impl IntoIterator<Item = &'a Value>) -> String {
     out
 }
 
+/// Serialises mappings as one stream separated by `---` lines, as [`to_yaml_stream`] does
+/// for `Value::Object`s, without building them into values first.
+pub fn mappings_to_yaml_stream<'a>(
+    docs: impl IntoIterator<Item = &'a serde_json::Map<String, Value>>,
+) -> String {
+    let mut out = String::with_capacity(1024);
+    for (i, doc) in docs.into_iter().enumerate() {
+        if i > 0 {
+            out.push_str("---\n");
+        }
+        write::write_mapping(&mut out, doc);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests;

@@ -25,6 +25,20 @@ pub(super) fn write_document(out: &mut String, doc: &Value) {
     }
 }
 
+/// Serialises one non-empty mapping as a document (ends with a newline), as
+/// [`write_document`] does for `Value::Object`.
+pub(super) fn write_mapping(out: &mut String, map: &serde_json::Map<String, Value>) {
+    if map.is_empty() {
+        out.push_str("{}\n");
+        return;
+    }
+    let mut w = Writer { out, col: 0 };
+    w.map(map, 0);
+    if !w.out.ends_with('\n') {
+        w.out.push('\n');
+    }
+}
+
 struct Writer<'a> {
     out: &'a mut String,
     /// Characters written on the current line.
