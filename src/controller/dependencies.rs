@@ -288,15 +288,21 @@ impl Waker {
 
     /// The Kustomizations to reconcile now that `changed` was seen, among those that depend
     /// on it and are not ready themselves: with the built-in check, when `changed` has just
-    /// become ready (or, ready, applied another revision); with a `readyExpr`, which may read
-    /// any of its labels, annotations and status, whenever one of those changed.
+    /// become ready (or, ready, applied another revision), was created, or has a new spec;
+    /// with a `readyExpr`, which may read any of its labels, annotations and status, whenever
+    /// one of those changed.
     pub fn dependents_to_wake(&self, changed: &Kustomization) -> Vec<ObjectRef<Kustomization>> {
         let key = ObjectRef::from_obj(changed);
         let previous = self.store.get(&key);
-        let newly_ready = is_ready(changed)
-            && previous
-                .as_deref()
-                .is_none_or(|p| readiness(p) != readiness(changed));
+        // Created or given a new spec: a dependent may have found it missing, or in a cycle.
+        let respecified = previous
+            .as_deref()
+            .is_none_or(|p| p.meta().generation != changed.meta().generation);
+        let newly_ready = respecified
+            || is_ready(changed)
+                && previous
+                    .as_deref()
+                    .is_none_or(|p| readiness(p) != readiness(changed));
         let observed_change = previous
             .as_deref()
             .is_none_or(|p| observed_fingerprint(p) != observed_fingerprint(changed));
