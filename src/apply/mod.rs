@@ -109,7 +109,7 @@ pub enum ApplyError {
         object: String,
     },
     /// The API server refused the object.
-    #[error("{object} apply failed: {source}")]
+    #[error("{object} apply failed{}", api_failure(source))]
     Apply {
         /// `Kind/namespace/name` of the object.
         object: String,
@@ -133,13 +133,29 @@ pub enum ApplyError {
         seconds: u64,
     },
     /// Deleting an object failed.
-    #[error("{object} delete failed: {source}")]
+    #[error("{object} delete failed{}", api_failure(source))]
     Delete {
         /// `Kind/namespace/name` of the object.
         object: String,
         /// The API error.
         source: kube::Error,
     },
+}
+
+/// What the API server said, as Flux words it: ` (<reason>): <message>` for a refusal
+/// (`(Invalid): Service "web" is invalid: ...`), `: <error>` for anything else.
+fn api_failure(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) => {
+            let reason = if status.reason.is_empty() {
+                status.code.to_string()
+            } else {
+                status.reason.clone()
+            };
+            format!(" ({reason}): {}", status.message)
+        }
+        other => format!(": {other}"),
+    }
 }
 
 /// Applies builds and prunes objects on one cluster, as one client.
@@ -516,6 +532,24 @@ pub fn stale_objects(old: &[ObjectId], new: &[ObjectId]) -> Vec<ObjectId> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn api_refusals_read_as_sentences_not_debug_dumps() {
+        let status = kube::core::Status::failure(
+            "Service \"web\" is invalid: spec.ports[0].port: Invalid value: 99999",
+            "Invalid",
+        )
+        .with_code(422);
+        let error = ApplyError::Apply {
+            object: "Service/apps/web".into(),
+            source: kube::Error::Api(Box::new(status)),
+        };
+        assert_eq!(
+            error.to_string(),
+            "Service/apps/web apply failed (Invalid): Service \"web\" is invalid: \
+             spec.ports[0].port: Invalid value: 99999"
+        );
+    }
 
     fn id(name: &str, version: &str) -> ObjectId {
         ObjectId {

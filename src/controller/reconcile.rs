@@ -676,9 +676,15 @@ async fn get_artifact(ks: &Kustomization, ctx: &Context) -> Result<Artifact, Fai
     let source = match api.get(&source_ref.name).await {
         Ok(source) => source,
         Err(kube::Error::Api(status)) if status.code == 404 => {
+            // Flux reads sources from its cache, whose error names the kind.
             return Err(Failure::wait(
                 reason::ARTIFACT_FAILED,
-                status.message,
+                format!(
+                    "{}.{} \"{}\" not found",
+                    source_ref.kind,
+                    crate::api::names::SOURCE_GROUP,
+                    source_ref.name
+                ),
                 retry_interval(ks),
             ));
         }
@@ -779,8 +785,14 @@ async fn build(
     let root = root.to_path_buf();
     let spec = ks.spec.clone();
     off_runtime("build", move || {
-        build::build_with_secrets(&root, &dir, &spec, keys.as_ref())
-            .map_err(|e: BuildError| Failure::new(reason::BUILD_FAILED, e.to_string()))
+        build::build_with_secrets(&root, &dir, &spec, keys.as_ref()).map_err(|e: BuildError| {
+            let message = match e {
+                // Flux's wording for errors of the kustomize engine.
+                BuildError::Kustomize(_) => format!("kustomize build failed: {e}"),
+                _ => e.to_string(),
+            };
+            Failure::new(reason::BUILD_FAILED, message)
+        })
     })
     .await
 }
