@@ -20,6 +20,12 @@ if [[ -z "${KC_SOPS_BIN:-}" ]]; then
   KC_SOPS_BIN="$(bash "$repo/tests/sops/install-tools.sh")"
 fi
 export KC_SOPS_BIN
+# The flux CLI that tests/e2e/flux_cli.rs drives this controller with (get, tree, events,
+# suspend/resume, reconcile, diff).
+if [[ -z "${KC_FLUX_CLI:-}" ]]; then
+  KC_FLUX_CLI="$(bash "$repo/tests/flux/install-flux-cli.sh")"
+fi
+export KC_FLUX_CLI
 
 cd "$repo"
 cargo test --locked --all-targets --no-fail-fast "$@"

@@ -2,6 +2,7 @@
 //! local control plane, with sources served by a small HTTP artifact server.
 
 mod dependencies;
+mod flux_cli;
 mod health;
 mod hostile;
 #[path = "../support/mod.rs"]
