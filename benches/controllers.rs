@@ -100,6 +100,7 @@ async fn run(args: Args) {
             results.push(match args.scenario {
                 Scenario::Apply => bench.run(implementation, index).await,
                 Scenario::Wait => bench.run_wait(implementation, index).await,
+                Scenario::Chain => bench.run_chain(implementation, index).await,
             });
         }
     }
@@ -230,7 +231,7 @@ fn header(
     load_after: &str,
 ) -> String {
     let workload = match args.scenario {
-        Scenario::Apply => format!(
+        Scenario::Apply | Scenario::Chain => format!(
             "{} objects (ConfigMap, headless Service, Deployment in turn)",
             args.objects
         ),
@@ -284,6 +285,14 @@ fn header(
              pods and Kustomizations (first event showing Ready=True); a Kustomization's last pod \
              is the later of its 2 pods. Peak RSS and CPU are the controller's, from start to \
              all Ready. Controller logs: target/bench-controllers/<run id>/controller.log\n"
+        }
+        Scenario::Chain => {
+            "- lower is better everywhere; ratio > 1 means Flux took more than ours. The \
+             Kustomizations are created at once, `ks-k` with `dependsOn: ks-(k-1)`; level k's \
+             time is when the bench's watch first saw it Ready with \"Applied revision\" \
+             (polled every 50 ms). Both controllers run with their default \
+             `--requeue-dependency` (30 s). Controller logs: \
+             target/bench-controllers/<run id>/controller.log\n"
         }
     });
     text

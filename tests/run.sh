@@ -26,6 +26,12 @@ if [[ -z "${KC_FLUX_CLI:-}" ]]; then
   KC_FLUX_CLI="$(bash "$repo/tests/flux/install-flux-cli.sh")"
 fi
 export KC_FLUX_CLI
+# Flux's own kustomize-controller (v1.9.5), which tests/e2e/flux_parity.rs runs beside ours to
+# compare the status and events both write for the same Kustomization.
+if [[ -z "${KC_FLUX_KC_BIN:-}" ]]; then
+  KC_FLUX_KC_BIN="$(bash "$repo/tests/bench/install-flux-controller.sh")"
+fi
+export KC_FLUX_KC_BIN
 
 cd "$repo"
 cargo test --locked --all-targets --no-fail-fast "$@"

@@ -18,7 +18,9 @@ pub struct Args {
     /// What to measure: `apply` (create, new revision, delete of N Kustomizations of
     /// `--objects` objects) or `wait` (N Kustomizations with `wait: true`, one Deployment of 2
     /// replicas each, rolled out by the cluster: create -> all Ready, and last pod Ready ->
-    /// Kustomization Ready).
+    /// Kustomization Ready) or `chain` (N Kustomizations of `--objects` objects created at
+    /// once, each `dependsOn` the one before it: create -> each level Ready; use with
+    /// `--kustomizations 5 --namespaces 1`).
     #[arg(long, value_enum, default_value_t = Scenario::Apply)]
     pub scenario: Scenario,
 
@@ -89,4 +91,7 @@ pub enum Scenario {
     Apply,
     /// Health checks: N Kustomizations with `wait: true`.
     Wait,
+    /// Dependency ordering: N Kustomizations created at once, each depending on the one
+    /// before it.
+    Chain,
 }

@@ -21,6 +21,8 @@ use crate::cluster::{self, ControlPlane, RequestKey};
 use crate::process::{self, Controller, Launch};
 use crate::report::RunResult;
 
+#[path = "dependency_chain.rs"]
+mod dependency_chain;
 #[path = "health_wait.rs"]
 mod health_wait;
 
@@ -428,9 +430,16 @@ impl<'a> Bench<'a> {
     }
 
     async fn create_kustomization(&self, ns: &str, name: &str, run: &str) {
+        self.create_kustomization_with(ns, name, run, json!({}))
+            .await;
+    }
+
+    /// Creates a Kustomization of the bench's usual shape, with `extra_spec`'s fields added to
+    /// its spec (e.g. `dependsOn`).
+    async fn create_kustomization_with(&self, ns: &str, name: &str, run: &str, extra_spec: Value) {
         let api: Api<DynamicObject> =
             Api::namespaced_with(self.client.clone(), ns, &kustomization_resource());
-        let ks: DynamicObject = serde_json::from_value(json!({
+        let mut manifest = json!({
             "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
             "kind": "Kustomization",
             "metadata": {"name": name, "namespace": ns, "labels": {RUN_LABEL: run}},
@@ -441,8 +450,11 @@ impl<'a> Bench<'a> {
                 "path": "./deploy",
                 "sourceRef": {"kind": "GitRepository", "name": name},
             },
-        }))
-        .expect("Kustomization manifest");
+        });
+        if let (Some(spec), Value::Object(extra)) = (manifest["spec"].as_object_mut(), extra_spec) {
+            spec.extend(extra);
+        }
+        let ks: DynamicObject = serde_json::from_value(manifest).expect("Kustomization manifest");
         self.own("POST", "kustomizations", 1);
         api.create(&PostParams::default(), &ks)
             .await

@@ -584,9 +584,11 @@ async fn check_dependencies(
             }
         }
         DependencyError::CrossNamespace { .. } => Failure::denied(error.to_string()),
-        DependencyError::InvalidExpression { .. } => {
-            Failure::terminal(reason::INVALID_CEL_EXPRESSION, error)
-        }
+        // Flux wraps this one in controller-runtime's TerminalError, whose text it keeps.
+        DependencyError::InvalidExpression { .. } => Failure::terminal(
+            reason::INVALID_CEL_EXPRESSION,
+            format!("terminal error: {error}"),
+        ),
         DependencyError::Cycle(_) => Failure::terminal(reason::DEPENDENCY_NOT_READY, error),
     };
     let predicates =

@@ -240,13 +240,19 @@ struct Expression {
     program: Program,
 }
 
+/// A parse error as cel-go prints it: the source line and the column marker under it are
+/// indented by one space (` | `), where the `cel` crate prints `| `.
+pub(crate) fn go_issues(issues: &impl std::fmt::Display) -> String {
+    issues.to_string().replace("\n| ", "\n | ")
+}
+
 impl Expression {
     fn parse(env: &Env, source: &str, index: usize, field: &'static str) -> Result<Self, CelError> {
         let program = env.compile(source).map_err(|issues| CelError::Parse {
             index,
             field,
             expression: source.to_string(),
-            issues: issues.to_string(),
+            issues: go_issues(&issues),
         })?;
         Ok(Expression {
             source: source.to_string(),
@@ -725,8 +731,8 @@ mod tests {
                     0,
                     "Current",
                     "data.",
-                    "ERROR: <input>:1:6: Syntax error: no viable alternative at input '.'\n\
-                     | data.\n| .....^",
+                    "ERROR: <input>:1:6: Syntax error: no viable alternative at input '.'\n | \
+                     data.\n | .....^",
                 )),
             ),
             (
@@ -736,8 +742,8 @@ mod tests {
                     0,
                     "InProgress",
                     "data.",
-                    "ERROR: <input>:1:6: Syntax error: no viable alternative at input '.'\n\
-                     | data.\n| .....^",
+                    "ERROR: <input>:1:6: Syntax error: no viable alternative at input '.'\n | \
+                     data.\n | .....^",
                 )),
             ),
             (
@@ -747,7 +753,7 @@ mod tests {
                     0,
                     "Failed",
                     "has(status)",
-                    "ERROR: <input>:1:5: invalid argument to has() macro\n| has(status)\n| ....^",
+                    "ERROR: <input>:1:5: invalid argument to has() macro\n | has(status)\n | ....^",
                 )),
             ),
             (
@@ -759,7 +765,7 @@ mod tests {
                     ")",
                     "ERROR: <input>:1:1: Syntax error: mismatched input ')' expecting {'[', \
                      '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, \
-                     NUM_UINT, STRING, BYTES, IDENTIFIER}\n| )\n| ^",
+                     NUM_UINT, STRING, BYTES, IDENTIFIER}\n | )\n | ^",
                 )),
             ),
             (

@@ -17,11 +17,16 @@ pub enum PathError {
         /// The `spec.path` as given.
         path: String,
     },
-    /// Nothing exists at the path.
-    #[error("path {path:?} not found in the artifact")]
+    /// Nothing exists at the path. Worded as Flux words it (`kustomization path not found:`
+    /// and the failed `stat`), naming the path looked up.
+    #[error("kustomization path not found: stat {}: {cause}", looked_up.display())]
     NotFound {
         /// The `spec.path` as given.
         path: String,
+        /// The root joined with the path (lexically cleaned), as Flux reports it.
+        looked_up: PathBuf,
+        /// Why the lookup failed, in the operating system's words as Go prints them.
+        cause: &'static str,
     },
     /// The artifact root itself cannot be resolved.
     #[error("cannot resolve artifact root {}: {source}", root.display())]
@@ -77,6 +82,12 @@ pub fn resolve_path(root: &Path, spec_path: &str) -> Result<PathBuf, PathError> 
             } else {
                 Err(PathError::NotFound {
                     path: spec_path.to_string(),
+                    looked_up: lexically_joined(&canonical_root, spec_path),
+                    cause: if e.kind() == io::ErrorKind::NotADirectory {
+                        "not a directory"
+                    } else {
+                        "no such file or directory"
+                    },
                 })
             }
         }
@@ -92,6 +103,22 @@ fn is_not_found(e: &io::Error) -> bool {
         e.kind(),
         io::ErrorKind::NotFound | io::ErrorKind::NotADirectory
     )
+}
+
+/// `root` joined with `spec_path`, `.` and `..` resolved without the filesystem (the caller
+/// has checked that `..` never climbs above the root).
+fn lexically_joined(root: &Path, spec_path: &str) -> PathBuf {
+    let mut joined = root.to_path_buf();
+    for component in Path::new(spec_path).components() {
+        match component {
+            Component::Normal(part) => joined.push(part),
+            Component::ParentDir => {
+                joined.pop();
+            }
+            Component::CurDir | Component::RootDir | Component::Prefix(_) => {}
+        }
+    }
+    joined
 }
 
 /// Whether the `..` components of a path climb above its start, ignoring symlinks.
@@ -180,11 +207,23 @@ mod tests {
         for p in ["nope", "./apps/staging", "apps/prod/kustomization.yaml/x"] {
             let err = resolve_path(dir.path(), p).unwrap_err();
             assert!(matches!(err, PathError::NotFound { .. }), "{p:?}: {err}");
-            assert_eq!(
-                err.to_string(),
-                format!("path {p:?} not found in the artifact")
-            );
         }
+        let root = root_of(&dir);
+        let message = |p: &str| resolve_path(dir.path(), p).unwrap_err().to_string();
+        assert_eq!(
+            message("./apps/../nope"),
+            format!(
+                "kustomization path not found: stat {}: no such file or directory",
+                root.join("nope").display()
+            )
+        );
+        assert_eq!(
+            message("apps/prod/kustomization.yaml/x"),
+            format!(
+                "kustomization path not found: stat {}: not a directory",
+                root.join("apps/prod/kustomization.yaml/x").display()
+            )
+        );
     }
 
     #[cfg(unix)]

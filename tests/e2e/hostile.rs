@@ -337,10 +337,7 @@ async fn secrets_never_reach_conditions_events_or_logs() {
         "the failures were published as events: {events:?}"
     );
     messages.extend(events.into_iter().map(|(_, note)| note));
-    let mut log = String::new();
-    let _ = std::fs::File::open(hostile_controller().temp_root.join("controller.log"))
-        .map(|mut f| f.read_to_string(&mut log));
-    messages.push(log);
+    messages.push(hostile_controller().log());
     for text in &messages {
         for secret in DECRYPTED.iter().chain([&SECRET_LABEL]) {
             assert!(

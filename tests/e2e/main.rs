@@ -3,6 +3,7 @@
 
 mod dependencies;
 mod flux_cli;
+mod flux_parity;
 mod health;
 mod hostile;
 #[path = "../support/mod.rs"]
@@ -187,11 +188,25 @@ fn strict_controller() -> &'static ControllerProcess {
 /// Starts the controller binary. It runs under a shell that kills it when this test
 /// process exits (its stdin closes), so no controller outlives the tests.
 fn start_controller(name: &str, args: &[&str]) -> ControllerProcess {
+    start_controller_binary(
+        name,
+        std::path::Path::new(env!("CARGO_BIN_EXE_kustomize-controller")),
+        args,
+    )
+}
+
+/// Starts `binary` (ours, or Flux's for the parity tests, which take the same flags) the way
+/// [`start_controller`] does.
+fn start_controller_binary(
+    name: &str,
+    binary: &std::path::Path,
+    args: &[&str],
+) -> ControllerProcess {
     let kubeconfig = support::kubeconfig_path();
     let temp_root = std::env::temp_dir().join(support::unique_name(&format!("controller-{name}")));
     std::fs::create_dir_all(temp_root.join("tmp")).expect("controller temp dir");
     let log = std::fs::File::create(temp_root.join("controller.log")).expect("controller log");
-    let binary = env!("CARGO_BIN_EXE_kustomize-controller");
+    let binary = binary.display();
     let args: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
     let script = format!(
         "'{binary}' --log-encoding=console --metrics-addr=127.0.0.1:0 --health-addr=127.0.0.1:0 \
@@ -218,11 +233,18 @@ fn start_controller(name: &str, args: &[&str]) -> ControllerProcess {
     }
 }
 
+impl ControllerProcess {
+    /// Everything the controller has logged so far.
+    fn log(&self) -> String {
+        let mut text = String::new();
+        let _ = std::fs::File::open(self.temp_root.join("controller.log"))
+            .map(|mut f| f.read_to_string(&mut text));
+        text
+    }
+}
+
 fn controller_log() -> String {
-    let mut text = String::new();
-    let _ = std::fs::File::open(controller().temp_root.join("controller.log"))
-        .map(|mut f| f.read_to_string(&mut text));
-    text
+    controller().log()
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1115,7 +1137,7 @@ async fn bad_input_is_refused_with_a_clear_condition_and_nothing_applied() {
             "missing",
             json!({"path": "./nope"}),
             "ArtifactFailed",
-            "not found in the artifact",
+            "kustomization path not found: stat ",
         ),
         (
             "overlay",

@@ -15,7 +15,7 @@ use cel::common::ast::{Expr, IdedExpr, LiteralValue, operators};
 use cel::{Context, Env, Program, Value as CelValue};
 use serde_json::Value;
 
-use super::{CelError, describe, failing_operand, shared_env, to_cel};
+use super::{CelError, describe, failing_operand, go_issues, shared_env, to_cel};
 
 /// Why an expression was refused before evaluation, in cel-go's words.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -69,7 +69,7 @@ impl Predicate {
         let env = shared_env().map_err(|e| CompileError::Environment(e.to_string()))?;
         let program = env.compile(source).map_err(|issues| CompileError::Parse {
             expression: source.to_string(),
-            issues: issues.to_string(),
+            issues: go_issues(&issues),
         })?;
         let expression = program.expression();
         let mut bound: Vec<&str> = variables.to_vec();

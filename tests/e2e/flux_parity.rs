@@ -1,0 +1,324 @@
+//! Parity with Flux's own kustomize-controller: the same Kustomization, reconciled first by
+//! Flux's controller (v1.9.5, built from the Go module proxy) and then by ours, in the same
+//! namespace with the same name, source and objects, must end with the same status and the same
+//! events. Times and durations are masked; everything else (conditions with their reasons and
+//! messages, inventory, history digests and counts, event reasons, messages and annotations) is
+//! compared as written.
+//!
+//! The Flux binary is `KC_FLUX_KC_BIN` (tests/run.sh sets it), else the one
+//! `tests/bench/install-flux-controller.sh` builds (once per machine). When neither gives a
+//! binary the tests fail and say why; they never skip.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use k8s_openapi::api::core::v1::Event;
+use kube::api::ListParams;
+use regex::Regex;
+
+use super::*;
+
+/// Env var naming Flux's kustomize-controller binary.
+const FLUX_CONTROLLER_ENV: &str = "KC_FLUX_KC_BIN";
+
+/// Shard label values of the two controllers compared here.
+const FLUX_SHARD: &str = "parity-flux";
+const OURS_SHARD: &str = "parity-ours";
+
+/// A Kustomization that every test namespace holds and no controller reconciles.
+const UNRECONCILED: &str = "unreconciled";
+
+/// How long a status must stay unchanged to count as the end of a reconcile.
+const QUIET: Duration = Duration::from_millis(1500);
+
+fn flux_binary() -> &'static Path {
+    static BINARY: OnceLock<PathBuf> = OnceLock::new();
+    BINARY.get_or_init(|| {
+        let path = support::reference_tool(
+            FLUX_CONTROLLER_ENV,
+            "tests/bench/install-flux-controller.sh",
+        );
+        assert!(
+            path.is_file(),
+            "{FLUX_CONTROLLER_ENV}={} is not a file: Flux's kustomize-controller is needed for \
+             these tests (tests/bench/install-flux-controller.sh builds it)",
+            path.display()
+        );
+        path
+    })
+}
+
+/// The two controllers, each watching only its shard of this run.
+fn controllers() -> &'static [(&'static str, ControllerProcess); 2] {
+    static CONTROLLERS: OnceLock<[(&str, ControllerProcess); 2]> = OnceLock::new();
+    CONTROLLERS.get_or_init(|| {
+        let selector = |shard: &str| {
+            format!(
+                "--watch-label-selector={RUN_LABEL}={},{SHARD_LABEL}={shard}",
+                run_id()
+            )
+        };
+        let flux = start_controller_binary(FLUX_SHARD, flux_binary(), &[&selector(FLUX_SHARD)]);
+        let ours = start_controller(OURS_SHARD, &[&selector(OURS_SHARD)]);
+        [(FLUX_SHARD, flux), (OURS_SHARD, ours)]
+    })
+}
+
+/// What one controller left behind for one Kustomization.
+#[derive(Debug)]
+struct Outcome {
+    status: Value,
+    events: Vec<Value>,
+}
+
+/// The comparable part of one event.
+fn event_summary(event: &Event) -> Value {
+    json!({
+        "type": event.type_,
+        "reason": event.reason,
+        "message": event.message,
+        "annotations": event.metadata.annotations,
+        "source": event.source.as_ref().and_then(|s| s.component.clone()),
+    })
+}
+
+/// Creates Kustomization `app` (spec `spec` over the test defaults) in `shard`, waits until
+/// `settled` holds of its status and the status has stopped changing, returns the status and
+/// its events, then deletes it and waits until the controller has released it.
+async fn reconcile_with(
+    client: &kube::Client,
+    ns: &str,
+    shard: &str,
+    controller: &ControllerProcess,
+    spec: &Value,
+    settled: fn(&Value) -> bool,
+) -> Outcome {
+    create_labelled_kustomization(
+        client,
+        ns,
+        "app",
+        "repo",
+        spec.clone(),
+        json!({SHARD_LABEL: shard}),
+    )
+    .await;
+    let api: Api<DynamicObject> =
+        Api::namespaced_with(client.clone(), ns, &kustomization_resource());
+    let mut last: Option<(Value, Instant)> = None;
+    let (ks, status) = wait_for(WAIT, &format!("{shard}: a settled status"), async || {
+        let ks = api.get("app").await.map_err(|e| e.to_string())?;
+        let status = ks.data.get("status").cloned().unwrap_or(Value::Null);
+        match &last {
+            Some((seen, since))
+                if *seen == status && since.elapsed() >= QUIET && settled(&status) =>
+            {
+                Ok((ks, status))
+            }
+            Some((seen, _)) if *seen == status => Err(format!("{status:#}")),
+            _ => {
+                last = Some((status.clone(), Instant::now()));
+                Err(format!(
+                    "{status:#}\n--- controller log tail ---\n{}",
+                    tail(&controller.log(), 20)
+                ))
+            }
+        }
+    })
+    .await;
+    let uid = ks.metadata.uid.clone().unwrap_or_default();
+    let mut events: Vec<Value> = Api::<Event>::namespaced(client.clone(), ns)
+        .list(&ListParams::default().fields(&format!("involvedObject.uid={uid}")))
+        .await
+        .expect("list events")
+        .items
+        .iter()
+        .map(event_summary)
+        .collect();
+    events.sort_by_key(|e| e.to_string());
+
+    api.delete("app", &DeleteParams::default())
+        .await
+        .expect("delete Kustomization");
+    wait_for(
+        WAIT,
+        &format!("{shard}: Kustomization released"),
+        async || match api.get_opt("app").await {
+            Ok(None) => Ok(()),
+            other => Err(format!("{other:?}")),
+        },
+    )
+    .await;
+    Outcome { status, events }
+}
+
+fn kustomization_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("kustomize.toolkit.fluxcd.io", "v1", "Kustomization"),
+        "kustomizations",
+    )
+}
+
+/// Replaces what legitimately differs between two runs: times, durations, and the
+/// controllers' temporary directories.
+fn mask(value: &mut Value) {
+    static DURATION: OnceLock<Regex> = OnceLock::new();
+    static TEMP_DIR: OnceLock<Regex> = OnceLock::new();
+    let duration = DURATION.get_or_init(|| {
+        Regex::new(r"finished in (\d+h)?(\d+m)?[\d.]+(ns|µs|us|ms|s)").expect("duration regex")
+    });
+    let temp_dir = TEMP_DIR.get_or_init(|| {
+        Regex::new(r"/[^\s'\x22]*/t-controller-parity-[^\s'\x22/]*/tmp/kustomization-[^\s'\x22/]+")
+            .expect("temp dir regex")
+    });
+    match value {
+        Value::Object(map) => {
+            for (key, field) in map.iter_mut() {
+                if matches!(
+                    key.as_str(),
+                    "lastTransitionTime"
+                        | "firstReconciled"
+                        | "lastReconciled"
+                        | "lastReconciledDuration"
+                ) {
+                    *field = json!("<masked>");
+                } else {
+                    mask(field);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(mask),
+        Value::String(text) => {
+            let masked = duration.replace_all(text, "finished in <duration>");
+            let masked = temp_dir.replace_all(&masked, "<tmp>");
+            *text = masked.into_owned();
+        }
+        _ => {}
+    }
+}
+
+/// Runs `spec` on both controllers, one after the other, in one namespace whose GitRepository
+/// `repo` serves `files`, and asserts that both left the same status and events.
+async fn assert_same_outcome(
+    test: &str,
+    files: fn(&str) -> Vec<(String, String)>,
+    spec: Value,
+    settled: fn(&Value) -> bool,
+) -> Value {
+    let controllers = controllers();
+    let client = support::client().await;
+    let ns = TestNamespace::new(&client, test).await;
+    create_git_repository(&client, ns.name(), "repo").await;
+    create_labelled_kustomization(
+        &client,
+        ns.name(),
+        UNRECONCILED,
+        "repo",
+        json!({}),
+        json!({SHARD_LABEL: "parity-none"}),
+    )
+    .await;
+    let files = files(ns.name());
+    let files: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    let (url, digest) = serve(tarball(&files));
+    publish_artifact(&client, ns.name(), "repo", &revision(1), &url, &digest).await;
+
+    let mut outcomes = Vec::new();
+    for (shard, controller) in controllers {
+        let mut outcome =
+            reconcile_with(&client, ns.name(), shard, controller, &spec, settled).await;
+        mask(&mut outcome.status);
+        outcome.events.iter_mut().for_each(mask);
+        outcomes.push(outcome);
+    }
+    let [flux, ours] = <[Outcome; 2]>::try_from(outcomes).expect("two outcomes");
+    assert_eq!(
+        serde_json::to_string_pretty(&ours.status).unwrap_or_default(),
+        serde_json::to_string_pretty(&flux.status).unwrap_or_default(),
+        "{test}: status differs (left: ours, right: Flux's controller)"
+    );
+    assert_eq!(
+        serde_json::to_string_pretty(&ours.events).unwrap_or_default(),
+        serde_json::to_string_pretty(&flux.events).unwrap_or_default(),
+        "{test}: events differ (left: ours, right: Flux's controller)"
+    );
+    ours.status
+}
+
+/// `deploy/a.yaml` and `deploy/b.yaml`, a ConfigMap each, in namespace `ns`.
+fn two_config_maps(ns: &str) -> Vec<(String, String)> {
+    ["a", "b"]
+        .iter()
+        .map(|name| (format!("deploy/{name}.yaml"), config_map(ns, name, "1")))
+        .collect()
+}
+
+/// The Ready condition's (status, reason).
+fn ready_condition(status: &Value) -> Option<(&str, &str)> {
+    let ready = status["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == "Ready")?;
+    Some((ready["status"].as_str()?, ready["reason"].as_str()?))
+}
+
+#[tokio::test]
+async fn applied_kustomization_has_fluxs_status_and_events() {
+    let status = assert_same_outcome("parity-applied", two_config_maps, json!({}), |status| {
+        ready_condition(status) == Some(("True", "ReconciliationSucceeded"))
+    })
+    .await;
+    assert_eq!(
+        status["inventory"]["entries"].as_array().map(Vec::len),
+        Some(2)
+    );
+    assert_eq!(status["history"][0]["totalReconciliations"], 1);
+}
+
+#[tokio::test]
+async fn missing_dependency_has_fluxs_status_and_events() {
+    assert_same_outcome(
+        "parity-missing-dep",
+        two_config_maps,
+        json!({"dependsOn": [{"name": "absent"}]}),
+        |status| ready_condition(status) == Some(("False", "DependencyNotReady")),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn missing_path_has_fluxs_status_and_events() {
+    assert_same_outcome(
+        "parity-missing-path",
+        two_config_maps,
+        json!({"path": "./absent"}),
+        |status| ready_condition(status).is_some_and(|(s, _)| s == "False"),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn invalid_ready_expression_has_fluxs_status_and_events() {
+    // The dependency exists (reconciled by no controller): Flux evaluates a readyExpr only
+    // after it has read the dependency.
+    assert_same_outcome(
+        "parity-invalid-expr",
+        two_config_maps,
+        json!({"dependsOn": [{"name": UNRECONCILED, "readyExpr": "dep.status.conditions.exists("}]}),
+        |status| ready_condition(status).is_some_and(|(s, _)| s == "False"),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn dependency_not_ready_has_fluxs_status_and_events() {
+    assert_same_outcome(
+        "parity-dep-not-ready",
+        two_config_maps,
+        json!({"dependsOn": [{"name": UNRECONCILED}]}),
+        |status| ready_condition(status) == Some(("False", "DependencyNotReady")),
+    )
+    .await;
+}
