@@ -223,8 +223,9 @@ async fn a_ready_expression_decides_and_is_re_evaluated_when_the_dependency_chan
     .await;
     assert_eq!(
         message,
-        "Reconciliation failed terminally due to configuration error: failed to evaluate \
-         dependency backend: CEL expression output type mismatch: expected bool, got dyn"
+        "Reconciliation failed terminally due to configuration error: terminal error: failed \
+         to evaluate dependency backend: CEL expression output type mismatch: expected bool, \
+         got dyn"
     );
     let stalled = condition(&client, ns, "broken", "Stalled")
         .await
