@@ -39,7 +39,7 @@ conformance:
 
 lint:
 	cargo fmt --all -- --check
-	cargo clippy --all-targets --locked -- -D warnings
+	cargo clippy --workspace --all-targets --locked -- -D warnings
 
 # Every fuzz target in turn, FUZZ_SECONDS each (default 600), from the seeds of fuzz/seed.py.
 # Needs nightly Rust and cargo-fuzz (`cargo install cargo-fuzz`). Not part of `make test`.

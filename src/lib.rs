@@ -11,7 +11,6 @@ pub mod client;
 pub mod controller;
 pub mod decrypt;
 pub mod flags;
-mod go_json;
 pub mod health;
 pub mod http;
 pub mod kustomize;

@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use kustomize_controller::kustomize::yaml::parse_documents;
+use goyaml::parse_documents;
 use serde_json::Value;
 
 const BINARY: &str = env!("CARGO_BIN_EXE_kustomize-controller");

@@ -23,7 +23,7 @@ fn build_small_stack(root: &Path, dir: &Path) -> Result<String, String> {
                 .map(|objects| {
                     let values: Vec<serde_json::Value> =
                         objects.into_iter().map(serde_json::Value::Object).collect();
-                    kustomize_controller::kustomize::yaml::to_yaml_stream(&values)
+                    goyaml::to_yaml_stream(&values)
                 })
                 .map_err(|e: BuildError| e.to_string())
         })
@@ -191,7 +191,7 @@ fn a_chain_just_under_the_bound_builds_on_a_small_stack() {
         &root.join(format!("n{depth}/cm.yaml")),
         &format!(
             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: b\ndeep: {}\n",
-            deep_flow(kustomize_controller::kustomize::yaml::MAX_DEPTH - 2, true)
+            deep_flow(goyaml::MAX_DEPTH - 2, true)
         ),
     );
     let out = build_small_stack(&root, &root.join("n0")).expect("builds");
@@ -246,7 +246,7 @@ fn deeply_nested_yaml_in_a_kustomization_is_refused() {
 fn nesting_within_the_bound_survives_every_step_on_a_small_stack() {
     // Just under the YAML nesting bound, through a strategic merge patch (recursive merge),
     // a JSON patch, labels, sorting, serialising and dropping.
-    let depth = kustomize_controller::kustomize::yaml::MAX_DEPTH - 8;
+    let depth = goyaml::MAX_DEPTH - 8;
     let (_keep, root) = tempdir();
     write(
         &root.join("app/kustomization.yaml"),

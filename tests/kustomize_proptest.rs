@@ -1,9 +1,10 @@
 //! Property tests for the kustomize engine's parsers and patchers, which read untrusted
 //! input from users' repositories: no input may panic, and patches obey their laws.
 
+use goyaml as yaml;
 use kustomize_controller::kustomize::kustfile::Kustomization;
 use kustomize_controller::kustomize::resource::Gvk;
-use kustomize_controller::kustomize::{json6902, smp, target, yaml};
+use kustomize_controller::kustomize::{json6902, smp, target};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 

@@ -34,4 +34,4 @@ fi
 export KC_FLUX_KC_BIN
 
 cd "$repo"
-cargo test --locked --all-targets --no-fail-fast "$@"
+cargo test --locked --workspace --all-targets --no-fail-fast "$@"

@@ -2,7 +2,8 @@
 //! give a kustomization (or resources, or YAML back) or an error, never a panic.
 #![no_main]
 
-use kustomize_controller::kustomize::{kustfile::Kustomization, target, yaml};
+use goyaml as yaml;
+use kustomize_controller::kustomize::{kustfile::Kustomization, target};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

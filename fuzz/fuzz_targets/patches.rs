@@ -3,7 +3,8 @@
 #![no_main]
 
 use kustomize_controller::kustomize::resource::Gvk;
-use kustomize_controller::kustomize::{json6902, smp, yaml};
+use goyaml as yaml;
+use kustomize_controller::kustomize::{json6902, smp};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

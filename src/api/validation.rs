@@ -516,7 +516,7 @@ mod tests {
     use super::*;
 
     fn doc(text: &str) -> Value {
-        let docs = crate::kustomize::yaml::parse_documents(text).unwrap();
+        let docs = goyaml::parse_documents(text).unwrap();
         docs.into_iter().next().unwrap()
     }
 

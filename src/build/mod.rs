@@ -278,7 +278,7 @@ fn overlay_spec(k: &mut Kustomization, dir: &Path, spec: &KustomizationSpec) {
 /// The objects as the multi-document YAML kustomize prints (what Flux digests for
 /// `status.history`).
 pub fn manifests_yaml(objects: &[Object]) -> String {
-    crate::kustomize::yaml::mappings_to_yaml_stream(objects.iter().map(Object::as_map))
+    goyaml::mappings_to_yaml_stream(objects.iter().map(Object::as_map))
 }
 
 /// Sets `spec.commonMetadata`'s labels and annotations on every object (after substitution:

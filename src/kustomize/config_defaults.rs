@@ -405,7 +405,7 @@ mod tests {
     #[test]
     fn configuration_files_use_kustomize_keys() {
         let text = "namespace:\n- path: spec/ns\n  kind: Thing\nlabels:\n- path: spec/sel\n  create: true\nvolumeClaimTemplateLabels:\n- path: spec/claims/metadata/labels\n";
-        let docs = crate::kustomize::yaml::parse_documents(text).unwrap();
+        let docs = goyaml::parse_documents(text).unwrap();
         let config: TransformerConfig = serde_json::from_value(docs[0].clone()).unwrap();
         assert_eq!(
             config.name_space,

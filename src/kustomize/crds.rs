@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 use super::config::{ConfigError, NameBackReference, TransformerConfig};
 use super::fieldspec::FieldSpec;
 use super::loader::{LoadError, Loader};
-use super::yaml;
+use goyaml as yaml;
 
 const ANNOTATION: &str = "x-kubernetes-annotation";
 const LABEL_SELECTOR: &str = "x-kubernetes-label-selector";

@@ -117,7 +117,7 @@ fn write_go_json(value: &Value, out: &mut String) {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
         Value::Number(n) => out.push_str(&go_number(n)),
-        Value::String(s) => crate::go_json::write_string(out, s),
+        Value::String(s) => goyaml::go_json::write_string(out, s),
         Value::Array(items) => {
             out.push('[');
             for (i, item) in items.iter().enumerate() {
@@ -136,7 +136,7 @@ fn write_go_json(value: &Value, out: &mut String) {
                 if i > 0 {
                     out.push(',');
                 }
-                crate::go_json::write_string(out, key);
+                goyaml::go_json::write_string(out, key);
                 out.push(':');
                 if let Some(v) = map.get(key.as_str()) {
                     write_go_json(v, out);

@@ -34,7 +34,7 @@ pub fn parse_ops_value(ops_text: &str) -> Result<Value, String> {
     if ops_text.starts_with('[') {
         serde_json::from_str(ops_text).map_err(|e| e.to_string())
     } else {
-        Ok(super::yaml::parse_documents(ops_text)
+        Ok(goyaml::parse_documents(ops_text)
             .map_err(|e| e.to_string())?
             .into_iter()
             .next()
@@ -200,10 +200,10 @@ fn check_growth(
     let Some((bytes, depth)) = added else {
         return Ok(());
     };
-    if pointer_depth(&path) + depth > super::yaml::MAX_DEPTH {
+    if pointer_depth(&path) + depth > goyaml::MAX_DEPTH {
         return Err(format!(
             "operation {index} ({name}): the document would nest more than {} levels deep",
-            super::yaml::MAX_DEPTH
+            goyaml::MAX_DEPTH
         ));
     }
     *size = size.saturating_add(bytes);

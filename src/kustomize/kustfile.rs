@@ -500,12 +500,11 @@ impl Kustomization {
     /// Parses a kustomization file strictly (unknown fields are errors) and folds the
     /// deprecated fields into their successors.
     pub fn parse(text: &str, file: &str) -> Result<Self, KustfileError> {
-        let docs = super::yaml::parse_documents_last_key_wins(text).map_err(|e| {
-            KustfileError::Syntax {
+        let docs =
+            goyaml::parse_documents_last_key_wins(text).map_err(|e| KustfileError::Syntax {
                 file: file.to_string(),
                 message: e.to_string(),
-            }
-        })?;
+            })?;
         let value = match docs.len() {
             0 => Value::Object(Default::default()),
             1 => docs.into_iter().next().unwrap_or_default(),

@@ -25,7 +25,6 @@ pub mod smp_schema;
 pub mod target;
 pub mod transformers;
 pub mod vars;
-pub mod yaml;
 
 pub use loader::LoadRestrictions;
 pub use resource::Object;

@@ -123,7 +123,7 @@ enum Loaded {
 /// Parses strategic merge patch documents: every document must be a map with a `kind` and
 /// (unless it is a `*List`) a `metadata.name`, as kustomize reads patches as resources.
 fn parse_smp(text: &str) -> Result<Vec<serde_json::Map<String, Value>>, String> {
-    let docs = super::yaml::parse_documents(text).map_err(|e| e.to_string())?;
+    let docs = goyaml::parse_documents(text).map_err(|e| e.to_string())?;
     docs.into_iter()
         .enumerate()
         .map(|(index, doc)| match doc {

@@ -762,7 +762,7 @@ mod tests {
     use crate::kustomize::smp_schema::CustomSchema;
 
     fn obj(yaml: &str) -> Object {
-        match super::super::yaml::parse_documents(yaml).unwrap().remove(0) {
+        match goyaml::parse_documents(yaml).unwrap().remove(0) {
             Value::Object(map) => map,
             other => panic!("not a map: {other}"),
         }

@@ -65,8 +65,7 @@ impl CustomSchema {
         let doc = if text.starts_with('{') {
             serde_json::from_str(text).map_err(|e| invalid(e.to_string()))?
         } else {
-            let mut docs =
-                super::yaml::parse_documents(text).map_err(|e| invalid(e.to_string()))?;
+            let mut docs = goyaml::parse_documents(text).map_err(|e| invalid(e.to_string()))?;
             if docs.is_empty() {
                 Value::Null
             } else {

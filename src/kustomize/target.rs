@@ -12,9 +12,8 @@ use super::kustfile::{KUSTOMIZATION_FILE_NAMES, Kustomization, KustomizationKind
 use super::loader::{Entry, LoadError, LoadRestrictions, Loader};
 use super::openapi::OpenApiChoice;
 use super::resource::{Object, Origin, PluginId, ResMap, Resource};
-use super::{
-    budget, generators, namereference, patch, replacements, sort, transformers, vars, yaml,
-};
+use super::{budget, generators, namereference, patch, replacements, sort, transformers, vars};
+use goyaml as yaml;
 
 /// Options of a build.
 #[derive(Clone, Debug, Default)]

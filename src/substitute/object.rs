@@ -5,7 +5,7 @@
 use serde_json::{Map, Value};
 
 use super::{SubstituteError, eval_limited};
-use crate::kustomize::yaml;
+use goyaml as yaml;
 
 /// The label or annotation that opts an object out of substitution.
 pub const OPT_OUT_KEY: &str = "kustomize.toolkit.fluxcd.io/substitute";

@@ -405,7 +405,7 @@ fn write_value(out: &mut String, value: &Value, depth: usize, key: &str) -> Resu
     Ok(())
 }
 
-pub(super) use crate::go_json::write_string;
+pub(super) use goyaml::go_json::write_string;
 
 /// Go's `encoding/json` float: shortest digits, `%f` style between 1e-6 and 1e21, otherwise
 /// `%e` with a negative exponent's leading zero dropped (`1e-07` becomes `1e-7`).

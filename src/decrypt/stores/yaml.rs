@@ -10,7 +10,7 @@ use granit_parser::{Event, Options, Parser, Placement, ScalarStyle, ScanError, S
 
 use super::StoreError;
 use crate::decrypt::tree::{Branch, Branches, Comment, Item, Key, Value};
-use crate::kustomize::yaml::scalar::{Plain, go_timestamp, resolve_plain};
+use goyaml::scalar::{Plain, go_timestamp, resolve_plain};
 
 /// Upper bound on nodes copied by alias expansion in one stream.
 const MAX_ALIAS_NODES: usize = 1_000_000;

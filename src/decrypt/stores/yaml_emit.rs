@@ -8,7 +8,7 @@ use zeroize::Zeroizing;
 use super::StoreError;
 use super::json::go_format_float;
 use crate::decrypt::tree::{Branch, Branches, Key, Value};
-use crate::kustomize::yaml::scalar::{Plain, go_timestamp, resolve_plain};
+use goyaml::scalar::{Plain, go_timestamp, resolve_plain};
 
 const BEST_INDENT: i64 = 4;
 /// Longest key (in bytes, with its tag) go-yaml writes as a simple `key:`; longer ones get `? `.

@@ -58,9 +58,7 @@ fn obj(value: serde_json::Value) -> Object {
 }
 
 fn gen_args(yaml: &str) -> GeneratorArgs {
-    let value = crate::kustomize::yaml::parse_documents(yaml)
-        .unwrap()
-        .remove(0);
+    let value = goyaml::parse_documents(yaml).unwrap().remove(0);
     serde_json::from_value(value).unwrap()
 }
 

@@ -19,7 +19,7 @@ mod scalar;
 mod types;
 
 use crate::kustomize::budget::Budget;
-use crate::kustomize::yaml::MAX_DEPTH;
+use goyaml::MAX_DEPTH;
 use std::path::Path;
 
 use regex::Regex;
@@ -334,7 +334,7 @@ fn load_file(
             path: file.to_string(),
             source,
         })?;
-    let docs = super::yaml::parse_documents(&text).map_err(|e| file_error(e.to_string()))?;
+    let docs = goyaml::parse_documents(&text).map_err(|e| file_error(e.to_string()))?;
     let items = match docs.into_iter().next() {
         Some(Value::Array(items)) => items,
         Some(doc @ Value::Object(_)) => vec![doc],

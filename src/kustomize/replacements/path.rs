@@ -438,7 +438,7 @@ impl Walker<'_, '_> {
         leaf: Leaf,
     ) -> Result<usize, WalkError> {
         let text = scalar_text(field).unwrap_or_default();
-        let mut parsed = crate::kustomize::yaml::parse_documents(&text)
+        let mut parsed = goyaml::parse_documents(&text)
             .map_err(|e| {
                 WalkError::Path(format!(
                     "field {segment:?} holds text that is not YAML or JSON: {e}"
@@ -463,7 +463,7 @@ impl Walker<'_, '_> {
 fn display_text(value: &Value) -> String {
     match value {
         Value::Null => "null".to_string(),
-        Value::Object(_) | Value::Array(_) => crate::kustomize::yaml::to_yaml(value),
+        Value::Object(_) | Value::Array(_) => goyaml::to_yaml(value),
         other => node_text(other),
     }
 }
@@ -476,7 +476,7 @@ fn serialize_structured(value: &Value, original: &str) -> String {
         let pretty = original.contains('\n') && original.contains("  ");
         go_json(value, pretty)
     } else {
-        crate::kustomize::yaml::to_yaml(value).trim().to_string()
+        goyaml::to_yaml(value).trim().to_string()
     }
 }
 
@@ -619,9 +619,7 @@ mod tests {
             walk(&mut doc, &segs(r"data.c\.yaml.top.key"), None, &mut visit),
             Ok(1)
         );
-        let reparsed =
-            crate::kustomize::yaml::parse_documents(doc["data"]["c.yaml"].as_str().unwrap())
-                .unwrap();
+        let reparsed = goyaml::parse_documents(doc["data"]["c.yaml"].as_str().unwrap()).unwrap();
         assert_eq!(reparsed[0], json!({"top": {"key": "new"}}));
         assert!(matches!(
             walk(&mut doc, &segs(r"data.inline.k.v.deeper"), None, &mut visit),

@@ -1,6 +1,6 @@
 use super::*;
 use crate::kustomize::loader::LoadRestrictions;
-use crate::kustomize::yaml::parse_documents;
+use goyaml::parse_documents;
 use serde_json::json;
 
 fn resmap(yaml: &str) -> ResMap {

@@ -14,7 +14,7 @@ use super::scalar::{Plain, go_timestamp, resolve_plain};
 const MAX_ALIAS_NODES: usize = 1_000_000;
 
 /// Upper bound on the bytes alias expansion copies in one stream: the text of every copied
-/// scalar and key plus [`NODE_OVERHEAD`] per copied node. A million-fold expansion of a small
+/// scalar and key plus `NODE_OVERHEAD` per copied node. A million-fold expansion of a small
 /// anchor, or a few copies of a large one, is refused before it is built.
 pub const MAX_ALIAS_BYTES: usize = 32 << 20;
 

@@ -3,7 +3,7 @@
 
 /// Appends `s` as a JSON string the way Go escapes it (HTML-safe: `<`, `>`, `&`, U+2028 and
 /// U+2029 as `\u` escapes).
-pub(crate) fn write_string(out: &mut String, s: &str) {
+pub fn write_string(out: &mut String, s: &str) {
     out.push('"');
     for c in s.chars() {
         match c {

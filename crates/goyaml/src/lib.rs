@@ -1,4 +1,6 @@
-//! YAML as kustomize reads and writes it.
+#![doc = include_str!("../README.md")]
+//!
+//! ## The rules in detail
 //!
 //! Reading follows go-yaml v3's resolver (what kyaml uses): only `true`/`false` (three
 //! spellings) are booleans, `null`/`~`/empty are null, integers use Go's base-0 syntax with `_`
@@ -22,11 +24,12 @@
 //! Floats print like Go's `%g` (`0.5`, `1e-06`, `1.5e+20`) with `.0` added to whole numbers
 //! (`1.0`) so that they read back as floats.
 
+pub mod go_json;
 mod read;
+pub mod scalar;
+mod write;
 
 pub use read::{Booleans, DuplicateKeys, MAX_ALIAS_BYTES, MAX_DEPTH};
-pub(crate) mod scalar;
-mod write;
 
 use serde_json::Value;
 

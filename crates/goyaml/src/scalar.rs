@@ -8,7 +8,7 @@ use serde_json::{Number, Value};
 
 /// What an untagged plain scalar means.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) enum Plain {
+pub enum Plain {
     /// `null`, `~`, empty.
     Null,
     /// `true`/`false` in their three spellings.
@@ -29,7 +29,7 @@ pub(crate) enum Plain {
 
 impl Plain {
     /// The JSON value; `text` is used for strings.
-    pub(super) fn into_value(self, text: &str) -> Value {
+    pub fn into_value(self, text: &str) -> Value {
         match self {
             Plain::Null => Value::Null,
             Plain::Bool(b) => Value::Bool(b),
@@ -47,7 +47,7 @@ impl Plain {
 /// Resolves an untagged plain scalar like go-yaml v3: YAML 1.2 keywords only (`yes`/`on` are
 /// strings), Go base-0 integers with `_` removed (`0755` is octal, `0x1F`, `0o17`, `0b101`),
 /// YAML-style floats; out-of-range integers become floats, out-of-range floats stay strings.
-pub(crate) fn resolve_plain(s: &str) -> Plain {
+pub fn resolve_plain(s: &str) -> Plain {
     match s {
         "" | "~" | "null" | "Null" | "NULL" => return Plain::Null,
         "true" | "True" | "TRUE" => return Plain::Bool(true),
@@ -68,7 +68,7 @@ pub(crate) fn resolve_plain(s: &str) -> Plain {
 /// An untagged plain timestamp as kustomize passes it on: go-yaml v3 decodes it into a
 /// `time.Time`, which JSON prints in RFC 3339 with nanoseconds (`2024-01-01` becomes
 /// `2024-01-01T00:00:00Z`). `None` when `s` is not one of go-yaml's timestamp forms.
-pub(crate) fn go_timestamp(s: &str) -> Option<String> {
+pub fn go_timestamp(s: &str) -> Option<String> {
     if !s.as_bytes().first()?.is_ascii_digit() {
         return None;
     }
