@@ -19,5 +19,4 @@ pub mod manifest;
 pub mod metrics;
 pub mod regular_file;
 pub mod source;
-pub mod substitute;
 pub mod telemetry;

@@ -6,13 +6,13 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
+use envsubst::strip_newlines;
 use goyaml as yaml;
 use kustomize_controller::api::{Kustomization, validation};
 use kustomize_controller::build;
 use kustomize_controller::decrypt::{self, Format, Keyring};
 use kustomize_controller::kustomize::LoadRestrictions;
 use kustomize_controller::regular_file;
-use kustomize_controller::substitute::strip_newlines;
 use zeroize::Zeroizing;
 
 /// Arguments of `kustomize-controller build`.

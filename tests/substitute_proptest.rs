@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use kustomize_controller::substitute::{SubstituteError, eval};
+use envsubst::{SubstituteError, eval};
 use proptest::prelude::*;
 
 fn vars() -> BTreeMap<&'static str, &'static str> {

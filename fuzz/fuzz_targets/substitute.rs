@@ -2,7 +2,7 @@
 //! strict mode, must expand or fail with an error, never panic.
 #![no_main]
 
-use kustomize_controller::substitute;
+use envsubst as substitute;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

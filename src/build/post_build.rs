@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use super::redact::SecretValues;
 use crate::api::kustomization::SubstituteStrategy;
 use crate::manifest::Object;
-use crate::substitute::{self, SubstituteError};
+use envsubst::SubstituteError;
 
 /// Why substitution failed. Messages name the object and the variable, never a value.
 #[derive(Debug, thiserror::Error)]
@@ -71,20 +71,20 @@ pub fn substitute_objects(
     strict: bool,
 ) -> Result<Vec<Object>, PostBuildError> {
     for name in vars.keys() {
-        substitute::validate_var_name(name).map_err(PostBuildError::InvalidName)?;
+        envsubst::validate_var_name(name).map_err(PostBuildError::InvalidName)?;
     }
     if vars.is_empty() && strategy == SubstituteStrategy::WithVariables {
         return Ok(objects);
     }
     let lookup = |name: &str| vars.get(name).cloned();
-    let mut growth = substitute::MAX_SUBSTITUTION_GROWTH;
+    let mut growth = envsubst::MAX_SUBSTITUTION_GROWTH;
     objects
         .into_iter()
         .map(|object| {
-            if substitute::is_opted_out(object.as_map()) {
+            if envsubst::is_opted_out(object.as_map()) {
                 return Ok(object);
             }
-            substitute::substitute_object_limited(object.as_map(), &lookup, strict, &mut growth)
+            envsubst::substitute_object_limited(object.as_map(), &lookup, strict, &mut growth)
                 .map(Object::new)
                 .map_err(PostBuildError::Object)
         })

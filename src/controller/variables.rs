@@ -11,7 +11,7 @@ use kube::{Client, ResourceExt};
 use crate::api::Kustomization;
 use crate::api::kustomization::{PostBuild, SubstituteKind};
 use crate::build::SecretValues;
-use crate::substitute::strip_newlines;
+use envsubst::strip_newlines;
 
 /// A `substituteFrom` object that could not be read.
 #[derive(Debug, thiserror::Error)]

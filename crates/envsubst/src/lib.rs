@@ -1,5 +1,6 @@
-//! Post-build variable substitution (`spec.postBuild`), with the grammar and the quirks of
-//! Flux's fork of drone/envsubst.
+#![doc = include_str!("../README.md")]
+//!
+//! ## The grammar
 //!
 //! Only `${...}` is expanded; `$var` is left alone and `$${...}` prints `${...}`. Forms:
 //! `${var}`, `${#var}` (length in bytes), `${var^}` `${var^^}` `${var,}` `${var,,}` (case),
