@@ -25,7 +25,7 @@ pub fn is_opted_out(obj: &Map<String, Value>) -> bool {
     })
 }
 
-/// Substitutes the variables of one object; see [`eval`] for the grammar and `strict`.
+/// Substitutes the variables of one object; see [`eval`](crate::eval) for the grammar and `strict`.
 ///
 /// Opted-out objects (see [`is_opted_out`]) come back unchanged. Otherwise the object is
 /// printed with its keys sorted (as kustomize prints it), expanded, and read back; the
