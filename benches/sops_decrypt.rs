@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use kustomize_controller::decrypt::{self, Format, Keyring};
+use sops::{Format, Keyring};
 
 fn main() {
     if !std::env::args().any(|arg| arg == "--bench") {
@@ -72,7 +72,7 @@ fn main() {
     let start = Instant::now();
     for _ in 0..runs {
         let out =
-            decrypt::decrypt(&encrypted, Format::Yaml, Format::Yaml, &keys, true).expect("decrypt");
+            sops::decrypt(&encrypted, Format::Yaml, Format::Yaml, &keys, true).expect("decrypt");
         assert!(out.as_slice() == reference.as_slice());
     }
     let in_process = start.elapsed() / runs as u32;

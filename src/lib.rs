@@ -9,7 +9,6 @@ pub mod apply;
 pub mod build;
 pub mod client;
 pub mod controller;
-pub mod decrypt;
 pub mod flags;
 pub mod health;
 pub mod http;

@@ -10,9 +10,9 @@ use envsubst::strip_newlines;
 use goyaml as yaml;
 use kustomize_controller::api::{Kustomization, validation};
 use kustomize_controller::build;
-use kustomize_controller::decrypt::{self, Format, Keyring};
 use kustomize_controller::kustomize::LoadRestrictions;
 use kustomize_controller::regular_file;
+use sops::{Format, Keyring};
 use zeroize::Zeroizing;
 
 /// Arguments of `kustomize-controller build`.
@@ -67,9 +67,9 @@ pub struct DecryptArgs {
 pub fn run_decrypt(args: &DecryptArgs) -> ExitCode {
     let result = sops_keys(&args.sops_keys, None).and_then(|keys| {
         let keys = keys.unwrap_or_default();
-        let data = read_file(&args.file, decrypt::MAX_ENCRYPTED_FILE_SIZE as u64)?;
+        let data = read_file(&args.file, sops::MAX_ENCRYPTED_FILE_SIZE as u64)?;
         let format = Format::for_path(&args.file);
-        decrypt::decrypt(&data, format, format, &keys, true)
+        sops::decrypt(&data, format, format, &keys, true)
             .map_err(|e| format!("failed to decrypt {}: {e}", shown(&args.file)))
     });
     match result {

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use kustomize_controller::api::KustomizationSpec;
 use kustomize_controller::api::kustomization::SubstituteStrategy;
 use kustomize_controller::build::{self, SecretValues};
-use kustomize_controller::decrypt::Keyring;
 use kustomize_controller::manifest::Object;
+use sops::Keyring;
 
 /// Every decrypted value of the fixture, and the parts of them a message could quote.
 const DECRYPTED: [&str; 6] = [

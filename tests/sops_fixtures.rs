@@ -5,8 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use kustomize_controller::decrypt::{self, DecryptError, Format, Keyring};
 use serde::Deserialize;
+use sops::{DecryptError, Format, Keyring};
 
 #[derive(Deserialize)]
 struct Case {
@@ -92,7 +92,7 @@ fn every_case_decrypts_to_what_sops_printed() {
         let expected = read(&case, &case.expected);
         let fmt = format(&case.format);
         for set in &case.key_sets {
-            match decrypt::decrypt(&data, fmt, fmt, &keyring(set), case.mac_valid) {
+            match sops::decrypt(&data, fmt, fmt, &keyring(set), case.mac_valid) {
                 Ok(plain) if plain.as_slice() == expected.as_slice() => {}
                 Ok(plain) => failures.push(format!(
                     "{} with {set:?}: output differs\n--- sops -d\n{}\n--- ours\n{}",
@@ -113,7 +113,7 @@ fn keys_that_cannot_open_a_file_are_named_in_a_clear_error() {
         let data = read(&case, &case.encrypted);
         let fmt = format(&case.format);
         for set in &case.wrong_key_sets {
-            let err = decrypt::decrypt(&data, fmt, fmt, &keyring(set), false)
+            let err = sops::decrypt(&data, fmt, fmt, &keyring(set), false)
                 .expect_err(&format!("{} opened with {set:?}", case.name));
             let message = err.to_string();
             assert!(
@@ -135,8 +135,7 @@ fn keys_that_cannot_open_a_file_are_named_in_a_clear_error() {
 #[test]
 fn no_keys_lists_what_the_file_offers() {
     let data = std::fs::read(fixtures().join("encrypted/keys/groups-age-pgp.yaml")).unwrap();
-    let err =
-        decrypt::decrypt(&data, Format::Yaml, Format::Yaml, &Keyring::new(), true).unwrap_err();
+    let err = sops::decrypt(&data, Format::Yaml, Format::Yaml, &Keyring::new(), true).unwrap_err();
     let message = err.to_string();
     assert!(message.contains("age age1"), "{message}");
     assert!(message.contains("pgp "), "{message}");
@@ -163,7 +162,7 @@ fn damaged_files_are_errors_that_name_no_secret() {
     let keys = all_keys();
     let original = std::fs::read_to_string(fixtures().join("encrypted/stores/app.yaml")).unwrap();
     let run = |text: &str, verify| {
-        decrypt::decrypt(text.as_bytes(), Format::Yaml, Format::Yaml, &keys, verify)
+        sops::decrypt(text.as_bytes(), Format::Yaml, Format::Yaml, &keys, verify)
     };
     assert!(run(&original, true).is_ok());
 
@@ -204,7 +203,7 @@ fn damaged_files_are_errors_that_name_no_secret() {
         assert_no_secret(&err.to_string());
     }
 
-    let oversize = "a: b\n".repeat(decrypt::MAX_ENCRYPTED_FILE_SIZE / 5 + 1);
+    let oversize = "a: b\n".repeat(sops::MAX_ENCRYPTED_FILE_SIZE / 5 + 1);
     assert!(matches!(
         run(&oversize, true),
         Err(DecryptError::TooLarge { .. })
@@ -235,7 +234,7 @@ fn garbage_in_every_format_is_an_error() {
     ] {
         for input in inputs {
             assert!(
-                decrypt::decrypt(input, fmt, fmt, &keys, true).is_err(),
+                sops::decrypt(input, fmt, fmt, &keys, true).is_err(),
                 "{fmt:?} accepted {input:?}"
             );
         }
@@ -247,7 +246,7 @@ fn formats_convert_like_sops_output_types() {
     // sops -d --output-type json of a YAML file: the same values, as JSON.
     let keys = all_keys();
     let data = std::fs::read(fixtures().join("encrypted/stores/app.yaml")).unwrap();
-    let json = decrypt::decrypt(&data, Format::Yaml, Format::Json, &keys, true).unwrap();
+    let json = sops::decrypt(&data, Format::Yaml, Format::Json, &keys, true).unwrap();
     let value: serde_json::Value = serde_json::from_slice(&json).unwrap();
     assert_eq!(value["database"]["port"], 5432);
     assert_eq!(value["database"]["password"], "s3cr3t-Pa55word");

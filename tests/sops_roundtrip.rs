@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use kustomize_controller::decrypt::{self, Format, Keyring};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use sops::{Format, Keyring};
 
 const SOPS_ENV: &str = "KC_SOPS_BIN";
 const DOCUMENTS_PER_FORMAT: usize = 25;
@@ -194,7 +194,7 @@ fn what_sops_encrypts_we_decrypt_to_what_sops_prints() {
             std::fs::write(&encrypted_path, &encrypted).unwrap();
             let expected = run_sops(dir.path(), &["--decrypt"], &encrypted_path);
             checked += 1;
-            match decrypt::decrypt(&encrypted, format, format, &keys, true) {
+            match sops::decrypt(&encrypted, format, format, &keys, true) {
                 Ok(ours) if ours.as_slice() == expected.as_slice() => {}
                 Ok(ours) => failures.push(format!(
                     "{ext} #{n} {rule:?}: output differs\n--- input\n{text}\n--- sops -d\n{}\n--- ours\n{}",

@@ -5,7 +5,7 @@
 
 use std::sync::OnceLock;
 
-use kustomize_controller::decrypt::{self, Format, Keyring};
+use sops::{Format, Keyring};
 use libfuzzer_sys::fuzz_target;
 
 fn keys() -> &'static Keyring {
@@ -26,8 +26,8 @@ fuzz_target!(|data: &[u8]| {
     };
     let input = FORMATS[usize::from(selector) % FORMATS.len()];
     let output = FORMATS[usize::from(selector / 5) % FORMATS.len()];
-    let _ = decrypt::decrypt(rest, input, output, keys(), selector & 0x80 != 0);
+    let _ = sops::decrypt(rest, input, output, keys(), selector & 0x80 != 0);
     if let Ok(serde_json::Value::Object(object)) = serde_json::from_slice(rest) {
-        let _ = decrypt::decrypt_object(&object, keys());
+        let _ = sops::decrypt_object(&object, keys());
     }
 });

@@ -11,11 +11,11 @@ use serde_json::Value;
 use zeroize::Zeroizing;
 
 use super::redact::SecretValues;
-use crate::decrypt::{self, DecryptError, Format, Keyring, Revealed};
 use crate::kustomize::kustfile::Kustomization;
 use crate::kustomize::loader::{Entry, InMemoryFiles, LoadError, Loader};
 use crate::kustomize::target;
 use crate::manifest::Object;
+use sops::{DecryptError, Format, Keyring, Revealed};
 
 /// The annotation that turns decryption off for one object (`disabled`, any case).
 pub const DECRYPT_ANNOTATION: &str = "kustomize.toolkit.fluxcd.io/decrypt";
@@ -175,27 +175,26 @@ impl SourceWalk<'_> {
         }
         let display = self.loader.display(&path);
         let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-        if size > decrypt::MAX_ENCRYPTED_FILE_SIZE as u64 {
+        if size > sops::MAX_ENCRYPTED_FILE_SIZE as u64 {
             return Err(DecryptionError::TooLarge {
                 path: display,
                 size,
-                limit: decrypt::MAX_ENCRYPTED_FILE_SIZE,
+                limit: sops::MAX_ENCRYPTED_FILE_SIZE,
             });
         }
         // The limit again while reading: the file may have grown since.
         let data = self
             .loader
-            .read_limited(dir, name, decrypt::MAX_ENCRYPTED_FILE_SIZE as u64)?;
+            .read_limited(dir, name, sops::MAX_ENCRYPTED_FILE_SIZE as u64)?;
         if !format.is_encrypted(&data) {
             return Ok(());
         }
         let mut revealed = Vec::new();
-        let plain =
-            decrypt::decrypt_revealing(&data, format, format, self.keys, true, &mut revealed)
-                .map_err(|source| DecryptionError::Source {
-                    path: display,
-                    source: Box::new(source),
-                })?;
+        let plain = sops::decrypt_revealing(&data, format, format, self.keys, true, &mut revealed)
+            .map_err(|source| DecryptionError::Source {
+                path: display,
+                source: Box::new(source),
+            })?;
         keep_revealed(self.secrets, revealed);
         self.secrets.add_file(&String::from_utf8_lossy(&plain));
         self.decrypted.insert(path, plain);
@@ -224,7 +223,7 @@ pub fn decrypt_objects(
         }
         if has_sops_block(object) {
             let mut revealed = Vec::new();
-            let decrypted = decrypt::decrypt_object_revealing(object.as_map(), keys, &mut revealed)
+            let decrypted = sops::decrypt_object_revealing(object.as_map(), keys, &mut revealed)
                 .map_err(|source| DecryptionError::Object {
                     object: flux_id(object),
                     source: Box::new(source),
@@ -276,13 +275,13 @@ fn decrypt_secret_data(
         };
         // The size limit applies before anything is decoded.
         let size = decoded_len(encoded);
-        if size > decrypt::MAX_ENCRYPTED_FILE_SIZE {
+        if size > sops::MAX_ENCRYPTED_FILE_SIZE {
             return Err(DecryptionError::SecretFieldTooLarge {
                 object: object.clone(),
                 secret: id.clone(),
                 field: field.clone(),
                 size,
-                limit: decrypt::MAX_ENCRYPTED_FILE_SIZE,
+                limit: sops::MAX_ENCRYPTED_FILE_SIZE,
             });
         }
         let Ok(bytes) = STANDARD.decode(encoded) else {
@@ -294,7 +293,7 @@ fn decrypt_secret_data(
         };
         let mut revealed = Vec::new();
         let output = Format::for_key(field);
-        let plain = decrypt::decrypt_revealing(&bytes, input, output, keys, true, &mut revealed)
+        let plain = sops::decrypt_revealing(&bytes, input, output, keys, true, &mut revealed)
             .map_err(|source| DecryptionError::SecretField {
                 object: object.clone(),
                 secret: id.clone(),
@@ -325,7 +324,7 @@ fn keep_revealed(secrets: &mut SecretValues, revealed: Vec<Revealed>) {
 fn find_envelope(value: &Value) -> Option<String> {
     fn walk(value: &Value, path: &mut String) -> Option<String> {
         match value {
-            Value::String(s) if s.starts_with(decrypt::ENVELOPE_PREFIX) => Some(path.clone()),
+            Value::String(s) if s.starts_with(sops::ENVELOPE_PREFIX) => Some(path.clone()),
             Value::Object(map) => map.iter().find_map(|(key, v)| {
                 if path.is_empty() && key == "sops" {
                     return None;
@@ -386,7 +385,7 @@ pub fn is_encrypted_secret(object: &Object) -> bool {
 /// rather than as ciphertext.
 fn flux_id(object: &Object) -> String {
     let shown = |s: &str| -> String {
-        if s.starts_with(decrypt::ENVELOPE_PREFIX) {
+        if s.starts_with(sops::ENVELOPE_PREFIX) {
             "(encrypted)".to_string()
         } else {
             s.to_string()
@@ -524,7 +523,7 @@ mod tests {
 
     #[test]
     fn an_oversized_secret_data_value_is_refused_before_decoding() {
-        let big = "QUFB".repeat((decrypt::MAX_ENCRYPTED_FILE_SIZE / 3) + 1);
+        let big = "QUFB".repeat((sops::MAX_ENCRYPTED_FILE_SIZE / 3) + 1);
         let mut objects = vec![object(json!({
             "apiVersion": "v1", "kind": "Secret",
             "metadata": {"name": "big", "namespace": "apps"},

@@ -19,11 +19,11 @@ use std::path::{Path, PathBuf};
 
 use crate::api::KustomizationSpec;
 use crate::api::kustomization::BuildMetadataOption;
-use crate::decrypt::Keyring;
 use crate::kustomize::kustfile::{self, KUSTOMIZATION_FILE_NAMES, Kustomization};
 use crate::kustomize::loader::{LoadRestrictions, Loader};
 use crate::kustomize::{self, target};
 use crate::manifest::Object;
+use sops::Keyring;
 
 pub use decrypt::{DecryptionError, is_encrypted_secret};
 pub use post_build::{PostBuildError, substitute_objects, substitute_objects_redacting};

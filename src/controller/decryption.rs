@@ -7,7 +7,7 @@ use kube::{Api, Client};
 
 use crate::api::Kustomization;
 use crate::api::kustomization::DecryptionProvider;
-use crate::decrypt::{KeyError, Keyring};
+use sops::{KeyError, Keyring};
 
 /// Secret entries holding OpenPGP secret keys.
 const PGP_EXTENSION: &str = ".asc";
@@ -156,7 +156,7 @@ mod tests {
             ),
             "{err}"
         );
-        let public = include_str!("../decrypt/keys/testdata/ecc.pub.asc");
+        let public = include_str!("../../crates/sops/src/keys/testdata/ecc.pub.asc");
         let err = import(
             &mut keys,
             &secret(&[("team.asc", public)]),

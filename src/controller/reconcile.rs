@@ -29,11 +29,11 @@ use crate::api::source::{Artifact, artifact_of, source_version};
 use crate::api::{ConditionStatus, Kustomization, KustomizationStatus};
 use crate::apply::{Action, Applier, ApplyError, ChangeSet, ObjectId, Owner, stale_objects};
 use crate::build::{self, BuildError, Built, SecretValues};
-use crate::decrypt::Keyring;
 use crate::health::cel::HealthCheckExprs;
 use crate::health::wait::{Target, WaitError, WaitOptions};
 use crate::manifest::Object;
 use crate::source::{DigestError, FetchError, PathError, resolve_path};
+use sops::Keyring;
 
 /// Errors that end a reconcile without a verdict on the Kustomization (the API server was
 /// unreachable, a status write conflicted, ...). They are retried with backoff.

@@ -5,7 +5,7 @@
 use zeroize::Zeroizing;
 
 use super::{StoreError, flatten, key_text, value_to_string};
-use crate::decrypt::tree::{Branch, Branches, Comment, Item, Key, Value};
+use crate::tree::{Branch, Branches, Comment, Item, Key, Value};
 
 const SOPS_PREFIX: &str = "sops_";
 

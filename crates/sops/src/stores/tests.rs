@@ -5,13 +5,10 @@
 use proptest::prelude::*;
 
 use super::*;
-use crate::decrypt::tree::Comment;
+use crate::tree::Comment;
 
 fn testdata(name: &str) -> Vec<u8> {
-    let path = format!(
-        "{}/src/decrypt/stores/testdata/{name}",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let path = format!("{}/src/stores/testdata/{name}", env!("CARGO_MANIFEST_DIR"));
     std::fs::read(&path).unwrap_or_else(|e| panic!("reading {path}: {e}"))
 }
 

@@ -378,7 +378,7 @@ fn entries<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decrypt::tree::Item;
+    use crate::tree::Item;
 
     fn item(key: &str, value: Value) -> Item {
         Item {

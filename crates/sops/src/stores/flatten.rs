@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::StoreError;
-use crate::decrypt::tree::{Branch, Item, Key, Value};
+use crate::tree::{Branch, Item, Key, Value};
 
 const MAP_SEPARATOR: &str = "__map_";
 const LIST_SEPARATOR: &str = "__list_";

@@ -6,7 +6,7 @@
 use zeroize::Zeroizing;
 
 use super::StoreError;
-use crate::decrypt::tree::{Branch, Branches, Item, Key, Value};
+use crate::tree::{Branch, Branches, Item, Key, Value};
 
 /// Deepest nesting accepted (Go's decoder allows 10000).
 const MAX_DEPTH: usize = 10_000;

@@ -1,5 +1,5 @@
 //! The sops "stores": files in every format sops writes, read into the document model of
-//! [`crate::decrypt::tree`], and decrypted documents written back exactly as `sops -d` prints
+//! [`crate::tree`], and decrypted documents written back exactly as `sops -d` prints
 //! them.
 //!
 //! YAML and JSON keep the metadata as a nested `sops` map; dotenv flattens it into

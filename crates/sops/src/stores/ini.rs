@@ -6,7 +6,7 @@
 use zeroize::Zeroizing;
 
 use super::{StoreError, flatten, key_text, split_metadata as split_nested, value_to_string};
-use crate::decrypt::tree::{Branch, Branches, Comment, Item, Key, Value};
+use crate::tree::{Branch, Branches, Comment, Item, Key, Value};
 
 const DEFAULT_SECTION: &str = "DEFAULT";
 

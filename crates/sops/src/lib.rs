@@ -1,5 +1,6 @@
-//! SOPS decryption, native: reads the files the `sops` tool (3.x) writes and decrypts them
-//! with age identities and OpenPGP secret keys held in memory.
+#![doc = include_str!("../README.md")]
+//!
+//! ## Purity
 //!
 //! A pure stage: no kube client, no files written, no process-global state. Plaintext and key
 //! material are wiped when dropped, and no error message carries a value.

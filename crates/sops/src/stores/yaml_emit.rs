@@ -7,7 +7,7 @@ use zeroize::Zeroizing;
 
 use super::StoreError;
 use super::json::go_format_float;
-use crate::decrypt::tree::{Branch, Branches, Key, Value};
+use crate::tree::{Branch, Branches, Key, Value};
 use goyaml::scalar::{Plain, go_timestamp, resolve_plain};
 
 const BEST_INDENT: i64 = 4;
@@ -182,7 +182,7 @@ fn seq_node(values: &[Value]) -> Node {
 fn key_node(key: &Key) -> Node {
     match key {
         Key::Name(s) => string_node(s),
-        Key::NonString(s) | Key::Comment(crate::decrypt::tree::Comment { text: s, .. }) => {
+        Key::NonString(s) | Key::Comment(crate::tree::Comment { text: s, .. }) => {
             scalar(s.clone(), Style::Plain)
         }
     }

@@ -9,7 +9,7 @@ use base64::Engine;
 use granit_parser::{Event, Options, Parser, Placement, ScalarStyle, ScanError, Span, Tag};
 
 use super::StoreError;
-use crate::decrypt::tree::{Branch, Branches, Comment, Item, Key, Value};
+use crate::tree::{Branch, Branches, Comment, Item, Key, Value};
 use goyaml::scalar::{Plain, go_timestamp, resolve_plain};
 
 /// Upper bound on nodes copied by alias expansion in one stream.

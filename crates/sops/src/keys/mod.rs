@@ -187,7 +187,7 @@ impl Keyring {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decrypt::shamir;
+    use crate::shamir;
     use aes_gcm::aead::{Aead, KeyInit, Payload, consts::U32};
     use aes_gcm::{AesGcm, aes::Aes256};
     use base64::Engine;

@@ -371,8 +371,8 @@ fn type_name(value: &Value) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decrypt::cipher::tests::encrypt;
-    use crate::decrypt::tree::Item;
+    use crate::cipher::tests::encrypt;
+    use crate::tree::Item;
 
     const KEY: [u8; 32] = [9; 32];
 
