@@ -8,10 +8,10 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 use envsubst::strip_newlines;
 use goyaml as yaml;
+use kustomize::LoadRestrictions;
+use kustomize::regular_file;
 use kustomize_controller::api::{Kustomization, validation};
 use kustomize_controller::build;
-use kustomize_controller::kustomize::LoadRestrictions;
-use kustomize_controller::regular_file;
 use sops::{Format, Keyring};
 use zeroize::Zeroizing;
 

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use kustomize_controller::kustomize::target::{self, BuildError, BuildOptions};
+use kustomize::target::{self, BuildError, BuildOptions};
 use support::hostile::{mkfifo, write};
 
 /// Builds `dir` under `root` on a thread with a 1 MiB stack and returns the error message
@@ -695,7 +695,7 @@ fn paths_outside_the_root_give_one_message_whether_or_not_they_exist() {
 
 #[test]
 fn the_flux_build_path_detects_cycles_too() {
-    use kustomize_controller::kustomize::loader::{LoadRestrictions, Loader};
+    use kustomize::loader::{LoadRestrictions, Loader};
     let (_keep, root) = tempdir();
     write(&root.join("a/kustomization.yaml"), "resources:\n- ../b\n");
     write(&root.join("b/kustomization.yaml"), "resources:\n- ../a\n");

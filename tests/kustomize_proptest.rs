@@ -2,9 +2,9 @@
 //! input from users' repositories: no input may panic, and patches obey their laws.
 
 use goyaml as yaml;
-use kustomize_controller::kustomize::kustfile::Kustomization;
-use kustomize_controller::kustomize::resource::Gvk;
-use kustomize_controller::kustomize::{json6902, smp, target};
+use kustomize::kustfile::Kustomization;
+use kustomize::resource::Gvk;
+use kustomize::{json6902, smp, target};
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
 

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use kustomize_controller::kustomize::target::parse_resources;
+use kustomize::target::parse_resources;
 use kustomize_controller::source::{Digest, ExtractLimits, extract_tar_gz_bytes};
 use proptest::prelude::*;
 

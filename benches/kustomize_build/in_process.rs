@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Barrier;
 use std::time::Instant;
 
-use kustomize_controller::kustomize::{BuildOptions, Object, build};
+use kustomize::{BuildOptions, Object, build};
 
 /// One measurement: `threads` threads each building the tree `builds_per_thread` times.
 pub struct Throughput {

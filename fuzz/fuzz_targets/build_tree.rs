@@ -8,7 +8,7 @@
 //! kustomization, so cycles (`resources: [.]`, app <-> base) and nesting are reached early.
 #![no_main]
 
-use kustomize_controller::kustomize::target::{self, BuildOptions};
+use kustomize::target::{self, BuildOptions};
 use libfuzzer_sys::fuzz_target;
 
 const FILES: [&str; 5] = [

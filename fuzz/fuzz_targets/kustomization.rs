@@ -3,7 +3,7 @@
 #![no_main]
 
 use goyaml as yaml;
-use kustomize_controller::kustomize::{kustfile::Kustomization, target};
+use kustomize::{kustfile::Kustomization, target};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -5,6 +5,6 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {
-        let _ = kustomize_controller::kustomize::target::parse_resources(text, "fuzz.yaml");
+        let _ = kustomize::target::parse_resources(text, "fuzz.yaml");
     }
 });

@@ -2,9 +2,9 @@
 //! patched object or an error, never a panic.
 #![no_main]
 
-use kustomize_controller::kustomize::resource::Gvk;
+use kustomize::resource::Gvk;
 use goyaml as yaml;
-use kustomize_controller::kustomize::{json6902, smp};
+use kustomize::{json6902, smp};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -11,10 +11,10 @@ use serde_json::Value;
 use zeroize::Zeroizing;
 
 use super::redact::SecretValues;
-use crate::kustomize::kustfile::Kustomization;
-use crate::kustomize::loader::{Entry, InMemoryFiles, LoadError, Loader};
-use crate::kustomize::target;
 use crate::manifest::Object;
+use kustomize::kustfile::Kustomization;
+use kustomize::loader::{Entry, InMemoryFiles, LoadError, Loader};
+use kustomize::target;
 use sops::{DecryptError, Format, Keyring, Revealed};
 
 /// The annotation that turns decryption off for one object (`disabled`, any case).

@@ -19,10 +19,10 @@ use std::path::{Path, PathBuf};
 
 use crate::api::KustomizationSpec;
 use crate::api::kustomization::BuildMetadataOption;
-use crate::kustomize::kustfile::{self, KUSTOMIZATION_FILE_NAMES, Kustomization};
-use crate::kustomize::loader::{LoadRestrictions, Loader};
-use crate::kustomize::{self, target};
 use crate::manifest::Object;
+use kustomize::kustfile::{self, KUSTOMIZATION_FILE_NAMES, Kustomization};
+use kustomize::loader::{LoadRestrictions, Loader};
+use kustomize::{self, target};
 use sops::Keyring;
 
 pub use decrypt::{DecryptionError, is_encrypted_secret};
@@ -419,8 +419,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         write(dir.path(), "a.yaml", &cm("a"));
         let huge = std::fs::File::create(dir.path().join("huge.yaml")).unwrap();
-        huge.set_len(crate::kustomize::loader::MAX_FILE_SIZE + 1)
-            .unwrap();
+        huge.set_len(kustomize::loader::MAX_FILE_SIZE + 1).unwrap();
         let err = build(dir.path(), dir.path(), &KustomizationSpec::default(), None).unwrap_err();
         let err = err.to_string();
         assert!(err.contains("huge.yaml") && err.contains("limit"), "{err}");

@@ -1,0 +1,34 @@
+#![doc = include_str!("../README.md")]
+//!
+//! ## Purity
+//!
+//! Pure: files in, objects out. No Kubernetes client, no global state; builds may run in
+//! parallel.
+
+pub mod budget;
+pub mod config;
+mod config_defaults;
+pub mod crds;
+pub mod fieldspec;
+pub mod generators;
+pub mod hash;
+pub mod json6902;
+pub mod kustfile;
+pub mod loader;
+pub mod namereference;
+pub mod openapi;
+pub mod patch;
+pub mod regular_file;
+pub mod replacements;
+pub mod resource;
+pub mod selector;
+pub mod smp;
+pub mod smp_schema;
+pub mod target;
+pub mod transformers;
+pub mod vars;
+
+pub use loader::LoadRestrictions;
+pub use resource::Object;
+pub use target::{BuildError, BuildOptions, build};
+mod sort;

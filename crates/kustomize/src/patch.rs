@@ -1,0 +1,1180 @@
+//! The patch transformers: `patches`, `patchesStrategicMerge`, `patchesJson6902` and their
+//! builtin plugin forms (`PatchTransformer`, `PatchStrategicMergeTransformer`,
+//! `PatchJson6902Transformer`).
+
+use std::path::Path;
+
+use json_patch::PatchOperation;
+use serde_json::Value;
+
+use super::budget::Budget;
+use super::json6902;
+use super::kustfile::{Patch, Selector};
+use super::loader::{LoadError, Loader, escape_name};
+use super::resource::{ResId, ResMap, Resource};
+use super::selector::{SelectorError, select};
+use super::smp::{SmpError, strategic_merge_with};
+use super::smp_schema::SchemaSet;
+
+/// Why a patch could not be loaded or applied.
+#[derive(Debug, thiserror::Error)]
+pub enum PatchError {
+    /// The patch file could not be read.
+    #[error("failed to get the patch file from path({path}): {source}")]
+    Load {
+        /// The path as written.
+        path: String,
+        /// The loader's error.
+        source: LoadError,
+    },
+    /// The patch entry is malformed.
+    #[error("{patch}: {message}")]
+    Config {
+        /// The patch (file, inline patch or plugin).
+        patch: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The patch text is neither a strategic merge patch nor a JSON patch.
+    #[error("unable to parse SM or JSON patch from {patch}: {message}")]
+    Parse {
+        /// The patch.
+        patch: String,
+        /// The parser's message.
+        message: String,
+    },
+    /// The patch has no content.
+    #[error("patch appears to be empty; {patch}")]
+    Empty {
+        /// The patch.
+        patch: String,
+    },
+    /// A strategic merge patch without target matches no resource, or several.
+    #[error("no unique resource matches strategic merge patch {id} from {patch}: {found} matches")]
+    NoUniqueTarget {
+        /// The patch.
+        patch: String,
+        /// The id the patch names.
+        id: String,
+        /// How many resources matched.
+        found: usize,
+    },
+    /// A target selector is invalid.
+    #[error("{patch}: {source}")]
+    Selector {
+        /// The patch.
+        patch: String,
+        /// The selector's error.
+        source: SelectorError,
+    },
+    /// Merging failed.
+    #[error("applying strategic merge patch {patch} to {target}: {source}")]
+    Smp {
+        /// The patch.
+        patch: String,
+        /// The target's id.
+        target: String,
+        /// The merge error.
+        source: SmpError,
+    },
+    /// A JSON patch failed.
+    #[error("applying JSON 6902 patch {patch}: {message}")]
+    Json6902 {
+        /// The patch (and target, when known).
+        patch: String,
+        /// The failing operation and path.
+        message: String,
+    },
+    /// Applying the patch to all its targets would copy too much.
+    #[error(transparent)]
+    Budget(crate::budget::BudgetError),
+    /// A patch left two resources with the same id.
+    #[error("patch {patch} gives two resources the id {id}")]
+    DuplicateId {
+        /// The patch.
+        patch: String,
+        /// The id.
+        id: String,
+    },
+    /// A `transformers:` entry of an unknown builtin kind.
+    #[error("{kind} is not a builtin patch transformer")]
+    UnknownPlugin {
+        /// The kind.
+        kind: String,
+    },
+}
+
+/// `options` of a patch.
+#[derive(Clone, Copy, Debug, Default)]
+struct PatchOptions {
+    allow_name_change: bool,
+    allow_kind_change: bool,
+}
+
+/// A strategic merge patch document and the patch (file or inline) it came from.
+type SourcedPatch = (String, serde_json::Map<String, Value>);
+
+/// A loaded patch: strategic merge documents or JSON operations.
+enum Loaded {
+    Smp(Vec<serde_json::Map<String, Value>>),
+    Json(Vec<PatchOperation>),
+}
+
+/// Parses strategic merge patch documents: every document must be a map with a `kind` and
+/// (unless it is a `*List`) a `metadata.name`, as kustomize reads patches as resources.
+fn parse_smp(text: &str) -> Result<Vec<serde_json::Map<String, Value>>, String> {
+    let docs = goyaml::parse_documents(text).map_err(|e| e.to_string())?;
+    docs.into_iter()
+        .enumerate()
+        .map(|(index, doc)| match doc {
+            Value::Object(map) => {
+                check_smp_metadata(&map, index)?;
+                expand_list(map)
+            }
+            _ => Err("a strategic merge patch must be a map".to_string()),
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(|nested| nested.into_iter().flatten().collect())
+}
+
+/// A strategic merge patch names its target's kind and name (kustomize's
+/// `GetValidatedMetadata`).
+fn check_smp_metadata(map: &serde_json::Map<String, Value>, index: usize) -> Result<(), String> {
+    let kind = map.get("kind").and_then(Value::as_str).unwrap_or("");
+    if kind.is_empty() {
+        return Err(format!(
+            "strategic merge patch document {index}: missing kind"
+        ));
+    }
+    let name = map
+        .get("metadata")
+        .and_then(|m| m.get("name"))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if name.is_empty() && !kind.ends_with("List") {
+        return Err(format!(
+            "strategic merge patch document {index}: missing metadata.name"
+        ));
+    }
+    Ok(())
+}
+
+/// A `*List` document with `items` stands for its items.
+fn expand_list(
+    map: serde_json::Map<String, Value>,
+) -> Result<Vec<serde_json::Map<String, Value>>, String> {
+    let is_list = map
+        .get("kind")
+        .and_then(Value::as_str)
+        .is_some_and(|k| k.ends_with("List"));
+    match map.get("items") {
+        Some(Value::Array(items)) if is_list => items
+            .iter()
+            .map(|item| {
+                item.as_object()
+                    .cloned()
+                    .ok_or_else(|| "a list item must be a map".to_string())
+            })
+            .collect(),
+        _ => Ok(vec![map]),
+    }
+}
+
+/// Decides, as kustomize does, whether `text` is a strategic merge patch or a JSON patch.
+fn classify(text: &str, source: &str) -> Result<Loaded, PatchError> {
+    let smp = parse_smp(text);
+    let json = if text.is_empty() {
+        Err("empty json patch operations".to_string())
+    } else {
+        json6902::parse_ops(text)
+    };
+    match (smp, json) {
+        (Ok(docs), Ok(ops)) if !docs.is_empty() && !ops.is_empty() => Err(PatchError::Config {
+            patch: source.to_string(),
+            message: "illegally qualifies as both an SM and JSON patch".to_string(),
+        }),
+        (Ok(docs), _) => Ok(Loaded::Smp(docs)),
+        (Err(_), Ok(ops)) => Ok(Loaded::Json(ops)),
+        (Err(smp), Err(json)) => {
+            // Report the kind of patch the text looks like: operations (a list, or a map
+            // with `op`) get the JSON 6902 reason, anything else the strategic merge one.
+            let ops_like = json6902::parse_ops_value(text)
+                .map(|v| json6902::looks_like_ops(&v))
+                .unwrap_or(false);
+            Err(PatchError::Parse {
+                patch: source.to_string(),
+                message: if ops_like { json } else { smp },
+            })
+        }
+    }
+}
+
+/// How a patch is named in messages.
+fn describe_source(path: &str) -> String {
+    if path.is_empty() {
+        "inline patch".to_string()
+    } else {
+        format!("patch file {}", escape_name(path))
+    }
+}
+
+/// One configured `PatchTransformer`.
+struct PatchTransformer {
+    source: String,
+    loaded: Loaded,
+    target: Option<Selector>,
+    options: PatchOptions,
+}
+
+impl PatchTransformer {
+    fn configure(
+        path: &str,
+        inline: &str,
+        target: Option<Selector>,
+        options: PatchOptions,
+        loader: &Loader,
+        dir: &Path,
+    ) -> Result<Self, PatchError> {
+        let inline = inline.trim();
+        let (text, source) = match (inline.is_empty(), path.is_empty()) {
+            (true, true) => {
+                return Err(PatchError::Config {
+                    patch: "patches entry".to_string(),
+                    message: "must specify one of patch and path".to_string(),
+                });
+            }
+            (false, false) => {
+                return Err(PatchError::Config {
+                    patch: describe_source(path),
+                    message: "patch and path can't be set at the same time".to_string(),
+                });
+            }
+            (false, true) => (inline.to_string(), describe_source("")),
+            (true, false) => (read_patch(loader, dir, path)?, describe_source(path)),
+        };
+        let loaded = classify(&text, &source)?;
+        Ok(PatchTransformer {
+            source,
+            loaded,
+            target,
+            options,
+        })
+    }
+
+    fn transform(
+        &self,
+        resmap: &mut ResMap,
+        schemas: SchemaSet<'_>,
+        budget: &mut Budget,
+    ) -> Result<(), PatchError> {
+        match &self.loaded {
+            Loaded::Smp(docs) => match &self.target {
+                Some(target) => {
+                    if docs.len() > 1 {
+                        return Err(PatchError::Config {
+                            patch: self.source.clone(),
+                            message: "multiple strategic merge patches in one `patches` entry \
+                                      may not set `target`"
+                                .to_string(),
+                        });
+                    }
+                    let Some(doc) = docs.first() else {
+                        return Ok(());
+                    };
+                    let selected =
+                        select(resmap, target).map_err(|source| PatchError::Selector {
+                            patch: self.source.clone(),
+                            source,
+                        })?;
+                    apply_smp_to_selected(
+                        resmap,
+                        &selected,
+                        doc,
+                        self.options,
+                        &self.source,
+                        schemas,
+                        budget,
+                    )
+                }
+                None => {
+                    for doc in docs {
+                        let index = unique_target(resmap, doc, &self.source)?;
+                        charge_patch(budget, doc, &self.source)?;
+                        apply_smp_at(
+                            resmap,
+                            index,
+                            doc.clone(),
+                            self.options,
+                            &self.source,
+                            schemas,
+                        )?;
+                    }
+                    check_unique_ids(resmap, &self.source)
+                }
+            },
+            Loaded::Json(ops) => {
+                let Some(target) = &self.target else {
+                    return Err(PatchError::Config {
+                        patch: self.source.clone(),
+                        message: "must specify a target for a JSON patch".to_string(),
+                    });
+                };
+                apply_json_to_selected(resmap, target, ops, &self.source, true, budget)
+            }
+        }
+    }
+}
+
+/// Counts one application of `doc` against the step's copy budget.
+fn charge_patch(
+    budget: &mut Budget,
+    doc: &serde_json::Map<String, Value>,
+    source: &str,
+) -> Result<(), PatchError> {
+    let size = crate::budget::extent(&Value::Object(doc.clone()));
+    budget
+        .charge(size, || format!("applying {source}"))
+        .map_err(PatchError::Budget)
+}
+
+fn read_patch(loader: &Loader, dir: &Path, path: &str) -> Result<String, PatchError> {
+    loader
+        .read_text(dir, path)
+        .map_err(|source| PatchError::Load {
+            path: escape_name(path),
+            source,
+        })
+}
+
+fn patch_id(doc: &serde_json::Map<String, Value>) -> ResId {
+    Resource::new(doc.clone()).id()
+}
+
+/// The index of the one resource that has (or had) the id the patch names.
+fn unique_target(
+    resmap: &ResMap,
+    doc: &serde_json::Map<String, Value>,
+    source: &str,
+) -> Result<usize, PatchError> {
+    let id = patch_id(doc);
+    let matches = resmap.positions_matching_any_id(&id);
+    match matches.as_slice() {
+        [index] => Ok(*index),
+        _ => Err(PatchError::NoUniqueTarget {
+            patch: source.to_string(),
+            id: id.describe(),
+            found: matches.len(),
+        }),
+    }
+}
+
+/// Applies one strategic merge patch document to the resource at `index`, keeping the
+/// resource's name, kind and namespace unless the options allow changing them. A patch
+/// that deletes the resource removes it from the map.
+fn apply_smp_at(
+    resmap: &mut ResMap,
+    index: usize,
+    patch: serde_json::Map<String, Value>,
+    options: PatchOptions,
+    source: &str,
+    schemas: SchemaSet<'_>,
+) -> Result<(), PatchError> {
+    let Some(resource) = resmap.as_mut_vec().get_mut(index) else {
+        return Ok(());
+    };
+    let deleted = apply_smp_to_resource(resource, &patch, options, source, schemas)?;
+    if deleted {
+        resmap.remove(index);
+    }
+    Ok(())
+}
+
+/// Merges `patch` into `resource`; returns whether the resource was deleted.
+fn apply_smp_to_resource(
+    resource: &mut Resource,
+    patch: &serde_json::Map<String, Value>,
+    options: PatchOptions,
+    source: &str,
+    schemas: SchemaSet<'_>,
+) -> Result<bool, PatchError> {
+    let name = resource.name().to_string();
+    let namespace = resource.namespace().to_string();
+    let kind = resource.kind().to_string();
+    let target_id = resource.id();
+    if options.allow_name_change || options.allow_kind_change {
+        resource.remember_id();
+    }
+    let gvk = resource.gvk();
+    strategic_merge_with(&mut resource.obj, patch, &gvk, schemas).map_err(|source_err| {
+        PatchError::Smp {
+            patch: source.to_string(),
+            target: target_id.describe(),
+            source: source_err,
+        }
+    })?;
+    if resource.obj.is_empty() {
+        return Ok(true);
+    }
+    if !options.allow_kind_change {
+        resource.obj.insert("kind".into(), Value::String(kind));
+    }
+    let meta = resource.metadata_mut();
+    if !options.allow_name_change {
+        meta.insert("name".into(), Value::String(name));
+    }
+    if namespace.is_empty() {
+        meta.shift_remove("namespace");
+    } else {
+        meta.insert("namespace".into(), Value::String(namespace));
+    }
+    Ok(false)
+}
+
+/// Applies one patch document to each selected resource: the patch takes the target's
+/// `apiVersion` (its own kind stays, for kind changes).
+fn apply_smp_to_selected(
+    resmap: &mut ResMap,
+    selected: &[usize],
+    patch: &serde_json::Map<String, Value>,
+    options: PatchOptions,
+    source: &str,
+    schemas: SchemaSet<'_>,
+    budget: &mut Budget,
+) -> Result<(), PatchError> {
+    let mut deleted = Vec::new();
+    let size = crate::budget::extent(&Value::Object(patch.clone()));
+    for &index in selected {
+        let Some(resource) = resmap.as_mut_vec().get_mut(index) else {
+            continue;
+        };
+        budget
+            .charge(size, || {
+                format!("applying {source} to {}", resource.id().describe())
+            })
+            .map_err(PatchError::Budget)?;
+        let mut copy = patch.clone();
+        copy.insert(
+            "apiVersion".into(),
+            Value::String(resource.api_version().to_string()),
+        );
+        if !copy.get("kind").is_some_and(Value::is_string) {
+            copy.insert("kind".into(), Value::String(resource.kind().to_string()));
+        }
+        if apply_smp_to_resource(resource, &copy, options, source, schemas)? {
+            deleted.push(index);
+        }
+    }
+    for index in deleted.into_iter().rev() {
+        resmap.remove(index);
+    }
+    check_unique_ids(resmap, source)
+}
+
+/// Applies a JSON patch to every resource `target` selects.
+fn apply_json_to_selected(
+    resmap: &mut ResMap,
+    target: &Selector,
+    ops: &[PatchOperation],
+    source: &str,
+    remember: bool,
+    budget: &mut Budget,
+) -> Result<(), PatchError> {
+    let selected = select(resmap, target).map_err(|e| PatchError::Selector {
+        patch: source.to_string(),
+        source: e,
+    })?;
+    for index in selected {
+        let Some(resource) = resmap.as_mut_vec().get_mut(index) else {
+            continue;
+        };
+        if remember {
+            resource.remember_id();
+        }
+        let label = format!("{source} (target {})", resource.id().describe());
+        let grown = json6902::apply_ops(&mut resource.obj, ops, &label)?;
+        budget
+            .charge(grown, || format!("applying {label}"))
+            .map_err(PatchError::Budget)?;
+    }
+    check_unique_ids(resmap, source)
+}
+
+fn check_unique_ids(resmap: &ResMap, source: &str) -> Result<(), PatchError> {
+    match resmap.first_duplicate() {
+        Some(id) => Err(PatchError::DuplicateId {
+            patch: source.to_string(),
+            id: id.describe(),
+        }),
+        None => Ok(()),
+    }
+}
+
+fn patch_options(options: &std::collections::BTreeMap<String, bool>) -> PatchOptions {
+    PatchOptions {
+        allow_name_change: options.get("allowNameChange").copied().unwrap_or(false),
+        allow_kind_change: options.get("allowKindChange").copied().unwrap_or(false),
+    }
+}
+
+/// Applies the `patches` of a kustomization: each entry a strategic merge patch (applied
+/// to the resources of its own ids, or to every resource `target` selects) or a JSON
+/// patch (which needs a `target`).
+pub fn apply_patches(
+    resmap: &mut ResMap,
+    patches: &[Patch],
+    loader: &Loader,
+    dir: &Path,
+    schemas: SchemaSet<'_>,
+) -> Result<(), PatchError> {
+    let configured = patches
+        .iter()
+        .map(|p| {
+            PatchTransformer::configure(
+                &p.path,
+                &p.patch,
+                p.target.clone(),
+                patch_options(&p.options),
+                loader,
+                dir,
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut budget = Budget::new();
+    for transformer in &configured {
+        transformer.transform(resmap, schemas, &mut budget)?;
+    }
+    Ok(())
+}
+
+/// Loads `patchesStrategicMerge` entries: each is inline YAML when it parses as patch
+/// documents, else the path of a file of them.
+fn load_smp_entries(
+    entries: &[String],
+    loader: &Loader,
+    dir: &Path,
+) -> Result<Vec<SourcedPatch>, PatchError> {
+    let mut loaded = Vec::new();
+    for entry in entries {
+        let (source, docs) = match parse_smp(entry) {
+            Ok(docs) => (describe_source(""), docs),
+            Err(_) => {
+                let source = describe_source(entry);
+                let text = read_patch(loader, dir, entry)?;
+                let docs = parse_smp(&text).map_err(|message| PatchError::Parse {
+                    patch: source.clone(),
+                    message,
+                })?;
+                (source, docs)
+            }
+        };
+        loaded.extend(docs.into_iter().map(|doc| (source.clone(), doc)));
+    }
+    Ok(loaded)
+}
+
+/// Applies strategic merge patches, each to the one resource of its id.
+fn apply_smp_list(
+    resmap: &mut ResMap,
+    patches: &[SourcedPatch],
+    schemas: SchemaSet<'_>,
+    budget: &mut Budget,
+) -> Result<(), PatchError> {
+    for (source, doc) in patches {
+        let index = unique_target(resmap, doc, source)?;
+        let options = PatchOptions::default();
+        apply_smp_to_selected(resmap, &[index], doc, options, source, schemas, budget)?;
+    }
+    Ok(())
+}
+
+/// Applies the deprecated `patchesStrategicMerge`: file paths or inline patches, applied
+/// in order, each to the resource its id names.
+pub fn apply_strategic_merge_patches(
+    resmap: &mut ResMap,
+    entries: &[String],
+    loader: &Loader,
+    dir: &Path,
+    schemas: SchemaSet<'_>,
+) -> Result<(), PatchError> {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    let patches = load_smp_entries(entries, loader, dir)?;
+    if patches.is_empty() {
+        return Err(PatchError::Empty {
+            patch: format!("files={entries:?}"),
+        });
+    }
+    apply_smp_list(resmap, &patches, schemas, &mut Budget::new())
+}
+
+/// One configured `PatchJson6902Transformer`.
+fn configure_json6902(
+    target: Option<&Selector>,
+    path: &str,
+    json_op: &str,
+    loader: &Loader,
+    dir: &Path,
+) -> Result<(Selector, Vec<PatchOperation>, String), PatchError> {
+    let source = describe_source(path);
+    let Some(target) = target.filter(|t| !t.name.is_empty()) else {
+        return Err(PatchError::Config {
+            patch: source,
+            message: "must specify the target name".to_string(),
+        });
+    };
+    let text = match (path.is_empty(), json_op.is_empty()) {
+        (true, true) => {
+            return Err(PatchError::Config {
+                patch: source,
+                message: "empty file path and empty jsonOp".to_string(),
+            });
+        }
+        (false, false) => {
+            return Err(PatchError::Config {
+                patch: source,
+                message: "must specify a file path or jsonOp, not both".to_string(),
+            });
+        }
+        (true, false) => json_op.to_string(),
+        (false, true) => read_patch(loader, dir, path)?,
+    };
+    if text.is_empty() {
+        return Err(PatchError::Empty { patch: source });
+    }
+    let ops = json6902::parse_ops(&text).map_err(|message| PatchError::Parse {
+        patch: source.clone(),
+        message,
+    })?;
+    if ops.is_empty() {
+        return Err(PatchError::Empty { patch: source });
+    }
+    Ok((target.clone(), ops, source))
+}
+
+/// Applies the deprecated `patchesJson6902`: JSON patches with a required target.
+pub fn apply_json6902_patches(
+    resmap: &mut ResMap,
+    patches: &[Patch],
+    loader: &Loader,
+    dir: &Path,
+) -> Result<(), PatchError> {
+    let configured = patches
+        .iter()
+        .map(|p| configure_json6902(p.target.as_ref(), &p.path, &p.patch, loader, dir))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut budget = Budget::new();
+    for (target, ops, source) in &configured {
+        apply_json_to_selected(resmap, target, ops, source, false, &mut budget)?;
+    }
+    Ok(())
+}
+
+fn config_str<'a>(config: &'a serde_json::Map<String, Value>, key: &str) -> &'a str {
+    config.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+fn config_target(
+    config: &serde_json::Map<String, Value>,
+    kind: &str,
+) -> Result<Option<Selector>, PatchError> {
+    match config.get("target") {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => serde_json::from_value(value.clone())
+            .map(Some)
+            .map_err(|e| PatchError::Config {
+                patch: kind.to_string(),
+                message: format!("invalid target: {e}"),
+            }),
+    }
+}
+
+/// Runs a builtin patch transformer plugin configured in `transformers:` (`kind` is
+/// `PatchTransformer`, `PatchStrategicMergeTransformer` or `PatchJson6902Transformer`).
+pub fn apply_builtin_patch_transformer(
+    resmap: &mut ResMap,
+    kind: &str,
+    config: &serde_json::Map<String, Value>,
+    loader: &Loader,
+    dir: &Path,
+    schemas: SchemaSet<'_>,
+) -> Result<(), PatchError> {
+    match kind {
+        "PatchTransformer" => {
+            let options = config
+                .get("options")
+                .and_then(Value::as_object)
+                .map(|o| PatchOptions {
+                    allow_name_change: o.get("allowNameChange").and_then(Value::as_bool)
+                        == Some(true),
+                    allow_kind_change: o.get("allowKindChange").and_then(Value::as_bool)
+                        == Some(true),
+                })
+                .unwrap_or_default();
+            let transformer = PatchTransformer::configure(
+                config_str(config, "path"),
+                config_str(config, "patch"),
+                config_target(config, kind)?,
+                options,
+                loader,
+                dir,
+            )?;
+            transformer.transform(resmap, schemas, &mut Budget::new())
+        }
+        "PatchStrategicMergeTransformer" => {
+            let paths: Vec<String> = match config.get("paths") {
+                Some(Value::Array(items)) => items
+                    .iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let inline = config_str(config, "patches");
+            if paths.is_empty() && inline.is_empty() {
+                return Err(PatchError::Config {
+                    patch: kind.to_string(),
+                    message: "empty file path and empty patch content".to_string(),
+                });
+            }
+            let mut patches = load_smp_entries(&paths, loader, dir)?;
+            if !inline.is_empty() {
+                let docs = parse_smp(inline).map_err(|message| PatchError::Parse {
+                    patch: describe_source(""),
+                    message,
+                })?;
+                patches.extend(docs.into_iter().map(|d| (describe_source(""), d)));
+            }
+            if patches.is_empty() {
+                return Err(PatchError::Empty {
+                    patch: format!("files={paths:?}, Patch={inline}"),
+                });
+            }
+            apply_smp_list(resmap, &patches, schemas, &mut Budget::new())
+        }
+        "PatchJson6902Transformer" => {
+            let target = config_target(config, kind)?;
+            let (target, ops, source) = configure_json6902(
+                target.as_ref(),
+                config_str(config, "path"),
+                config_str(config, "jsonOp"),
+                loader,
+                dir,
+            )?;
+            apply_json_to_selected(resmap, &target, &ops, &source, false, &mut Budget::new())
+        }
+        other => Err(PatchError::UnknownPlugin {
+            kind: other.to_string(),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::loader::LoadRestrictions;
+    use crate::resource::Behavior;
+    use serde_json::json;
+
+    fn resource(value: Value) -> Resource {
+        Resource::new(value.as_object().cloned().unwrap())
+    }
+
+    fn resmap() -> ResMap {
+        let mut m = ResMap::new();
+        let mut deploy = resource(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "labels": {"app": "web"}},
+            "spec": {"replicas": 1, "template": {"spec": {"containers": [
+                {"name": "app", "image": "app:1"}]}}}}));
+        deploy.needs_hash_suffix = true;
+        deploy.behavior = Behavior::Merge;
+        deploy.origin = Some(crate::resource::Origin::file("deploy.yaml"));
+        m.append(deploy).unwrap();
+        m.append(resource(
+            json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "worker"},
+            "spec": {"replicas": 1}}),
+        ))
+        .unwrap();
+        m.append(resource(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "cm"}, "data": {"a": "1"}})))
+            .unwrap();
+        m
+    }
+
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        root: std::path::PathBuf,
+        loader: Loader,
+    }
+
+    fn fixture(files: &[(&str, &str)]) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for (name, text) in files {
+            std::fs::write(root.join(name), text).unwrap();
+        }
+        let loader = Loader::new(&root, LoadRestrictions::RootOnly).unwrap();
+        Fixture {
+            _dir: dir,
+            root,
+            loader,
+        }
+    }
+
+    fn patch(value: Value) -> Patch {
+        serde_json::from_value(value).unwrap()
+    }
+
+    fn find<'a>(m: &'a ResMap, name: &str) -> &'a Resource {
+        m.iter().find(|r| r.name() == name).unwrap()
+    }
+
+    #[test]
+    fn untargeted_smp_patches_the_resource_of_its_id_keeping_state() {
+        let f = fixture(&[(
+            "p.yaml",
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 3}\n\
+             ---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {b: '2'}\n",
+        )]);
+        let mut m = resmap();
+        apply_patches(
+            &mut m,
+            &[patch(json!({"path": "p.yaml"}))],
+            &f.loader,
+            &f.root,
+            SchemaSet::builtin(),
+        )
+        .unwrap();
+        let web = find(&m, "web");
+        assert_eq!(web.obj["spec"]["replicas"], 3);
+        assert!(web.needs_hash_suffix);
+        assert_eq!(web.behavior, Behavior::Merge);
+        assert_eq!(
+            web.origin.as_ref().map(|o| o.path.as_str()),
+            Some("deploy.yaml")
+        );
+        assert!(web.prev_ids.is_empty());
+        assert_eq!(find(&m, "cm").obj["data"], json!({"a": "1", "b": "2"}));
+        assert_eq!(find(&m, "worker").obj["spec"]["replicas"], 1);
+    }
+
+    #[test]
+    fn untargeted_smp_finds_renamed_resources_and_reports_misses() {
+        let f = fixture(&[]);
+        let mut m = resmap();
+        m.as_mut_vec()[0].set_name("prod-web");
+        let inline =
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 5}\n";
+        apply_patches(
+            &mut m,
+            &[patch(json!({"patch": inline}))],
+            &f.loader,
+            &f.root,
+            SchemaSet::builtin(),
+        )
+        .unwrap();
+        assert_eq!(find(&m, "prod-web").obj["spec"]["replicas"], 5);
+
+        let missing =
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: nope}\nspec: {replicas: 5}\n";
+        let err = apply_patches(
+            &mut m,
+            &[patch(json!({"patch": missing}))],
+            &f.loader,
+            &f.root,
+            SchemaSet::builtin(),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("inline patch") && err.contains("Deployment.v1.apps/nope"),
+            "{err}"
+        );
+        // The group must match too.
+        let other_group =
+            "apiVersion: extensions/v1beta1\nkind: Deployment\nmetadata: {name: worker}\n";
+        assert!(
+            apply_patches(
+                &mut m,
+                &[patch(json!({"patch": other_group}))],
+                &f.loader,
+                &f.root,
+                SchemaSet::builtin(),
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn targeted_smp_applies_to_every_selected_resource_keeping_names() {
+        let f = fixture(&[]);
+        let mut m = resmap();
+        let inline = "kind: Deployment\nmetadata: {name: ignored, namespace: elsewhere}\nspec: {replicas: 7}\n";
+        let p = patch(json!({"patch": inline, "target": {"kind": "Deployment"}}));
+        apply_patches(&mut m, &[p], &f.loader, &f.root, SchemaSet::builtin()).unwrap();
+        for name in ["web", "worker"] {
+            let r = find(&m, name);
+            assert_eq!(r.obj["spec"]["replicas"], 7);
+            assert_eq!(r.namespace(), "");
+        }
+        assert!(m.iter().all(|r| r.name() != "ignored"));
+        // An empty selection is not an error.
+        let p = patch(json!({"patch": inline, "target": {"kind": "StatefulSet"}}));
+        apply_patches(&mut m, &[p], &f.loader, &f.root, SchemaSet::builtin()).unwrap();
+        // Several documents may not share a target.
+        let two = format!("{inline}---\n{inline}");
+        let p = patch(json!({"patch": two, "target": {"kind": "Deployment"}}));
+        assert!(apply_patches(&mut m, &[p], &f.loader, &f.root, SchemaSet::builtin()).is_err());
+    }
+
+    #[test]
+    fn name_and_kind_changes_need_options_and_are_remembered() {
+        let f = fixture(&[]);
+        let mut m = resmap();
+        let inline = "kind: StatefulSet\nmetadata: {name: renamed}\n";
+        let p = patch(json!({"patch": inline, "target": {"name": "worker"}}));
+        apply_patches(&mut m, &[p], &f.loader, &f.root, SchemaSet::builtin()).unwrap();
+        let worker = find(&m, "worker");
+        assert_eq!(worker.kind(), "Deployment");
+
+        let p = patch(json!({"patch": inline, "target": {"name": "worker"},
+            "options": {"allowNameChange": true, "allowKindChange": true}}));
+        apply_patches(&mut m, &[p], &f.loader, &f.root, SchemaSet::builtin()).unwrap();
+        let renamed = find(&m, "renamed");
+        assert_eq!(renamed.kind(), "StatefulSet");
+        assert_eq!(renamed.prev_ids.len(), 1);
+        assert_eq!(renamed.prev_ids[0].name, "worker");
+        assert_eq!(renamed.org_id().gvk.kind, "Deployment");
+    }
+
+    #[test]
+    fn delete_directive_removes_the_resource() {
+        let f = fixture(&[]);
+        let mut m = resmap();
+        let inline = "$patch: delete\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n";
+        apply_patches(
+            &mut m,
+            &[patch(json!({"patch": inline}))],
+            &f.loader,
+            &f.root,
+            SchemaSet::builtin(),
+        )
+        .unwrap();
+        assert_eq!(m.len(), 2);
+        let p = patch(
+            json!({"patch": "$patch: delete\nkind: Deployment\nmetadata: {name: x}\n",
+            "target": {"kind": "Deployment"}}),
+        );
+        apply_patches(&mut m, &[p], &f.loader, &f.root, SchemaSet::builtin()).unwrap();
+        assert!(m.is_empty());
+    }
+
+    #[test]
+    fn json_patches_need_a_target() {
+        let f = fixture(&[(
+            "ops.yaml",
+            "- op: replace\n  path: /spec/replicas\n  value: 4\n",
+        )]);
+        let mut m = resmap();
+        let p = patch(json!({"path": "ops.yaml", "target": {"name": "w.*"}}));
+        apply_patches(&mut m, &[p], &f.loader, &f.root, SchemaSet::builtin()).unwrap();
+        assert_eq!(find(&m, "web").obj["spec"]["replicas"], 4);
+        assert_eq!(find(&m, "worker").obj["spec"]["replicas"], 4);
+        assert_eq!(find(&m, "web").prev_ids.len(), 1);
+
+        let p = patch(json!({"patch": r#"[{"op": "add", "path": "/data/c", "value": "3"}]"#}));
+        let err = apply_patches(&mut m, &[p], &f.loader, &f.root, SchemaSet::builtin())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("target"), "{err}");
+
+        let p = patch(
+            json!({"patch": "- op: remove\n  path: /data/zz\n", "target": {"kind": "ConfigMap"}}),
+        );
+        let err = apply_patches(&mut m, &[p], &f.loader, &f.root, SchemaSet::builtin())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("/data/zz") && err.contains("ConfigMap"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn json_patch_shaped_text_gets_json_patch_errors_and_is_never_merged() {
+        let f = fixture(&[]);
+        let mut m = resmap();
+        let before: Vec<_> = m.iter().map(|r| r.obj.clone()).collect();
+        let cases = [
+            (
+                "op: add\npath: /data/x\nvalue: '1'\n",
+                "a single operation must still be written as a list",
+            ),
+            (
+                r#"{"op": "add", "path": "/data/x", "value": "1"}"#,
+                "a single operation",
+            ),
+            (
+                "- op: frob\n  path: /data/x\n",
+                "operation 0: unknown op 'frob'",
+            ),
+            (
+                "- op: add\n  path: data/x\n  value: '1'\n",
+                "must be empty or start with '/'",
+            ),
+            (
+                "- op: add\n  path: /data/a~2b\n  value: '1'\n",
+                "'~' not followed by 0 or 1",
+            ),
+            (
+                "data:\n  x: y\n",
+                "strategic merge patch document 0: missing kind",
+            ),
+            ("kind: ConfigMap\ndata:\n  x: y\n", "missing metadata.name"),
+        ];
+        for (text, needle) in cases {
+            let p = patch(json!({"patch": text, "target": {"kind": "ConfigMap"}}));
+            let err = apply_patches(&mut m, &[p], &f.loader, &f.root, SchemaSet::builtin())
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(needle), "{text:?}: {err}");
+            if !needle.contains("strategic") && !needle.contains("metadata.name") {
+                assert!(err.contains("JSON 6902 patch"), "{err}");
+            }
+        }
+        let after: Vec<_> = m.iter().map(|r| r.obj.clone()).collect();
+        assert_eq!(before, after);
+    }
+
+    #[test]
+    fn patch_entries_need_exactly_one_of_path_and_patch() {
+        let f = fixture(&[("p.yaml", "kind: ConfigMap\nmetadata: {name: cm}\n")]);
+        let mut m = resmap();
+        assert!(
+            apply_patches(
+                &mut m,
+                &[patch(json!({}))],
+                &f.loader,
+                &f.root,
+                SchemaSet::builtin()
+            )
+            .is_err()
+        );
+        let both = patch(json!({"path": "p.yaml", "patch": "kind: ConfigMap\n"}));
+        assert!(apply_patches(&mut m, &[both], &f.loader, &f.root, SchemaSet::builtin()).is_err());
+        let missing = patch(json!({"path": "nope.yaml"}));
+        let err = apply_patches(&mut m, &[missing], &f.loader, &f.root, SchemaSet::builtin())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("nope.yaml"), "{err}");
+        let garbage = patch(json!({"patch": "a: [b\n"}));
+        assert!(
+            apply_patches(&mut m, &[garbage], &f.loader, &f.root, SchemaSet::builtin()).is_err()
+        );
+    }
+
+    #[test]
+    fn patches_strategic_merge_takes_files_and_inline_patches_in_order() {
+        let f = fixture(&[
+            (
+                "p1.yaml",
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 2}\n",
+            ),
+            ("empty.yaml", ""),
+            ("comments.yaml", "# nothing\n"),
+        ]);
+        let mut m = resmap();
+        let entries = vec![
+            "p1.yaml".to_string(),
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 6}\n"
+                .to_string(),
+        ];
+        apply_strategic_merge_patches(&mut m, &entries, &f.loader, &f.root, SchemaSet::builtin())
+            .unwrap();
+        assert_eq!(find(&m, "web").obj["spec"]["replicas"], 6);
+
+        let empty = vec!["empty.yaml".to_string(), "comments.yaml".to_string()];
+        let err =
+            apply_strategic_merge_patches(&mut m, &empty, &f.loader, &f.root, SchemaSet::builtin())
+                .unwrap_err()
+                .to_string();
+        assert!(err.contains("patch appears to be empty"), "{err}");
+        apply_strategic_merge_patches(&mut m, &[], &f.loader, &f.root, SchemaSet::builtin())
+            .unwrap();
+    }
+
+    #[test]
+    fn patches_json6902_requires_a_named_target() {
+        let f = fixture(&[]);
+        let mut m = resmap();
+        let ops = "- op: add\n  path: /metadata/labels/x\n  value: z\n";
+        let p = patch(json!({"patch": ops, "target": {"kind": "Deployment"}}));
+        assert!(apply_json6902_patches(&mut m, &[p], &f.loader, &f.root).is_err());
+        let p = patch(json!({"patch": ops, "target": {"kind": "Deployment", "name": "web"}}));
+        apply_json6902_patches(&mut m, &[p], &f.loader, &f.root).unwrap();
+        assert_eq!(find(&m, "web").obj["metadata"]["labels"]["x"], "z");
+        assert!(find(&m, "web").prev_ids.is_empty());
+    }
+
+    #[test]
+    fn builtin_plugin_configs() {
+        let f = fixture(&[]);
+        let mut m = resmap();
+        let config = |v: Value| v.as_object().cloned().unwrap();
+        apply_builtin_patch_transformer(
+            &mut m,
+            "PatchTransformer",
+            &config(json!({"apiVersion": "builtin", "kind": "PatchTransformer",
+                "metadata": {"name": "p"}, "patch": "kind: ConfigMap\nmetadata: {name: x}\ndata: {p: t}\n",
+                "target": {"kind": "ConfigMap"}})),
+            &f.loader,
+            &f.root,
+            SchemaSet::builtin(),
+        )
+        .unwrap();
+        assert_eq!(find(&m, "cm").obj["data"]["p"], "t");
+        apply_builtin_patch_transformer(
+            &mut m,
+            "PatchStrategicMergeTransformer",
+            &config(json!({"patches": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {q: s}\n"})),
+            &f.loader,
+            &f.root,
+            SchemaSet::builtin(),
+        )
+        .unwrap();
+        assert_eq!(find(&m, "cm").obj["data"]["q"], "s");
+        apply_builtin_patch_transformer(
+            &mut m,
+            "PatchJson6902Transformer",
+            &config(json!({"target": {"kind": "ConfigMap", "name": "cm"},
+                "jsonOp": r#"[{"op": "remove", "path": "/data/a"}]"#})),
+            &f.loader,
+            &f.root,
+            SchemaSet::builtin(),
+        )
+        .unwrap();
+        assert!(find(&m, "cm").obj["data"].get("a").is_none());
+        assert!(
+            apply_builtin_patch_transformer(
+                &mut m,
+                "LabelTransformer",
+                &config(json!({})),
+                &f.loader,
+                &f.root,
+                SchemaSet::builtin(),
+            )
+            .is_err()
+        );
+        assert!(
+            apply_builtin_patch_transformer(
+                &mut m,
+                "PatchStrategicMergeTransformer",
+                &config(json!({})),
+                &f.loader,
+                &f.root,
+                SchemaSet::builtin(),
+            )
+            .is_err()
+        );
+    }
+}
