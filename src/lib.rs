@@ -2,11 +2,14 @@
 //!
 //! The reconcile of one Kustomization is a straight pipeline:
 //! source -> decrypt -> build -> substitute -> apply -> health -> prune -> status.
-//! Each stage lives in its own module; the pure ones never touch the Kubernetes API.
+//! The pure stages are crates of their own, with no Kubernetes client: `kustomize` (the
+//! kustomize engine), `sops` (decryption), `envsubst` (post-build variables), all on the
+//! `goyaml` crate. [`render`] joins them the way Flux does: it is the build stage of the
+//! pipeline (Flux's generated kustomization, the spec's overlay fields, decryption around the
+//! build, substitution and `commonMetadata` after it).
 
 pub mod api;
 pub mod apply;
-pub mod build;
 pub mod client;
 pub mod controller;
 pub mod flags;
@@ -15,5 +18,6 @@ pub mod http;
 pub mod leader;
 pub mod manifest;
 pub mod metrics;
+pub mod render;
 pub mod source;
 pub mod telemetry;

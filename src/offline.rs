@@ -11,7 +11,7 @@ use goyaml as yaml;
 use kustomize::LoadRestrictions;
 use kustomize::regular_file;
 use kustomize_controller::api::{Kustomization, validation};
-use kustomize_controller::build;
+use kustomize_controller::render;
 use sops::{Format, Keyring};
 use zeroize::Zeroizing;
 
@@ -128,12 +128,12 @@ fn build_yaml(args: &BuildArgs) -> Result<String, String> {
     };
     let keys = sops_keys(&args.sops_keys, spec.as_ref())?;
     let dir = absolute(&args.dir)?;
-    let built = build::build_offline(&args.root, &dir, spec.as_ref(), restrictions, keys.as_ref())
+    let built = render::build_offline(&args.root, &dir, spec.as_ref(), restrictions, keys.as_ref())
         .map_err(|e| e.to_string())?;
     let mut objects = built.objects;
     if substitution {
         // As in the controller, no error quotes what decryption revealed.
-        objects = build::substitute_objects_redacting(
+        objects = render::substitute_objects_redacting(
             objects,
             &vars,
             strategy,
@@ -143,7 +143,7 @@ fn build_yaml(args: &BuildArgs) -> Result<String, String> {
         .map_err(|e| built.secrets.redact(&e.to_string()))?;
     }
     if let Some(spec) = &spec {
-        build::apply_common_metadata(&mut objects, spec);
+        render::apply_common_metadata(&mut objects, spec);
     }
     let values: Vec<serde_json::Value> = objects
         .into_iter()

@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use kustomize_controller::api::KustomizationSpec;
 use kustomize_controller::api::kustomization::SubstituteStrategy;
-use kustomize_controller::build::{self, SecretValues};
 use kustomize_controller::manifest::Object;
+use kustomize_controller::render::{self, SecretValues};
 use sops::Keyring;
 
 /// Every decrypted value of the fixture, and the parts of them a message could quote.
@@ -32,7 +32,7 @@ fn fixture() -> (PathBuf, Keyring) {
 
 fn built() -> (Vec<Object>, SecretValues) {
     let (dir, keys) = fixture();
-    let built = build::build_with_secrets(&dir, &dir, &KustomizationSpec::default(), Some(&keys))
+    let built = render::build_with_secrets(&dir, &dir, &KustomizationSpec::default(), Some(&keys))
         .expect("the fixture builds");
     (built.objects, built.secrets)
 }
@@ -56,7 +56,7 @@ fn substitute(objects: Vec<Object>, vars: &[(&str, &str)], secrets: &SecretValue
         .chain(vars)
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    build::substitute_objects_redacting(
+    render::substitute_objects_redacting(
         objects,
         &vars,
         SubstituteStrategy::WithVariables,
@@ -117,7 +117,7 @@ fn substitution_errors_after_decryption_hold_no_decrypted_text() {
 #[test]
 fn a_build_failing_on_a_decrypted_source_masks_it() {
     let (dir, keys) = fixture();
-    let err = build::build_with_secrets(
+    let err = render::build_with_secrets(
         &dir,
         &dir.join("bad-patch"),
         &KustomizationSpec::default(),

@@ -28,10 +28,10 @@ use crate::api::names::{FINALIZER, GROUP, reason};
 use crate::api::source::{Artifact, artifact_of, source_version};
 use crate::api::{ConditionStatus, Kustomization, KustomizationStatus};
 use crate::apply::{Action, Applier, ApplyError, ChangeSet, ObjectId, Owner, stale_objects};
-use crate::build::{self, BuildError, Built, SecretValues};
 use crate::health::cel::HealthCheckExprs;
 use crate::health::wait::{Target, WaitError, WaitOptions};
 use crate::manifest::Object;
+use crate::render::{self, BuildError, Built, SecretValues};
 use crate::source::{DigestError, FetchError, PathError, resolve_path};
 use sops::Keyring;
 
@@ -787,7 +787,7 @@ async fn build(
     let root = root.to_path_buf();
     let spec = ks.spec.clone();
     off_runtime("build", move || {
-        build::build_with_secrets(&root, &dir, &spec, keys.as_ref()).map_err(|e: BuildError| {
+        render::build_with_secrets(&root, &dir, &spec, keys.as_ref()).map_err(|e: BuildError| {
             let message = match e {
                 // Flux's wording for errors of the kustomize engine.
                 BuildError::Kustomize(_) => format!("kustomize build failed: {e}"),
@@ -829,7 +829,7 @@ where
 fn refuse_encrypted_secrets(objects: &[Object]) -> Result<(), Failure> {
     match objects
         .iter()
-        .find(|o| build::is_encrypted_secret(o) && !build::decrypt::is_decryption_disabled(o))
+        .find(|o| render::is_encrypted_secret(o) && !render::decrypt::is_decryption_disabled(o))
     {
         Some(secret) => Err(Failure::new(
             reason::RECONCILIATION_FAILED,
@@ -872,14 +872,14 @@ async fn substitute(
     let (finished, known) = off_runtime("substitution", move || {
         let substituted = match vars {
             Some(vars) => {
-                build::substitute_objects_redacting(objects, &vars, strategy, strict, &known)
+                render::substitute_objects_redacting(objects, &vars, strategy, strict, &known)
                     .map_err(|e| Failure::new(reason::BUILD_FAILED, e.to_string()).redacted(&known))
             }
             None => Ok(objects),
         };
         let finished = substituted.map(|mut objects| {
-            let digest = history::digest(&build::manifests_yaml(&objects));
-            build::apply_common_metadata(&mut objects, &spec);
+            let digest = history::digest(&render::manifests_yaml(&objects));
+            render::apply_common_metadata(&mut objects, &spec);
             (objects, digest)
         });
         Ok((finished, known))

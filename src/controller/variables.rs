@@ -10,7 +10,7 @@ use kube::{Client, ResourceExt};
 
 use crate::api::Kustomization;
 use crate::api::kustomization::{PostBuild, SubstituteKind};
-use crate::build::SecretValues;
+use crate::render::SecretValues;
 use envsubst::strip_newlines;
 
 /// A `substituteFrom` object that could not be read.

@@ -107,10 +107,10 @@ impl fmt::Debug for HealthCheckExprs {
 }
 
 impl HealthCheckExprs {
-    /// Parses every expression. Errors carry Flux's wording and name the expression and its index,
-    /// e.g. "failed to create custom status evaluator for healthchecks[0]: failed to parse the expression Current:
-    /// failed to parse the CEL expression '<expr>': <issues>", "duplicate custom health check for GroupKind ...",
-    /// "expression Current not specified".
+    /// Parses every expression. Errors carry Flux's wording and name the expression and its
+    /// index, e.g. `failed to create custom status evaluator for healthchecks[0]: failed to
+    /// parse the expression Current: failed to parse the CEL expression '<expr>': <issues>`,
+    /// `duplicate custom health check for GroupKind ...`, `expression Current not specified`.
     pub fn new(checks: &[CustomHealthCheck]) -> Result<Self, CelError> {
         let env = shared_env()?;
         let mut evaluators: BTreeMap<String, BTreeMap<String, StatusEvaluator>> = BTreeMap::new();

@@ -1,5 +1,5 @@
-//! The build stage: turns the directory at `spec.path` into the list of objects to apply,
-//! the way Flux does it.
+//! The build stage of the pipeline (rendering): turns the directory at `spec.path` into the
+//! list of objects to apply, the way Flux does it.
 //!
 //! When the directory has no kustomization file, one is generated listing every manifest
 //! under it (Flux's rules); then the Kustomization's own build fields (targetNamespace,
