@@ -23,8 +23,9 @@ fi
 
 cd "$repo"
 cargo build --locked --quiet --bin kustomize-controller
-binary="$repo/target/debug/kustomize-controller"
-results="$repo/target/kustomize-conformance.json"
+target="${CARGO_TARGET_DIR:-$repo/target}"
+binary="$target/debug/kustomize-controller"
+results="$target/kustomize-conformance.json"
 
 rm -f "$results"
 set +e
