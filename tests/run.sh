@@ -35,3 +35,5 @@ export KC_FLUX_KC_BIN
 
 cd "$repo"
 cargo test --locked --workspace --all-targets --no-fail-fast "$@"
+# `--all-targets` leaves doc tests out: the crates' README examples are doc tests.
+cargo test --locked --workspace --doc "$@"
