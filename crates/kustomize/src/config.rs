@@ -103,14 +103,6 @@ pub enum ConfigError {
 }
 
 impl TransformerConfig {
-    /// Kustomize's builtin configuration, each table in kustomize's sorted order.
-    pub fn builtin() -> Self {
-        let mut config = super::config_defaults::builtin_field_specs();
-        config.name_reference = super::namereference::builtin_name_references();
-        config.sort();
-        config
-    }
-
     /// Merges `other` into this configuration as kustomize's `TransformerConfig.Merge`
     /// does: an incoming field spec is dropped when it has the same path as a spec already
     /// present and its kind selector selects that spec's selector (so a spec for every kind

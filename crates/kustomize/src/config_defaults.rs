@@ -5,6 +5,18 @@
 
 use super::config::TransformerConfig;
 use super::fieldspec::FieldSpec;
+use super::namereference::builtin_name_references;
+
+impl TransformerConfig {
+    /// Kustomize's builtin configuration, each table in kustomize's sorted order. Defined
+    /// here, with the tables, so that `config` (the types) depends on no defaults.
+    pub fn builtin() -> Self {
+        let mut config = builtin_field_specs();
+        config.name_reference = builtin_name_references();
+        config.sort();
+        config
+    }
+}
 
 /// The builtin field specs (name references excepted).
 pub fn builtin_field_specs() -> TransformerConfig {

@@ -11,17 +11,31 @@
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::generators::GeneratorError;
 use super::resource::{Object, ResMap};
 
+/// Why a content hash could not be computed.
+#[derive(Debug, thiserror::Error)]
+pub enum HashError {
+    /// Only ConfigMaps and Secrets get content-hash suffixes.
+    #[error(
+        "cannot compute a content hash for {kind} {name:?}: only ConfigMaps and Secrets are hashed"
+    )]
+    UnhashableKind {
+        /// The object's kind.
+        kind: String,
+        /// The object's name.
+        name: String,
+    },
+}
+
 /// The ten-character content-hash suffix kustomize appends to a generated object's name.
-pub fn hash_suffix(obj: &Object) -> Result<String, GeneratorError> {
+pub fn hash_suffix(obj: &Object) -> Result<String, HashError> {
     let kind = obj.get("kind").and_then(Value::as_str).unwrap_or("");
     let document = match kind {
         "ConfigMap" => hashed_fields(obj, "ConfigMap", &[], &["binaryData"]),
         "Secret" => hashed_fields(obj, "Secret", &["type"], &["stringData"]),
         _ => {
-            return Err(GeneratorError::UnhashableKind {
+            return Err(HashError::UnhashableKind {
                 kind: kind.to_string(),
                 name: object_name(obj).to_string(),
             });
@@ -36,7 +50,7 @@ pub fn hash_suffix(obj: &Object) -> Result<String, GeneratorError> {
 
 /// Appends `-<hash>` to the name of every resource marked for it (remembering the old id
 /// for name-reference fixing) and clears the mark.
-pub fn apply_hash_suffixes(resmap: &mut ResMap) -> Result<(), GeneratorError> {
+pub fn apply_hash_suffixes(resmap: &mut ResMap) -> Result<(), HashError> {
     for resource in resmap.iter_mut() {
         if !resource.needs_hash_suffix {
             continue;

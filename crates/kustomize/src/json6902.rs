@@ -4,8 +4,29 @@
 use json_patch::PatchOperation;
 use serde_json::Value;
 
-use super::patch::PatchError;
 use super::resource::Object;
+
+/// Why a JSON 6902 patch could not be applied. Worded as kustomize words it; the patch
+/// transformer reports these as its own errors.
+#[derive(Debug, thiserror::Error)]
+pub enum Json6902Error {
+    /// The patch text is not a list of JSON patch operations.
+    #[error("unable to parse SM or JSON patch from {patch}: {message}")]
+    Parse {
+        /// The patch.
+        patch: String,
+        /// The parser's message.
+        message: String,
+    },
+    /// An operation failed, or the patched document outgrew its budget.
+    #[error("applying JSON 6902 patch {patch}: {message}")]
+    Apply {
+        /// The patch (and target, when known).
+        patch: String,
+        /// The failing operation and path.
+        message: String,
+    },
+}
 
 /// The operations RFC 6902 defines.
 const OPS: [&str; 6] = ["add", "remove", "replace", "move", "copy", "test"];
@@ -224,13 +245,13 @@ pub fn apply_ops(
     target: &mut Object,
     ops: &[PatchOperation],
     file: &str,
-) -> Result<usize, PatchError> {
+) -> Result<usize, Json6902Error> {
     let original = std::mem::take(target);
     let mut doc = Value::Object(original.clone());
     let (mut size, _) = extent(&doc);
     let initial = size;
     let budget = MIN_PATCHED_BYTES.max(size.saturating_mul(2));
-    let fail = |message: String| PatchError::Json6902 {
+    let fail = |message: String| Json6902Error::Apply {
         patch: file.to_string(),
         message,
     };
@@ -260,8 +281,12 @@ pub fn apply_ops(
 
 /// Applies the JSON patch `ops_text` (JSON or YAML) to `target`; `file` names the patch
 /// in errors.
-pub fn apply_json6902(target: &mut Object, ops_text: &str, file: &str) -> Result<(), PatchError> {
-    let ops = parse_ops(ops_text).map_err(|message| PatchError::Parse {
+pub fn apply_json6902(
+    target: &mut Object,
+    ops_text: &str,
+    file: &str,
+) -> Result<(), Json6902Error> {
+    let ops = parse_ops(ops_text).map_err(|message| Json6902Error::Parse {
         patch: file.to_string(),
         message,
     })?;

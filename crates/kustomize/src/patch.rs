@@ -104,6 +104,19 @@ pub enum PatchError {
     },
 }
 
+impl From<json6902::Json6902Error> for PatchError {
+    fn from(error: json6902::Json6902Error) -> Self {
+        match error {
+            json6902::Json6902Error::Parse { patch, message } => {
+                PatchError::Parse { patch, message }
+            }
+            json6902::Json6902Error::Apply { patch, message } => {
+                PatchError::Json6902 { patch, message }
+            }
+        }
+    }
+}
+
 /// `options` of a patch.
 #[derive(Clone, Copy, Debug, Default)]
 struct PatchOptions {

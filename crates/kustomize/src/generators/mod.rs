@@ -16,7 +16,7 @@ use super::kustfile::{GeneratorArgs, GeneratorOptions};
 use super::loader::{LoadError, Loader};
 use super::resource::{Behavior, Object, Resource};
 
-pub use super::hash::{apply_hash_suffixes, hash_suffix};
+pub use super::hash::{HashError, apply_hash_suffixes, hash_suffix};
 pub use iam::generate_iam_policy;
 pub use merge::add_generated;
 
@@ -110,16 +110,9 @@ pub enum GeneratorError {
         /// The candidates' current ids.
         matches: Vec<String>,
     },
-    /// Only ConfigMaps and Secrets get content-hash suffixes.
-    #[error(
-        "cannot compute a content hash for {kind} {name:?}: only ConfigMaps and Secrets are hashed"
-    )]
-    UnhashableKind {
-        /// The object's kind.
-        kind: String,
-        /// The object's name.
-        name: String,
-    },
+    /// A content-hash suffix could not be computed.
+    #[error(transparent)]
+    Hash(#[from] HashError),
 }
 
 /// Which object a generator makes.
