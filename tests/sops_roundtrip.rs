@@ -78,7 +78,7 @@ fn word(rng: &mut StdRng) -> String {
         "dq\"x",
         "tab\there",
     ];
-    WORDS[rng.random_range(0..WORDS.len())].to_owned()
+    WORDS[rng.gen_range(0..WORDS.len())].to_owned()
 }
 
 fn key(rng: &mut StdRng, i: usize) -> String {
@@ -90,26 +90,26 @@ fn key(rng: &mut StdRng, i: usize) -> String {
         "s_value",
         "port",
     ];
-    format!("{}{i}", KEYS[rng.random_range(0..KEYS.len())])
+    format!("{}{i}", KEYS[rng.gen_range(0..KEYS.len())])
 }
 
 fn yaml_value(rng: &mut StdRng, depth: usize, indent: usize, out: &mut String) {
     let pad = " ".repeat(indent);
-    match rng.random_range(0..if depth > 2 { 5 } else { 7 }) {
-        0 => writeln!(out, " {}", rng.random_range(-100_000..100_000)).unwrap(),
-        1 => writeln!(out, " {}", rng.random_range(-1000.0..1000.0f64)).unwrap(),
-        2 => writeln!(out, " {}", rng.random_bool(0.5)).unwrap(),
+    match rng.gen_range(0..if depth > 2 { 5 } else { 7 }) {
+        0 => writeln!(out, " {}", rng.gen_range(-100_000..100_000)).unwrap(),
+        1 => writeln!(out, " {}", rng.gen_range(-1000.0..1000.0f64)).unwrap(),
+        2 => writeln!(out, " {}", rng.gen_bool(0.5)).unwrap(),
         3 | 4 => writeln!(out, " {}", serde_json::to_string(&word(rng)).unwrap()).unwrap(),
         5 => {
             out.push('\n');
-            for i in 0..rng.random_range(1..4) {
+            for i in 0..rng.gen_range(1..4) {
                 write!(out, "{pad}  {}:", key(rng, i)).unwrap();
                 yaml_value(rng, depth + 1, indent + 2, out);
             }
         }
         _ => {
             out.push('\n');
-            for _ in 0..rng.random_range(1..4) {
+            for _ in 0..rng.gen_range(1..4) {
                 write!(out, "{pad}  -").unwrap();
                 yaml_value(rng, depth + 1, indent + 4, out);
             }
@@ -119,7 +119,7 @@ fn yaml_value(rng: &mut StdRng, depth: usize, indent: usize, out: &mut String) {
 
 fn yaml_document(rng: &mut StdRng) -> String {
     let mut out = String::new();
-    for i in 0..rng.random_range(1..6) {
+    for i in 0..rng.gen_range(1..6) {
         write!(out, "{}:", key(rng, i)).unwrap();
         yaml_value(rng, 0, 0, &mut out);
     }
@@ -128,12 +128,12 @@ fn yaml_document(rng: &mut StdRng) -> String {
 
 fn json_document(rng: &mut StdRng) -> String {
     let mut map = serde_json::Map::new();
-    for i in 0..rng.random_range(1..6) {
-        let value = match rng.random_range(0..5) {
-            0 => serde_json::json!(rng.random_range(-1000..1000)),
-            1 => serde_json::json!(rng.random_bool(0.5)),
-            2 => serde_json::json!([word(rng), rng.random_range(0..9)]),
-            3 => serde_json::json!({"inner": word(rng), "n": rng.random_range(0.0..10.0f64)}),
+    for i in 0..rng.gen_range(1..6) {
+        let value = match rng.gen_range(0..5) {
+            0 => serde_json::json!(rng.gen_range(-1000..1000)),
+            1 => serde_json::json!(rng.gen_bool(0.5)),
+            2 => serde_json::json!([word(rng), rng.gen_range(0..9)]),
+            3 => serde_json::json!({"inner": word(rng), "n": rng.gen_range(0.0..10.0f64)}),
             _ => serde_json::json!(word(rng)),
         };
         map.insert(key(rng, i), value);
@@ -143,8 +143,8 @@ fn json_document(rng: &mut StdRng) -> String {
 
 fn dotenv_document(rng: &mut StdRng) -> String {
     let mut out = String::new();
-    for i in 0..rng.random_range(1..6) {
-        if rng.random_bool(0.2) {
+    for i in 0..rng.gen_range(1..6) {
+        if rng.gen_bool(0.2) {
             out.push_str("# a comment\n");
         }
         let value = word(rng).replace('\n', " ");

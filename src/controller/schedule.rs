@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use rand::Rng;
+
 /// `interval` moved by a random amount of up to `percentage` percent either way, as Flux
 /// spreads reconciles with `--interval-jitter-percentage`.
 pub fn with_jitter(interval: Duration, percentage: u8) -> Duration {
@@ -9,7 +11,7 @@ pub fn with_jitter(interval: Duration, percentage: u8) -> Duration {
         return interval;
     }
     let spread = f64::from(percentage) / 100.0;
-    let factor = 1.0 + rand::random_range(-spread..=spread);
+    let factor = 1.0 + rand::thread_rng().gen_range(-spread..=spread);
     interval.mul_f64(factor)
 }
 

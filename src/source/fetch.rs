@@ -614,7 +614,7 @@ impl Failure {
 fn backoff(retry: u32, min: Duration, max: Duration) -> Duration {
     let exp = retry.saturating_sub(1).min(31);
     let base = min.saturating_mul(1u32 << exp).min(max);
-    let factor: f64 = rand::rng().random_range(0.5..=1.0);
+    let factor: f64 = rand::thread_rng().gen_range(0.5..=1.0);
     base.mul_f64(factor)
 }
 

@@ -2,7 +2,7 @@
 //! the value's key path as additional authenticated data.
 
 use aes_gcm::aead::consts::{U12, U32};
-use aes_gcm::aead::{AeadInOut, KeyInit};
+use aes_gcm::aead::{AeadInPlace, KeyInit};
 use aes_gcm::aes::Aes256;
 use aes_gcm::{AesGcm, Nonce, Tag};
 use base64::Engine;
@@ -76,24 +76,21 @@ pub fn decrypt(text: &str, key: &[u8], additional_data: &str) -> Result<Value, C
     let mut plain = Zeroizing::new(decode(parts.data, "data")?);
     let iv = decode(parts.iv, "iv")?;
     let tag = decode(parts.tag, "tag")?;
-    let tag = Tag::try_from(tag.as_slice()).map_err(|_| CipherError::Authentication)?;
-    let key: &[u8; 32] = key
-        .try_into()
-        .map_err(|_| CipherError::KeyLength(key.len()))?;
+    if tag.len() != 16 {
+        return Err(CipherError::Authentication);
+    }
+    let tag = Tag::from_slice(&tag);
+    if key.len() != 32 {
+        return Err(CipherError::KeyLength(key.len()));
+    }
     let aad = additional_data.as_bytes();
     let opened = match iv.len() {
-        32 => AesGcm::<Aes256, U32>::new(key.into()).decrypt_inout_detached(
-            &Nonce::<U32>::try_from(iv.as_slice()).map_err(|_| CipherError::IvLength(32))?,
-            aad,
-            plain.as_mut_slice().into(),
-            &tag,
-        ),
-        12 => AesGcm::<Aes256, U12>::new(key.into()).decrypt_inout_detached(
-            &Nonce::<U12>::try_from(iv.as_slice()).map_err(|_| CipherError::IvLength(12))?,
-            aad,
-            plain.as_mut_slice().into(),
-            &tag,
-        ),
+        32 => AesGcm::<Aes256, U32>::new_from_slice(key)
+            .map_err(|_| CipherError::KeyLength(key.len()))?
+            .decrypt_in_place_detached(Nonce::<U32>::from_slice(&iv), aad, &mut plain, tag),
+        12 => AesGcm::<Aes256, U12>::new_from_slice(key)
+            .map_err(|_| CipherError::KeyLength(key.len()))?
+            .decrypt_in_place_detached(Nonce::<U12>::from_slice(&iv), aad, &mut plain, tag),
         other => return Err(CipherError::IvLength(other)),
     };
     opened.map_err(|_| CipherError::Authentication)?;
@@ -133,7 +130,7 @@ fn typed(kind: &str, plain: Zeroizing<Vec<u8>>) -> Result<Value, CipherError> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use aes_gcm::aead::AeadInOut;
+    use aes_gcm::aead::AeadInPlace;
 
     /// Encrypts like sops (32-byte IV), for tests.
     pub(crate) fn encrypt(
@@ -144,12 +141,9 @@ pub(crate) mod tests {
         iv: [u8; 32],
     ) -> String {
         let mut buf = plain.to_vec();
-        let tag = AesGcm::<Aes256, U32>::new(key.into())
-            .encrypt_inout_detached(
-                &Nonce::<U32>::from(iv),
-                aad.as_bytes(),
-                buf.as_mut_slice().into(),
-            )
+        let tag = AesGcm::<Aes256, U32>::new_from_slice(key)
+            .unwrap()
+            .encrypt_in_place_detached(Nonce::<U32>::from_slice(&iv), aad.as_bytes(), &mut buf)
             .unwrap();
         format!(
             "ENC[AES256_GCM,data:{},iv:{},tag:{},type:{kind}]",

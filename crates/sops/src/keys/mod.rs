@@ -266,12 +266,12 @@ mod tests {
         ciphertext.extend(field("tag"));
         let cipher = AesGcm::<Aes256, U32>::new_from_slice(key).unwrap();
         let iv = field("iv");
-        let nonce = aes_gcm::Nonce::<U32>::try_from(iv.as_slice()).unwrap();
+        let nonce = aes_gcm::Nonce::<U32>::from_slice(&iv);
         let payload = Payload {
             msg: &ciphertext,
             aad: b"password:",
         };
-        cipher.decrypt(&nonce, payload).unwrap()
+        cipher.decrypt(nonce, payload).unwrap()
     }
 
     #[test]
