@@ -1,5 +1,12 @@
 //! Kubernetes Events on the Kustomization, and their forwarding to Flux's
 //! notification-controller (`--events-addr`).
+//!
+//! A thin recorder of its own rather than `kube::runtime::events::Recorder`: kube's writes
+//! `events.k8s.io/v1` Events (event time, reporting instance, action), while Flux's controller
+//! writes core/v1 Events through client-go's recorder (`source.component`, no event time,
+//! repeats counted on one object) with its revision annotations, and `flux events`,
+//! `kubectl describe` and the parity tests against Flux read exactly those fields. The same
+//! event is also forwarded to notification-controller in Flux's format.
 
 use std::time::Duration;
 

@@ -1124,6 +1124,11 @@ fn reconcile_timeout(ks: &Kustomization) -> Duration {
 
 /// Adds the finalizer with a JSON patch, so that a concurrent change to other fields of the
 /// object cannot make it conflict.
+///
+/// Not `kube::runtime::finalizer`: that helper patches without a field manager, so the
+/// object's `managedFields` would name the client's user agent where Flux's controller writes
+/// `gotk-kustomize-controller`, and its Apply/Cleanup split would hide the order Flux keeps on
+/// deletion (a suspended Kustomization releases its finalizer without pruning).
 async fn add_finalizer(api: &Api<Kustomization>, ks: &Kustomization) -> Result<(), ReconcileError> {
     let operation = if ks.meta().finalizers.is_none() {
         json!({"op": "add", "path": "/metadata/finalizers", "value": [FINALIZER]})
