@@ -21,27 +21,9 @@ impl Bench<'_> {
         );
         self.prepare(&layout).await;
 
-        let run_dir = self.work_dir.join(&layout.run);
-        let mut controller = Controller::start(&Launch {
-            binary: &implementation.binary,
-            kubeconfig: &self.control_plane.kubeconfig,
-            concurrent: self.args.concurrent,
-            extra_args: &self.args.controller_args,
-            log: run_dir.join("controller.log"),
-            temp_dir: run_dir.join("tmp"),
-        });
-        let launched = Instant::now();
-        eprintln!("bench: controller log: {}", controller.log.display());
-        controller.wait_healthy(Duration::from_secs(120));
-        let warm = self.warm_up(&layout, launched, &controller).await;
-        result.push(
-            "startup: process start -> first Kustomization Ready [s]",
-            warm.as_ref().ok().map(Duration::as_secs_f64),
-            2,
-        );
-        if let Err(e) = &warm {
-            result.note(format!("warm-up: {e}"));
-        }
+        let mut controller = self
+            .start_and_warm_up(implementation, &layout, &mut result)
+            .await;
 
         let pid = controller.pid();
         let started = Instant::now();

@@ -245,6 +245,26 @@ impl<'a> Bench<'a> {
         );
         self.prepare(&layout).await;
 
+        let mut controller = self
+            .start_and_warm_up(implementation, &layout, &mut result)
+            .await;
+        let run_dir = self.work_dir.join(&layout.run);
+        let measured = self.measure(&layout, &controller, &mut result).await;
+        record(&measured, &mut result);
+        write_breakdown(&measured, &run_dir.join("requests.txt"));
+
+        self.clean_up(&layout, &mut controller, &mut result).await;
+        result
+    }
+
+    /// Starts the controller, waits until it is healthy and has reconciled the warm-up
+    /// Kustomization, and records the startup time in `result`.
+    async fn start_and_warm_up(
+        &self,
+        implementation: &Implementation,
+        layout: &Layout,
+        result: &mut RunResult,
+    ) -> Controller {
         let run_dir = self.work_dir.join(&layout.run);
         let mut controller = Controller::start(&Launch {
             binary: &implementation.binary,
@@ -257,7 +277,7 @@ impl<'a> Bench<'a> {
         let started = Instant::now();
         eprintln!("bench: controller log: {}", controller.log.display());
         controller.wait_healthy(Duration::from_secs(120));
-        let warm = self.warm_up(&layout, started, &controller).await;
+        let warm = self.warm_up(layout, started, &controller).await;
         result.push(
             "startup: process start -> first Kustomization Ready [s]",
             warm.as_ref().ok().map(Duration::as_secs_f64),
@@ -266,13 +286,7 @@ impl<'a> Bench<'a> {
         if let Err(e) = &warm {
             result.note(format!("warm-up: {e}"));
         }
-
-        let measured = self.measure(&layout, &controller, &mut result).await;
-        record(&measured, &mut result);
-        write_breakdown(&measured, &run_dir.join("requests.txt"));
-
-        self.clean_up(&layout, &mut controller, &mut result).await;
-        result
+        controller
     }
 
     /// The three timed phases, with the verification of what each left in the cluster.

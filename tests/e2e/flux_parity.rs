@@ -102,8 +102,11 @@ async fn reconcile_with(
         json!({SHARD_LABEL: shard}),
     )
     .await;
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(client.clone(), ns, &kustomization_resource());
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        ns,
+        &ApiResource::erase::<Kustomization>(&()),
+    );
     let mut last: Option<(Value, Instant)> = None;
     let (ks, status) = wait_for(WAIT, &format!("{shard}: a settled status"), async || {
         let ks = api.get("app").await.map_err(|e| e.to_string())?;
@@ -149,13 +152,6 @@ async fn reconcile_with(
     )
     .await;
     Outcome { status, events }
-}
-
-fn kustomization_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("kustomize.toolkit.fluxcd.io", "v1", "Kustomization"),
-        "kustomizations",
-    )
 }
 
 /// Replaces what legitimately differs between two runs: times, durations, and the
