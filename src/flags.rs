@@ -127,9 +127,16 @@ pub struct ControllerFlags {
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u8).range(0..100))]
     pub interval_jitter_percentage: u8,
 
-    /// Field managers whose ownership of applied fields is taken over.
-    #[arg(long, value_delimiter = ',')]
+    /// Field manager disallowed to perform changes on managed resources: its fields are
+    /// taken over after the dry-run (repeatable; matched as a name prefix, as Flux does).
+    #[arg(long)]
     pub override_manager: Vec<String>,
+
+    /// Field manager whose fields are taken over before the dry-run, to recover objects a
+    /// stale co-owner keeps from validating (repeatable; exact name). Remove it once the
+    /// objects have recovered.
+    #[arg(long)]
+    pub override_manager_before_dry_run: Vec<String>,
 
     /// Kinds applied in their own stage, after Class kinds and before everything else.
     #[arg(long, value_delimiter = ',')]
@@ -163,9 +170,6 @@ impl ControllerFlags {
         if !self.default_kubeconfig_service_account.is_empty() {
             return refuse("default-kubeconfig-service-account", "remote clusters");
         }
-        if !self.override_manager.is_empty() {
-            return refuse("override-manager", "field manager override");
-        }
         if let Some(gate) = self.feature_gates.enabled_unsupported().next() {
             return refuse("feature-gates", gate);
         }
@@ -195,18 +199,10 @@ pub const FEATURE_GATE_DEFAULTS: [(&str, bool); 13] = [
 ];
 
 /// Gates whose non-default value asks for behaviour this controller does not have yet.
-const UNSUPPORTED_WHEN_CHANGED: [(&str, &str); 5] = [
-    (
-        "GroupChangeLog",
-        "feature gate GroupChangeLog (grouped change log events)",
-    ),
+const UNSUPPORTED_WHEN_CHANGED: [(&str, &str); 3] = [
     (
         "DirectSourceFetch",
         "feature gate DirectSourceFetch (reading sources without a cache)",
-    ),
-    (
-        "MigrateAPIVersion",
-        "feature gate MigrateAPIVersion (managed field migration)",
     ),
     (
         "ObjectLevelWorkloadIdentity",
@@ -346,10 +342,19 @@ mod tests {
 
     #[test]
     fn unbuilt_behaviour_is_refused_by_name() {
-        let flags = parse(&["--override-manager=kubectl"]).unwrap();
+        let flags = parse(&["--default-service-account=deployer"]).unwrap();
         let err = flags.validate().unwrap_err();
-        assert_eq!(err.flag, "override-manager");
-        assert!(err.to_string().contains("--override-manager"));
+        assert_eq!(err.flag, "default-service-account");
+        assert!(err.to_string().contains("--default-service-account"));
+        let flags = parse(&[
+            "--override-manager=kubectl-edit",
+            "--override-manager=a,b",
+            "--override-manager-before-dry-run=legacy",
+        ])
+        .unwrap();
+        assert!(flags.validate().is_ok());
+        assert_eq!(flags.override_manager, ["kubectl-edit", "a,b"]);
+        assert_eq!(flags.override_manager_before_dry_run, ["legacy"]);
         assert!(
             parse(&["--sops-age-secret=age-keys"])
                 .unwrap()
@@ -364,7 +369,9 @@ mod tests {
         ])
         .unwrap();
         assert!(flags.validate().is_ok());
-        let flags = parse(&["--feature-gates=GroupChangeLog=true"]).unwrap();
+        let flags = parse(&["--feature-gates=GroupChangeLog=true,MigrateAPIVersion=true"]).unwrap();
+        assert!(flags.validate().is_ok());
+        let flags = parse(&["--feature-gates=DirectSourceFetch=true"]).unwrap();
         assert_eq!(flags.validate().unwrap_err().flag, "feature-gates");
     }
 

@@ -60,7 +60,10 @@ fn flags_without_behaviour_are_refused_by_name() {
             "--default-service-account=deployer",
             "--default-service-account",
         ),
-        ("--override-manager=kubectl", "--override-manager"),
+        (
+            "--default-kubeconfig-service-account=remote",
+            "--default-kubeconfig-service-account",
+        ),
         ("--feature-gates=DirectSourceFetch=true", "--feature-gates"),
     ] {
         let output = Command::new(BINARY)

@@ -1,31 +1,39 @@
 //! The apply stage: server-side apply of a build in Flux's stages, the inventory of what was
 //! applied, and pruning of what left it.
 //!
+//! Within a stage every object is validated before any is applied, as Flux's controller does:
+//! a server-side dry-run per object, compared with the live object to tell `configured` from
+//! `unchanged`. An object whose configuration was applied (or found unchanged) by this
+//! controller before, and that nobody wrote since, skips that: see [`applied`].
+//!
 //! Everything goes through kube's dynamic API with an injected client, so that
 //! impersonation or a remote cluster is only another client.
 
+mod applied;
+pub mod ignore;
 mod inventory;
+pub mod managed_fields;
 mod order;
+mod plan;
+mod prune;
 mod resolve;
 
-use std::collections::HashMap;
 use std::fmt;
+use std::sync::Mutex;
 use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
-use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PropagationPolicy};
-use kube::{Client, ResourceExt};
-use serde_json::Value;
+use kube::Client;
+use kube::api::{Api, DynamicObject};
 
+pub use applied::AppliedObjects;
+pub use ignore::{IgnoreRuleError, IgnoreRules};
 pub use inventory::{InvalidInventoryId, ObjectId};
 pub use order::{sort_for_apply, stage, stage_of_kind};
 pub use resolve::{ResolveError, Resolver};
 
-use crate::api::names::{
-    APPLY_FIELD_MANAGER, DISABLED_VALUE, ENABLED_VALUE, FORCE_ANNOTATION, OWNER_NAME_LABEL,
-    OWNER_NAMESPACE_LABEL, PRUNE_ANNOTATION, RECONCILE_ANNOTATION, SSA_ANNOTATION,
-};
 use crate::manifest::Object;
+use plan::Planned;
 
 /// The Kustomization that owns applied objects; written as the two owner labels.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -79,21 +87,57 @@ pub struct Change {
 pub struct ChangeSet(pub Vec<Change>);
 
 impl ChangeSet {
-    /// Whether anything other than "unchanged" happened.
+    /// Whether anything was created, configured or deleted.
     pub fn has_changes(&self) -> bool {
-        self.0.iter().any(|c| c.action != Action::Unchanged)
+        self.0.iter().any(|c| changed(c.action))
     }
 
-    /// Flux's event text: one `Kind/namespace/name action` line per change, unchanged
-    /// objects left out.
+    /// Flux's apply event text: one `Kind/namespace/name action` line per object created,
+    /// configured or deleted; unchanged and skipped objects left out.
     pub fn summary(&self) -> String {
+        self.lines(|c| changed(c.action))
+    }
+
+    /// Flux's garbage collection text: every object the prune looked at, skipped ones
+    /// included.
+    pub fn prune_summary(&self) -> String {
+        self.lines(|c| c.action != Action::Unchanged)
+    }
+
+    /// The change set as Flux logs it: `{"Kind/ns/name": "action"}` for every object, or with
+    /// `grouped` (`GroupChangeLog`) `{"action": ["Kind/ns/name", ...]}`.
+    pub fn log_output(&self, grouped: bool) -> serde_json::Value {
+        let mut output = serde_json::Map::new();
+        for change in &self.0 {
+            let subject = change.id.describe();
+            let action = change.action.to_string();
+            if grouped {
+                if let Some(list) = output
+                    .entry(action)
+                    .or_insert_with(|| serde_json::Value::Array(Vec::new()))
+                    .as_array_mut()
+                {
+                    list.push(subject.into());
+                }
+            } else {
+                output.insert(subject, action.into());
+            }
+        }
+        serde_json::Value::Object(output)
+    }
+
+    fn lines(&self, keep: impl Fn(&Change) -> bool) -> String {
         self.0
             .iter()
-            .filter(|c| c.action != Action::Unchanged)
+            .filter(|c| keep(c))
             .map(|c| format!("{} {}", c.id.describe(), c.action))
             .collect::<Vec<_>>()
             .join("\n")
     }
+}
+
+fn changed(action: Action) -> bool {
+    !matches!(action, Action::Unchanged | Action::Skipped)
 }
 
 /// Why applying or pruning failed; each variant names the object.
@@ -103,14 +147,51 @@ pub enum ApplyError {
     #[error(transparent)]
     Resolve(#[from] ResolveError),
     /// A namespaced object without a namespace.
-    #[error("{object} is namespaced but has no metadata.namespace")]
+    #[error("{object} namespace not specified: the server could not find the requested resource")]
     MissingNamespace {
         /// `Kind/name` of the object.
         object: String,
     },
-    /// The API server refused the object.
-    #[error("{object} apply failed{}", api_failure(source))]
+    /// The server-side dry-run refused the object.
+    #[error("{object} dry-run failed{}", dry_run_failure(source))]
+    DryRun {
+        /// `Kind/namespace/name` of the object.
+        object: String,
+        /// The API error.
+        source: kube::Error,
+    },
+    /// The API server refused the object after the dry-run accepted it.
+    #[error("{object} apply failed: {}", api_message(source))]
     Apply {
+        /// `Kind/namespace/name` of the object.
+        object: String,
+        /// The API error.
+        source: kube::Error,
+    },
+    /// Rewriting the live object's metadata before the apply failed.
+    #[error("{object} {step} failed: {}", api_message(source))]
+    Metadata {
+        /// `Kind/namespace/name` of the object.
+        object: String,
+        /// What was rewritten (`metadata.managedFields cleanup`, ...).
+        step: &'static str,
+        /// The API error.
+        source: kube::Error,
+    },
+    /// A `spec.ignore` path could not be removed from or set in the object.
+    #[error("{object} {source}")]
+    Ignore {
+        /// `Kind/namespace/name` of the object.
+        object: String,
+        /// What failed.
+        source: ignore::IgnorePatchError,
+    },
+    /// An object with an immutable field change could not be deleted to be recreated.
+    #[error(
+        "{object} immutable field detected, failed to delete object: {}",
+        api_message(source)
+    )]
+    Recreate {
         /// `Kind/namespace/name` of the object.
         object: String,
         /// The API error.
@@ -142,6 +223,34 @@ pub enum ApplyError {
     },
 }
 
+/// An apply that stopped at a failure, with what earlier stages had already changed.
+#[derive(Debug)]
+pub struct PartialApply {
+    /// Why it stopped.
+    pub error: ApplyError,
+    /// What was applied before it stopped.
+    pub applied: ChangeSet,
+}
+
+impl fmt::Display for PartialApply {
+    /// Flux's form: the error, a newline, then one line per object already changed.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{}", self.error)?;
+        for change in self.applied.0.iter().filter(|c| changed(c.action)) {
+            writeln!(f, "{} {}", change.id.describe(), change.action)?;
+        }
+        Ok(())
+    }
+}
+
+/// The API server's message, without the Rust error around it.
+fn api_message(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) => status.message.clone(),
+        other => other.to_string(),
+    }
+}
+
 /// What the API server said, as Flux words it: ` (<reason>): <message>` for a refusal
 /// (`(Invalid): Service "web" is invalid: ...`), `: <error>` for anything else.
 fn api_failure(error: &kube::Error) -> String {
@@ -158,44 +267,84 @@ fn api_failure(error: &kube::Error) -> String {
     }
 }
 
+/// A dry-run refusal as Flux's controller words it: the API reason in parentheses (a field
+/// manager conflict named as such), then the message.
+fn dry_run_failure(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) => {
+            let conflict = status.details.as_ref().is_some_and(|details| {
+                details
+                    .causes
+                    .iter()
+                    .any(|cause| cause.reason == "FieldManagerConflict")
+            });
+            let reason = if conflict {
+                "FieldManagerConflict"
+            } else {
+                status.reason.as_str()
+            };
+            if reason.is_empty() {
+                format!(": {}", status.message)
+            } else {
+                format!(" ({reason}): {}", status.message)
+            }
+        }
+        other => format!(": {other}"),
+    }
+}
+
+/// How a build is applied: from the Kustomization's spec and the controller's flags.
+#[derive(Clone, Debug, Default)]
+pub struct ApplyOptions {
+    /// Recreate objects whose immutable fields changed (`spec.force`).
+    pub force: bool,
+    /// Fields excluded from drift detection and correction (`spec.ignore`).
+    pub ignore: IgnoreRules,
+    /// Managers whose fields are taken over after the dry-run, besides Flux's defaults
+    /// (`--override-manager`).
+    pub override_managers: Vec<String>,
+    /// Managers whose fields are taken over before the dry-run
+    /// (`--override-manager-before-dry-run`).
+    pub override_managers_before_dry_run: Vec<String>,
+    /// Rewrite managed field entries to the applied API version (`MigrateAPIVersion`).
+    pub migrate_api_version: bool,
+    /// Kinds with their own apply stage (`--custom-apply-stage-kinds`).
+    pub custom_stage_kinds: Vec<String>,
+}
+
 /// Applies builds and prunes objects on one cluster, as one client.
 pub struct Applier {
     client: Client,
     resolver: Resolver,
     owner: Owner,
     concurrency: usize,
-    custom_stage_kinds: Vec<String>,
-    force: bool,
+    options: ApplyOptions,
     timeout: Duration,
-}
-
-/// How an object is applied, from `spec.force` and its annotations.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Policy {
-    Apply { force: bool },
-    IfNotPresent,
-    Skip,
+    previous: AppliedObjects,
+    recorded: Mutex<AppliedObjects>,
 }
 
 impl Applier {
     /// An applier acting for `owner`. `concurrency` bounds parallel requests
-    /// (`--concurrent-ssa`), `force` is `spec.force`, `timeout` bounds waiting for CRDs.
+    /// (`--concurrent-ssa`), `timeout` bounds waiting for CRDs and deletions, `previous`
+    /// is what the last reconcile of this owner recorded.
     pub fn new(
         client: Client,
         owner: Owner,
         concurrency: usize,
-        custom_stage_kinds: Vec<String>,
-        force: bool,
+        options: ApplyOptions,
         timeout: Duration,
+        previous: AppliedObjects,
     ) -> Self {
         Applier {
             resolver: Resolver::new(client.clone()),
             client,
             owner,
             concurrency: concurrency.max(1),
-            custom_stage_kinds,
-            force,
+            options,
             timeout,
+            previous,
+            recorded: Mutex::new(AppliedObjects::default()),
         }
     }
 
@@ -204,145 +353,84 @@ impl Applier {
         &self.resolver
     }
 
-    /// Applies every object in Flux's stage order. Returns the change set in apply order,
-    /// which is also the inventory order.
-    pub async fn apply_all(&self, mut objects: Vec<Object>) -> Result<ChangeSet, ApplyError> {
-        sort_for_apply(&mut objects, &self.custom_stage_kinds);
-        let mut changes = Vec::with_capacity(objects.len());
+    /// What this applier learnt of the objects it applied, for the next reconcile.
+    pub fn take_records(&self) -> AppliedObjects {
+        self.recorded
+            .lock()
+            .map(|mut recorded| std::mem::take(&mut *recorded))
+            .unwrap_or_default()
+    }
+
+    /// Applies every object in Flux's stage order, each stage validated as a whole before
+    /// any of its objects is applied. Returns the change set in apply order, which is also
+    /// the inventory order.
+    pub async fn apply_all(&self, mut objects: Vec<Object>) -> Result<ChangeSet, PartialApply> {
+        let kinds = &self.options.custom_stage_kinds;
+        sort_for_apply(&mut objects, kinds);
+        let mut changes = ChangeSet(Vec::with_capacity(objects.len()));
         let mut start = 0;
         while start < objects.len() {
-            let current = stage(&objects[start], &self.custom_stage_kinds);
+            let current = stage(&objects[start], kinds);
             let end = objects[start..]
                 .iter()
-                .position(|o| stage(o, &self.custom_stage_kinds) != current)
+                .position(|o| stage(o, kinds) != current)
                 .map_or(objects.len(), |offset| start + offset);
             let batch = &objects[start..end];
-            let pending: Vec<_> = batch.iter().map(|object| self.apply_one(object)).collect();
-            let applied: Vec<Change> = futures::stream::iter(pending)
-                .buffered(self.concurrency)
-                .try_collect()
-                .await?;
-            changes.extend(applied);
-            if current == 1 {
-                self.wait_for_crds(batch).await?;
+            match self.apply_stage(batch).await {
+                Ok(applied) => changes.0.extend(applied),
+                Err(error) => {
+                    return Err(PartialApply {
+                        error,
+                        applied: changes,
+                    });
+                }
+            }
+            if current == 1
+                && let Err(error) = self.wait_for_crds(batch).await
+            {
+                return Err(PartialApply {
+                    error,
+                    applied: changes,
+                });
             }
             start = end;
         }
-        Ok(ChangeSet(changes))
+        Ok(changes)
     }
 
-    async fn apply_one(&self, object: &Object) -> Result<Change, ApplyError> {
-        let mut object = object.clone();
-        let resource = self
-            .resolver
-            .resolve(object.api_version(), object.kind())
+    /// One stage: validate every object (dry-run, or the precondition re-apply of an object
+    /// seen unchanged), then apply those that changed.
+    async fn apply_stage(&self, batch: &[Object]) -> Result<Vec<Change>, ApplyError> {
+        let pending: Vec<_> = batch.iter().map(|o| self.target(o)).collect();
+        let targets: Vec<_> = futures::stream::iter(pending)
+            .buffered(self.concurrency)
+            .try_collect()
             .await?;
-        if !resource.namespaced {
-            object
-                .as_map_mut()
-                .get_mut("metadata")
-                .and_then(Value::as_object_mut)
-                .map(|m| m.remove("namespace"));
-        } else if object.namespace().is_none() {
-            return Err(ApplyError::MissingNamespace {
-                object: object.describe(),
-            });
-        }
-        let id = ObjectId::of(&object);
-        let policy = self.policy(&object);
-        if policy == Policy::Skip {
-            return Ok(Change {
-                id,
-                action: Action::Skipped,
-                generation: None,
-            });
-        }
-        object.set_labels(&self.owner_labels());
-        let api: Api<DynamicObject> = match object.namespace() {
-            Some(ns) => Api::namespaced_with(self.client.clone(), ns, &resource.api_resource),
-            None => Api::all_with(self.client.clone(), &resource.api_resource),
-        };
-        let name = object.name().to_string();
-        let apply_error = |source| ApplyError::Apply {
-            object: id.describe(),
-            source,
-        };
-        let live = api.get_opt(&name).await.map_err(apply_error)?;
-        if live.is_some() && policy == Policy::IfNotPresent {
-            return Ok(Change {
-                id,
-                action: Action::Skipped,
-                generation: None,
-            });
-        }
-        let params = PatchParams::apply(APPLY_FIELD_MANAGER).force();
-        let patch = Value::from(object);
-        let applied = match api.patch(&name, &params, &Patch::Apply(&patch)).await {
-            Ok(applied) => applied,
-            Err(err)
-                if matches!(policy, Policy::Apply { force: true })
-                    && is_immutable_field_error(&err) =>
-            {
-                api.delete(&name, &DeleteParams::foreground())
-                    .await
-                    .map_err(apply_error)?;
-                self.wait_until_gone(&api, &name).await;
-                api.patch(&name, &params, &Patch::Apply(&patch))
-                    .await
-                    .map_err(apply_error)?
-            }
-            Err(err) => return Err(apply_error(err)),
-        };
-        let action = match live {
-            None => Action::Created,
-            Some(live) if live.resource_version() != applied.resource_version() => {
-                Action::Configured
-            }
-            Some(_) => Action::Unchanged,
-        };
-        Ok(Change {
-            id,
-            action,
-            generation: applied.metadata.generation,
-        })
+        let pending: Vec<_> = targets.into_iter().map(|t| self.validate(t)).collect();
+        let validated: Vec<Planned> = futures::stream::iter(pending)
+            .buffered(self.concurrency)
+            .try_collect()
+            .await?;
+        let pending: Vec<_> = validated.into_iter().map(|p| self.reassert(p)).collect();
+        let reasserted: Vec<Planned> = futures::stream::iter(pending)
+            .buffered(self.concurrency)
+            .try_collect()
+            .await?;
+        let pending: Vec<_> = reasserted.into_iter().map(|p| self.write(p)).collect();
+        futures::stream::iter(pending)
+            .buffered(self.concurrency)
+            .try_collect()
+            .await
     }
 
-    fn policy(&self, object: &Object) -> Policy {
-        let switch = |key: &str| {
-            object
-                .annotation(key)
-                .or_else(|| object.label(key))
-                .map(str::to_ascii_lowercase)
-        };
-        if switch(RECONCILE_ANNOTATION).as_deref() == Some(DISABLED_VALUE) {
-            return Policy::Skip;
-        }
-        match switch(SSA_ANNOTATION).as_deref() {
-            Some("ignore") => return Policy::Skip,
-            Some("ifnotpresent") => return Policy::IfNotPresent,
-            _ => {}
-        }
-        let force = self.force || switch(FORCE_ANNOTATION).as_deref() == Some(ENABLED_VALUE);
-        Policy::Apply { force }
-    }
-
-    fn owner_labels(&self) -> std::collections::BTreeMap<String, String> {
-        std::collections::BTreeMap::from([
-            (OWNER_NAME_LABEL.to_string(), self.owner.name.clone()),
-            (
-                OWNER_NAMESPACE_LABEL.to_string(),
-                self.owner.namespace.clone(),
-            ),
-        ])
-    }
-
-    async fn wait_until_gone(&self, api: &Api<DynamicObject>, name: &str) {
-        let deadline = tokio::time::Instant::now() + self.timeout;
-        while tokio::time::Instant::now() < deadline {
-            if matches!(api.get_opt(name).await, Ok(None)) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(200)).await;
+    fn api(
+        &self,
+        namespace: Option<&str>,
+        resource: &kube::api::ApiResource,
+    ) -> Api<DynamicObject> {
+        match namespace {
+            Some(ns) => Api::namespaced_with(self.client.clone(), ns, resource),
+            None => Api::all_with(self.client.clone(), resource),
         }
     }
 
@@ -380,145 +468,24 @@ impl Applier {
         }
         Ok(())
     }
-
-    /// Deletes the live objects among `stale` that still carry this owner's labels and are
-    /// not protected by `prune: disabled` or `reconcile: disabled`: stage by stage in
-    /// reverse apply order, `concurrency` requests at a time within a stage.
-    pub async fn prune(&self, stale: &[ObjectId]) -> Result<ChangeSet, ApplyError> {
-        let mut changes = Vec::new();
-        for stage in (1..=4).rev() {
-            let batch: Vec<_> = stale
-                .iter()
-                .rev()
-                .filter(|id| stage_of_kind(&id.kind, &self.custom_stage_kinds) == stage)
-                .map(|id| self.delete_owned(id))
-                .collect();
-            let deleted: Vec<Option<Change>> = futures::stream::iter(batch)
-                .buffered(self.concurrency)
-                .try_collect()
-                .await?;
-            changes.extend(deleted.into_iter().flatten());
-        }
-        Ok(ChangeSet(changes))
-    }
-
-    /// Waits until none of `deleted` exists any more, within the applier's timeout.
-    pub async fn wait_until_deleted(&self, deleted: &[ObjectId]) -> Result<(), ApplyError> {
-        let deadline = tokio::time::Instant::now() + self.timeout;
-        for id in deleted {
-            let resource = match self.resolver.resolve(&id.api_version(), &id.kind).await {
-                Ok(resource) => resource,
-                Err(ResolveError::NotFound { .. }) => continue,
-                Err(err) => return Err(err.into()),
-            };
-            let api: Api<DynamicObject> = if resource.namespaced {
-                Api::namespaced_with(self.client.clone(), &id.namespace, &resource.api_resource)
-            } else {
-                Api::all_with(self.client.clone(), &resource.api_resource)
-            };
-            loop {
-                match api.get_opt(&id.name).await {
-                    Ok(None) => break,
-                    Ok(Some(_)) if tokio::time::Instant::now() < deadline => {
-                        tokio::time::sleep(Duration::from_millis(500)).await;
-                    }
-                    Ok(Some(_)) => {
-                        return Err(ApplyError::NotTerminated {
-                            object: id.describe(),
-                            seconds: self.timeout.as_secs(),
-                        });
-                    }
-                    Err(source) => {
-                        return Err(ApplyError::Delete {
-                            object: id.describe(),
-                            source,
-                        });
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-
-    async fn delete_owned(&self, id: &ObjectId) -> Result<Option<Change>, ApplyError> {
-        let resource = match self.resolver.resolve(&id.api_version(), &id.kind).await {
-            Ok(resource) => resource,
-            // The kind is gone from the cluster (its CRD was deleted): so are its objects.
-            Err(ResolveError::NotFound { .. }) => return Ok(None),
-            Err(err) => return Err(err.into()),
-        };
-        let api: Api<DynamicObject> = if resource.namespaced {
-            Api::namespaced_with(self.client.clone(), &id.namespace, &resource.api_resource)
-        } else {
-            Api::all_with(self.client.clone(), &resource.api_resource)
-        };
-        let delete_error = |source| ApplyError::Delete {
-            object: id.describe(),
-            source,
-        };
-        let Some(live) = api.get_opt(&id.name).await.map_err(delete_error)? else {
-            return Ok(None);
-        };
-        let labels = live.labels();
-        let owned = labels.get(OWNER_NAME_LABEL) == Some(&self.owner.name)
-            && labels.get(OWNER_NAMESPACE_LABEL) == Some(&self.owner.namespace);
-        let switch = |key: &str| {
-            live.annotations()
-                .get(key)
-                .or_else(|| labels.get(key))
-                .map(|v| v.to_ascii_lowercase())
-        };
-        let protected = switch(PRUNE_ANNOTATION).as_deref() == Some(DISABLED_VALUE)
-            || switch(RECONCILE_ANNOTATION).as_deref() == Some(DISABLED_VALUE);
-        if !owned || protected {
-            return Ok(Some(Change {
-                id: id.clone(),
-                action: Action::Skipped,
-                generation: None,
-            }));
-        }
-        if live.metadata.deletion_timestamp.is_none() {
-            let params = DeleteParams {
-                propagation_policy: Some(PropagationPolicy::Background),
-                ..Default::default()
-            };
-            match api.delete(&id.name, &params).await {
-                Ok(_) => {}
-                Err(kube::Error::Api(status)) if status.code == 404 => return Ok(None),
-                Err(err) => return Err(delete_error(err)),
-            }
-        }
-        Ok(Some(Change {
-            id: id.clone(),
-            action: Action::Deleted,
-            generation: None,
-        }))
-    }
-}
-
-fn is_immutable_field_error(err: &kube::Error) -> bool {
-    matches!(err, kube::Error::Api(status) if status.code == 422 && status.message.contains("immutable"))
 }
 
 /// Inventory entries of `old` whose object is not in `new`, in `old`'s order.
 pub fn stale_objects(old: &[ObjectId], new: &[ObjectId]) -> Vec<ObjectId> {
-    let index: HashMap<(&str, &str, &str, &str), ()> = new
+    let present: std::collections::HashSet<(&str, &str, &str, &str)> = new
         .iter()
         .map(|id| {
             (
-                (
-                    id.namespace.as_str(),
-                    id.name.as_str(),
-                    id.group.as_str(),
-                    id.kind.as_str(),
-                ),
-                (),
+                id.namespace.as_str(),
+                id.name.as_str(),
+                id.group.as_str(),
+                id.kind.as_str(),
             )
         })
         .collect();
     old.iter()
         .filter(|id| {
-            !index.contains_key(&(
+            !present.contains(&(
                 id.namespace.as_str(),
                 id.name.as_str(),
                 id.group.as_str(),
@@ -533,22 +500,74 @@ pub fn stale_objects(old: &[ObjectId], new: &[ObjectId]) -> Vec<ObjectId> {
 mod tests {
     use super::*;
 
+    fn invalid(message: &str) -> kube::Error {
+        kube::Error::Api(Box::new(
+            kube::core::Status::failure(message, "Invalid").with_code(422),
+        ))
+    }
+
     #[test]
-    fn api_refusals_read_as_sentences_not_debug_dumps() {
-        let status = kube::core::Status::failure(
-            "Service \"web\" is invalid: spec.ports[0].port: Invalid value: 99999",
-            "Invalid",
-        )
-        .with_code(422);
-        let error = ApplyError::Apply {
+    fn refusals_read_as_flux_sentences_not_debug_dumps() {
+        let message = "Service \"web\" is invalid: spec.ports[0].port: Invalid value: 99999";
+        let dry_run = ApplyError::DryRun {
             object: "Service/apps/web".into(),
-            source: kube::Error::Api(Box::new(status)),
+            source: invalid(message),
         };
         assert_eq!(
-            error.to_string(),
-            "Service/apps/web apply failed (Invalid): Service \"web\" is invalid: \
-             spec.ports[0].port: Invalid value: 99999"
+            dry_run.to_string(),
+            format!("Service/apps/web dry-run failed (Invalid): {message}")
         );
+        let apply = ApplyError::Apply {
+            object: "Service/apps/web".into(),
+            source: invalid(message),
+        };
+        assert_eq!(
+            apply.to_string(),
+            format!("Service/apps/web apply failed: {message}")
+        );
+    }
+
+    #[test]
+    fn a_partial_apply_lists_what_earlier_stages_changed() {
+        let partial = PartialApply {
+            error: ApplyError::DryRun {
+                object: "ConfigMap/apps/c".into(),
+                source: invalid("bad"),
+            },
+            applied: ChangeSet(vec![
+                change("Namespace", "", "apps", Action::Created),
+                change("Namespace", "", "same", Action::Unchanged),
+            ]),
+        };
+        assert_eq!(
+            partial.to_string(),
+            "ConfigMap/apps/c dry-run failed (Invalid): bad\nNamespace/apps created\n"
+        );
+        let first_stage = PartialApply {
+            error: ApplyError::DryRun {
+                object: "ConfigMap/apps/c".into(),
+                source: invalid("bad"),
+            },
+            applied: ChangeSet::default(),
+        };
+        assert_eq!(
+            first_stage.to_string(),
+            "ConfigMap/apps/c dry-run failed (Invalid): bad\n"
+        );
+    }
+
+    fn change(kind: &str, namespace: &str, name: &str, action: Action) -> Change {
+        Change {
+            id: ObjectId {
+                namespace: namespace.into(),
+                name: name.into(),
+                group: "".into(),
+                kind: kind.into(),
+                version: "v1".into(),
+            },
+            action,
+            generation: None,
+        }
     }
 
     fn id(name: &str, version: &str) -> ObjectId {
@@ -571,32 +590,34 @@ mod tests {
     #[test]
     fn change_set_summary_lists_changes_only() {
         let set = ChangeSet(vec![
-            Change {
-                id: id("a", "v1"),
-                action: Action::Created,
-                generation: None,
-            },
-            Change {
-                id: id("b", "v1"),
-                action: Action::Unchanged,
-                generation: None,
-            },
-            Change {
-                id: id("c", "v1"),
-                action: Action::Deleted,
-                generation: None,
-            },
+            change("ConfigMap", "default", "a", Action::Created),
+            change("ConfigMap", "default", "b", Action::Unchanged),
+            change("ConfigMap", "default", "s", Action::Skipped),
+            change("ConfigMap", "default", "c", Action::Deleted),
         ]);
         assert!(set.has_changes());
         assert_eq!(
             set.summary(),
-            "Deployment/default/a created\nDeployment/default/c deleted"
+            "ConfigMap/default/a created\nConfigMap/default/c deleted"
         );
-        let quiet = ChangeSet(vec![Change {
-            id: id("b", "v1"),
-            action: Action::Unchanged,
-            generation: None,
-        }]);
+        assert_eq!(
+            set.prune_summary(),
+            "ConfigMap/default/a created\nConfigMap/default/s skipped\nConfigMap/default/c deleted"
+        );
+        assert_eq!(
+            set.log_output(true),
+            serde_json::json!({"created": ["ConfigMap/default/a"], "unchanged": ["ConfigMap/default/b"],
+                               "skipped": ["ConfigMap/default/s"], "deleted": ["ConfigMap/default/c"]})
+        );
+        assert_eq!(
+            set.log_output(false)["ConfigMap/default/b"],
+            serde_json::json!("unchanged")
+        );
+        let quiet = ChangeSet(vec![
+            change("ConfigMap", "default", "b", Action::Unchanged),
+            change("ConfigMap", "default", "s", Action::Skipped),
+        ]);
         assert!(!quiet.has_changes());
+        assert_eq!(quiet.summary(), "");
     }
 }

@@ -12,6 +12,7 @@ use tokio::sync::Semaphore;
 use super::events::EventSink;
 use super::interrupts::Interrupts;
 use crate::api::Kustomization;
+use crate::apply::AppliedObjects;
 use crate::health::wait::HealthWatches;
 use crate::metrics::Metrics;
 use crate::source::ArtifactFetcher;
@@ -54,6 +55,14 @@ pub struct Settings {
     pub dependency_policy: super::dependencies::Policy,
     /// No success event for Git commit statuses (`DisableCommitStatusEvent`).
     pub disable_commit_status_event: bool,
+    /// Field managers taken over after the dry-run (`--override-manager`).
+    pub override_managers: Vec<String>,
+    /// Field managers taken over before the dry-run (`--override-manager-before-dry-run`).
+    pub override_managers_before_dry_run: Vec<String>,
+    /// Rewrite managed field entries to the applied API version (`MigrateAPIVersion`).
+    pub migrate_api_version: bool,
+    /// Log change sets grouped by action (`GroupChangeLog`).
+    pub group_change_log: bool,
 }
 
 /// State shared by all reconciles. Nothing in it is mutated by a reconcile except the
@@ -78,6 +87,7 @@ pub struct Context {
     /// The watch cache of Kustomizations (dependency cycles are looked for in it).
     pub kustomizations: Store<Kustomization>,
     failures: Mutex<HashMap<ObjectRef<Kustomization>, u32>>,
+    applied: Mutex<HashMap<ObjectRef<Kustomization>, AppliedObjects>>,
 }
 
 impl Context {
@@ -102,6 +112,35 @@ impl Context {
             metrics,
             settings,
             failures: Mutex::new(HashMap::new()),
+            applied: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// What the last apply of `ks` recorded of its objects (taken: a reconcile that fails
+    /// before its apply leaves nothing behind that could be stale).
+    pub fn take_applied(&self, ks: &Kustomization) -> AppliedObjects {
+        self.applied
+            .lock()
+            .ok()
+            .and_then(|mut applied| applied.remove(&ObjectRef::from_obj(ks)))
+            .unwrap_or_default()
+    }
+
+    /// Keeps what an apply of `ks` recorded, for its next reconcile.
+    pub fn put_applied(&self, ks: &Kustomization, records: AppliedObjects) {
+        if let Ok(mut applied) = self.applied.lock() {
+            if records.is_empty() {
+                applied.remove(&ObjectRef::from_obj(ks));
+            } else {
+                applied.insert(ObjectRef::from_obj(ks), records);
+            }
+        }
+    }
+
+    /// Forgets what was recorded for `ks` (it is being deleted).
+    pub fn forget_applied(&self, ks: &Kustomization) {
+        if let Ok(mut applied) = self.applied.lock() {
+            applied.remove(&ObjectRef::from_obj(ks));
         }
     }
 

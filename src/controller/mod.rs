@@ -123,6 +123,10 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
             additive_cel: flags.feature_gates.enabled("AdditiveCELDependencyCheck"),
         },
         disable_commit_status_event: flags.feature_gates.enabled("DisableCommitStatusEvent"),
+        override_managers: flags.override_manager.clone(),
+        override_managers_before_dry_run: flags.override_manager_before_dry_run.clone(),
+        migrate_api_version: flags.feature_gates.enabled("MigrateAPIVersion"),
+        group_change_log: flags.feature_gates.enabled("GroupChangeLog"),
         sops_age_secret: match (&runtime_namespace, flags.sops_age_secret.as_str()) {
             (Some(namespace), name) if !name.is_empty() => Some(decryption::GlobalAgeSecret {
                 namespace: namespace.clone(),

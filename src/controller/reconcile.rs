@@ -27,7 +27,10 @@ use crate::api::kustomization::{DeletionPolicy, SourceKind};
 use crate::api::names::{FINALIZER, GROUP, reason};
 use crate::api::source::{Artifact, artifact_of, source_version};
 use crate::api::{ConditionStatus, Kustomization, KustomizationStatus};
-use crate::apply::{Action, Applier, ApplyError, ChangeSet, ObjectId, Owner, stale_objects};
+use crate::apply::{
+    Action, AppliedObjects, Applier, ApplyError, ApplyOptions, ChangeSet, IgnoreRules, ObjectId,
+    Owner, stale_objects,
+};
 use crate::health::cel::HealthCheckExprs;
 use crate::health::wait::{Target, WaitError, WaitOptions};
 use crate::manifest::Object;
@@ -494,11 +497,18 @@ async fn apply_prune_and_check(
         ctx.client.clone(),
         owner(ks),
         ctx.settings.concurrent_ssa,
-        ctx.settings.custom_apply_stage_kinds.clone(),
-        ks.spec.force,
+        apply_options(ks, ctx)?,
         timeout,
+        ctx.take_applied(ks),
     );
-    let changes = apply(&applier, objects, timeout).await?;
+    let applied = apply(&applier, objects, timeout).await;
+    // Each record is a fact about one object, kept whether the apply succeeded or not.
+    ctx.put_applied(ks, applier.take_records());
+    let changes = applied?;
+    if !changes.0.is_empty() {
+        let output = changes.log_output(ctx.settings.group_change_log);
+        tracing::info!(kustomization = %ks.name_any(), namespace = ks.namespace().unwrap_or_default(), %output, %revision, "server-side apply completed");
+    }
     let drifted = changes.has_changes();
     if drifted {
         // Ready is Unknown while the run goes on, so the event has its reason.
@@ -521,14 +531,14 @@ async fn apply_prune_and_check(
     set_inventory(status, &pending);
     if ks.spec.prune {
         let pruned = prune(&applier, &stale).await?;
-        if pruned.has_changes() {
-            tracing::info!(kustomization = %ks.name_any(), "garbage collection completed: {}", pruned.summary());
+        if !pruned.0.is_empty() {
+            tracing::info!(kustomization = %ks.name_any(), "garbage collection completed: {}", pruned.prune_summary());
             ctx.events
                 .publish(
                     ks,
                     Severity::Info,
                     reason::PROGRESSING,
-                    &pruned.summary(),
+                    &pruned.prune_summary(),
                     metadata(),
                 )
                 .await;
@@ -631,10 +641,6 @@ fn refuse_unsupported_fields(ks: &Kustomization) -> Result<(), Failure> {
     let unsupported = [
         ("kubeConfig", spec.kube_config.is_some()),
         ("serviceAccountName", non_empty(&spec.service_account_name)),
-        (
-            "ignore",
-            spec.ignore.as_ref().is_some_and(|i| !i.is_empty()),
-        ),
     ];
     match unsupported.into_iter().find(|(_, used)| *used) {
         Some((field, _)) => Err(Failure::unsupported(
@@ -897,12 +903,29 @@ async fn apply(
 ) -> Result<ChangeSet, Failure> {
     match tokio::time::timeout(timeout, applier.apply_all(objects)).await {
         Ok(Ok(changes)) => Ok(changes),
-        Ok(Err(e)) => Err(Failure::new(reason::RECONCILIATION_FAILED, e.to_string())),
+        Ok(Err(partial)) => Err(Failure::new(
+            reason::RECONCILIATION_FAILED,
+            partial.to_string(),
+        )),
         Err(_) => Err(Failure::new(
             reason::RECONCILIATION_FAILED,
             format!("apply timed out after {}", duration::format(timeout)),
         )),
     }
+}
+
+/// The apply options of a Kustomization: its spec and the controller's flags.
+fn apply_options(ks: &Kustomization, ctx: &Context) -> Result<ApplyOptions, Failure> {
+    let ignore = IgnoreRules::compile(ks.spec.ignore.as_deref().unwrap_or_default())
+        .map_err(|e| Failure::new(reason::RECONCILIATION_FAILED, e.to_string()))?;
+    Ok(ApplyOptions {
+        force: ks.spec.force,
+        ignore,
+        override_managers: ctx.settings.override_managers.clone(),
+        override_managers_before_dry_run: ctx.settings.override_managers_before_dry_run.clone(),
+        migrate_api_version: ctx.settings.migrate_api_version,
+        custom_stage_kinds: ctx.settings.custom_apply_stage_kinds.clone(),
+    })
 }
 
 /// What the health stage works on.
@@ -1188,6 +1211,7 @@ async fn finalize(
     ks: &Kustomization,
     ctx: &Context,
 ) -> Result<Requeue, ReconcileError> {
+    ctx.forget_applied(ks);
     if !ks.finalizers().iter().any(|f| f == FINALIZER) {
         return Ok(Requeue::await_change());
     }
@@ -1204,9 +1228,12 @@ async fn finalize(
             ctx.client.clone(),
             owner(ks),
             ctx.settings.concurrent_ssa,
-            ctx.settings.custom_apply_stage_kinds.clone(),
-            false,
+            ApplyOptions {
+                custom_stage_kinds: ctx.settings.custom_apply_stage_kinds.clone(),
+                ..ApplyOptions::default()
+            },
             reconcile_timeout(ks),
+            AppliedObjects::default(),
         );
         let changes = applier.prune(&inventory).await?;
         if policy == DeletionPolicy::WaitForTermination {
@@ -1218,7 +1245,7 @@ async fn finalize(
                 .collect();
             applier.wait_until_deleted(&deleted).await?;
         }
-        if changes.has_changes() {
+        if !changes.0.is_empty() {
             // Flux's event carries the reason Ready has at that point, and the revision last
             // applied.
             let ready_reason = status
@@ -1233,7 +1260,7 @@ async fn finalize(
                     ks,
                     Severity::Info,
                     ready_reason,
-                    &changes.summary(),
+                    &changes.prune_summary(),
                     events::metadata(
                         ks,
                         status.last_applied_revision.as_deref(),

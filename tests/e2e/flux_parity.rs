@@ -318,3 +318,174 @@ async fn dependency_not_ready_has_fluxs_status_and_events() {
     )
     .await;
 }
+
+/// Three ConfigMaps, the last of which the API server refuses once `${count}` is
+/// substituted (a number where a string must be).
+fn refused_substituted_value(ns: &str) -> Vec<(String, String)> {
+    let mut files = two_config_maps(ns);
+    files.push((
+        "deploy/c.yaml".into(),
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: {ns}\ndata:\n  \
+             count: ${{count}}\n"
+        ),
+    ));
+    files
+}
+
+/// Three ConfigMaps, the last of which has a data key the API server refuses as invalid.
+fn refused_invalid_key(ns: &str) -> Vec<(String, String)> {
+    let mut files = two_config_maps(ns);
+    files.push((
+        "deploy/c.yaml".into(),
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  namespace: {ns}\ndata:\n  \
+             bad/key: x\n"
+        ),
+    ));
+    files
+}
+
+/// A build whose last object the API server refuses after substitution fails as Flux's
+/// does: same Ready message (`dry-run failed`), history, and events; nothing applied.
+#[tokio::test]
+async fn refused_substituted_value_has_fluxs_status_and_events() {
+    // One attempt each: the retry after a failure is far away.
+    let status = assert_same_outcome(
+        "parity-refused-value",
+        refused_substituted_value,
+        json!({"retryInterval": "1h", "postBuild": {"substitute": {"count": "3"}}}),
+        |status| ready_condition(status) == Some(("False", "ReconciliationFailed")),
+    )
+    .await;
+    assert!(status["inventory"].is_null(), "{status:#}");
+}
+
+/// A build whose last object the API server refuses as Invalid fails as Flux's does.
+#[tokio::test]
+async fn refused_invalid_key_has_fluxs_status_and_events() {
+    let status = assert_same_outcome(
+        "parity-refused-key",
+        refused_invalid_key,
+        json!({"retryInterval": "1h"}),
+        |status| ready_condition(status) == Some(("False", "ReconciliationFailed")),
+    )
+    .await;
+    assert!(status["inventory"].is_null(), "{status:#}");
+}
+
+/// Deployments as people write them: one with the empty `strategy: {}` and `resources: {}`
+/// that the API server fills with defaults, one without them and with a container port
+/// without its (defaulted) protocol.
+fn handover_deployments(ns: &str) -> Vec<(String, String)> {
+    let deployment = |name: &str, extra_spec: &str, container: &str| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\n  namespace: {ns}\n\
+             spec:\n  replicas: 1\n{extra_spec}  selector:\n    matchLabels:\n      app: {name}\n  \
+             template:\n    metadata:\n      labels:\n        app: {name}\n    spec:\n      \
+             containers:\n      - name: app\n        image: registry.example/{name}:1\n{container}"
+        )
+    };
+    vec![
+        (
+            "deploy/explicit.yaml".into(),
+            deployment("explicit", "  strategy: {}\n", "        resources: {}\n"),
+        ),
+        (
+            "deploy/implicit.yaml".into(),
+            deployment(
+                "implicit",
+                "",
+                "        ports:\n        - containerPort: 8080\n",
+            ),
+        ),
+    ]
+}
+
+/// (name, resourceVersion, generation, managedFields) of every Deployment in `ns`.
+async fn deployment_snapshot(client: &kube::Client, ns: &str) -> Vec<Value> {
+    use k8s_openapi::api::apps::v1::Deployment;
+    let mut snapshot: Vec<Value> = Api::<Deployment>::namespaced(client.clone(), ns)
+        .list(&ListParams::default())
+        .await
+        .expect("list Deployments")
+        .items
+        .into_iter()
+        .map(|d| {
+            json!({
+                "name": d.metadata.name,
+                "resourceVersion": d.metadata.resource_version,
+                "generation": d.metadata.generation,
+                "managedFields": d.metadata.managed_fields,
+            })
+        })
+        .collect();
+    snapshot.sort_by_key(|d| d["name"].to_string());
+    snapshot
+}
+
+/// The change-set events among `events`: reason `Progressing`, as is the `Health check
+/// passed` event, which is not one.
+fn change_set_events(events: &[Value]) -> Vec<&Value> {
+    events
+        .iter()
+        .filter(|e| {
+            e["reason"] == "Progressing"
+                && !e["message"]
+                    .as_str()
+                    .is_some_and(|m| m.starts_with("Health check"))
+        })
+        .collect()
+}
+
+/// Objects that Flux's controller applied are not written again when ours takes over the
+/// Kustomization: no drift is seen in what the API server defaulted, so the objects keep
+/// their resourceVersion and ours records no change set.
+#[tokio::test]
+async fn objects_applied_by_flux_are_left_unchanged_by_ours() {
+    let [(flux_shard, flux), (ours_shard, ours)] = controllers();
+    let client = support::client().await;
+    let ns = TestNamespace::new(&client, "parity-handover").await;
+    create_git_repository(&client, ns.name(), "repo").await;
+    let files = handover_deployments(ns.name());
+    let files: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    let (url, digest) = serve(tarball(&files));
+    publish_artifact(&client, ns.name(), "repo", &revision(1), &url, &digest).await;
+    // `prune: false` leaves the objects in place when a Kustomization is handed over;
+    // `wait: true` ends each run with the Deployments rolled out, so that nothing else is
+    // still writing them.
+    let spec = json!({"prune": false, "wait": true});
+    let succeeded =
+        |status: &Value| ready_condition(status) == Some(("True", "ReconciliationSucceeded"));
+
+    let flux_outcome = reconcile_with(&client, ns.name(), flux_shard, flux, &spec, succeeded).await;
+    let created = change_set_events(&flux_outcome.events);
+    assert_eq!(created.len(), 1, "Flux's change set: {created:?}");
+    for name in ["explicit", "implicit"] {
+        let line = format!("Deployment/{}/{name} created", ns.name());
+        assert!(
+            created[0]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains(&line)),
+            "{created:?}"
+        );
+    }
+    let before = deployment_snapshot(&client, ns.name()).await;
+
+    let ours_outcome = reconcile_with(&client, ns.name(), ours_shard, ours, &spec, succeeded).await;
+    let after = deployment_snapshot(&client, ns.name()).await;
+    assert_eq!(
+        serde_json::to_string_pretty(&after).unwrap_or_default(),
+        serde_json::to_string_pretty(&before).unwrap_or_default(),
+        "ours wrote the Deployments Flux applied (left: after ours, right: after Flux)"
+    );
+    let change_sets = change_set_events(&ours_outcome.events);
+    assert!(change_sets.is_empty(), "ours: {change_sets:?}");
+    assert_eq!(
+        ours_outcome.status["inventory"], flux_outcome.status["inventory"],
+        "same inventory"
+    );
+}

@@ -1,6 +1,7 @@
 //! End-to-end tests: the controller binary runs as it would in a cluster, against the real
 //! local control plane, with sources served by a small HTTP artifact server.
 
+mod apply;
 mod dependencies;
 mod flux_cli;
 mod flux_parity;

@@ -1,0 +1,520 @@
+//! One object through a stage, as Flux's controller takes it: read the live object, honour
+//! the skip switches, take fields over, dry-run, compare, and apply only what drifted.
+
+use std::time::Duration;
+
+use kube::ResourceExt;
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PropagationPolicy};
+use serde_json::Value;
+
+use super::applied::{AppliedRecord, configuration_hash};
+use super::managed_fields::{
+    before_dry_run_managers, cleanup_managers, has_switch, migrate_api_version, owned_fields,
+    remove_stale_metadata, take_over,
+};
+use super::{Action, Applier, ApplyError, Change, ObjectId, ignore};
+use crate::api::names::{
+    APPLY_FIELD_MANAGER, DISABLED_VALUE, ENABLED_VALUE, FORCE_ANNOTATION, OWNER_NAME_LABEL,
+    OWNER_NAMESPACE_LABEL, RECONCILE_ANNOTATION, SSA_ANNOTATION,
+};
+use crate::manifest::Object;
+
+/// An object ready to be sent: its configuration and where it goes.
+pub(super) struct Target {
+    id: ObjectId,
+    name: String,
+    api: Api<DynamicObject>,
+    configuration: Value,
+    hash: u64,
+}
+
+/// Where an object stands between validation and apply.
+pub(super) enum Planned {
+    /// Nothing more to do.
+    Done(Change),
+    /// Validated; to be applied with `configuration`.
+    Apply {
+        target: Target,
+        configuration: Value,
+        action: Action,
+    },
+    /// Applied before with this configuration and seen unchanged at `resource_version`:
+    /// re-applied with that version as a precondition.
+    Reassert {
+        target: Target,
+        resource_version: String,
+    },
+}
+
+impl Applier {
+    /// Resolves the object's kind and prepares the configuration to apply: the owner
+    /// labels added, a namespace dropped from cluster-scoped kinds.
+    pub(super) async fn target(&self, object: &Object) -> Result<Target, ApplyError> {
+        let mut object = object.clone();
+        let resource = self
+            .resolver
+            .resolve(object.api_version(), object.kind())
+            .await?;
+        if !resource.namespaced {
+            object
+                .as_map_mut()
+                .get_mut("metadata")
+                .and_then(Value::as_object_mut)
+                .map(|m| m.remove("namespace"));
+        } else if object.namespace().is_none() {
+            return Err(ApplyError::MissingNamespace {
+                object: object.describe(),
+            });
+        }
+        let id = ObjectId::of(&object);
+        object.set_labels(&std::collections::BTreeMap::from([
+            (OWNER_NAME_LABEL.to_string(), self.owner.name.clone()),
+            (
+                OWNER_NAMESPACE_LABEL.to_string(),
+                self.owner.namespace.clone(),
+            ),
+        ]));
+        let api = self.api(object.namespace(), &resource.api_resource);
+        let name = object.name().to_string();
+        let configuration = Value::from(object);
+        Ok(Target {
+            id,
+            name,
+            api,
+            hash: configuration_hash(&configuration),
+            configuration,
+        })
+    }
+
+    /// Validates one object: the precondition path when it may take it, Flux's full path
+    /// otherwise.
+    pub(super) async fn validate(&self, target: Target) -> Result<Planned, ApplyError> {
+        if let Some(resource_version) = self.reassertable(&target) {
+            return Ok(Planned::Reassert {
+                target,
+                resource_version,
+            });
+        }
+        self.plan(target).await
+    }
+
+    /// The version at which `target`'s configuration is known to be applied, when nothing
+    /// but a precondition re-apply is needed to confirm it.
+    fn reassertable(&self, target: &Target) -> Option<String> {
+        let record = self.previous.get(&target.id)?;
+        let plain = record.configuration == target.hash
+            && policy(&target.configuration) == Policy::Apply
+            && !self.options.migrate_api_version
+            && self
+                .options
+                .ignore
+                .paths_for(&target.configuration)
+                .is_empty();
+        plain.then(|| record.resource_version.clone())
+    }
+
+    /// Re-applies an object seen unchanged, with its last known version as a precondition:
+    /// accepted, nothing was written since and nothing changes; refused, the object takes
+    /// the full path.
+    pub(super) async fn reassert(&self, planned: Planned) -> Result<Planned, ApplyError> {
+        let Planned::Reassert {
+            target,
+            resource_version,
+        } = planned
+        else {
+            return Ok(planned);
+        };
+        let mut configuration = target.configuration.clone();
+        if let Some(metadata) = configuration
+            .get_mut("metadata")
+            .and_then(Value::as_object_mut)
+        {
+            metadata.insert(
+                "resourceVersion".into(),
+                Value::from(resource_version.clone()),
+            );
+        }
+        let params = PatchParams::apply(APPLY_FIELD_MANAGER).force();
+        match target
+            .api
+            .patch(&target.name, &params, &Patch::Apply(&configuration))
+            .await
+        {
+            Ok(applied) => {
+                let action =
+                    if applied.resource_version().as_deref() == Some(resource_version.as_str()) {
+                        Action::Unchanged
+                    } else {
+                        Action::Configured
+                    };
+                self.record(&target, &applied);
+                Ok(Planned::Done(Change {
+                    id: target.id,
+                    action,
+                    generation: applied.metadata.generation,
+                }))
+            }
+            // A conflict (written since), a deletion, or anything else: the full path finds
+            // out what happened and words any error as Flux does.
+            Err(_) => self.plan(target).await,
+        }
+    }
+
+    /// Flux's path for one object: read, skip switches, takeovers, dry-run, compare.
+    async fn plan(&self, target: Target) -> Result<Planned, ApplyError> {
+        let object = target.id.describe();
+        let mut live = match target.api.get_opt(&target.name).await {
+            Ok(found) => found.and_then(|o| serde_json::to_value(o).ok()),
+            // Flux goes on without the live object; the dry-run reports the error.
+            Err(_) => None,
+        };
+        let desired = &target.configuration;
+        if skipped(desired, live.as_ref()) {
+            return Ok(done(target.id, Action::Skipped));
+        }
+        let mut patched = false;
+        if let Some(current) = &live {
+            let api_version = desired
+                .get("apiVersion")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            if self.options.migrate_api_version
+                && let Some(operation) = migrate_api_version(current, api_version)
+            {
+                live = Some(
+                    self.json_patch(&target, vec![operation], "failed to migrate API version")
+                        .await?,
+                );
+                patched = true;
+            }
+        }
+        if let Some(current) = &live
+            && !merged(desired, current)
+        {
+            let managers = before_dry_run_managers(&self.options.override_managers_before_dry_run);
+            if let Some(operation) = take_over(current, &managers, APPLY_FIELD_MANAGER) {
+                live = Some(
+                    self.json_patch(&target, vec![operation], "metadata.managedFields takeover")
+                        .await?,
+                );
+                patched = true;
+            }
+        }
+
+        let dry_run = match self.dry_run(&target).await {
+            Ok(dry_run) => dry_run,
+            Err(error) if live.is_some() && self.recreates(desired, live.as_ref(), &error) => {
+                self.delete_for_recreate(&target).await?;
+                live = None;
+                self.dry_run(&target)
+                    .await
+                    .map_err(|source| ApplyError::DryRun {
+                        object: object.clone(),
+                        source,
+                    })?
+            }
+            Err(source) => return Err(ApplyError::DryRun { object, source }),
+        };
+
+        if let Some(current) = &live
+            && !merged(desired, current)
+        {
+            let mut operations = remove_stale_metadata(current);
+            let managers = cleanup_managers(APPLY_FIELD_MANAGER, &self.options.override_managers);
+            operations.extend(take_over(current, &managers, APPLY_FIELD_MANAGER));
+            if !operations.is_empty() {
+                live = Some(
+                    self.json_patch(&target, operations, "metadata.managedFields cleanup")
+                        .await?,
+                );
+                patched = true;
+            }
+        }
+
+        let created = dry_run
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty);
+        let drifted = match &live {
+            Some(current) => ignore::try_has_drifted(current, &dry_run, &self.options.ignore)
+                .map_err(|source| ApplyError::Ignore {
+                    object: object.clone(),
+                    source,
+                })?,
+            None => true,
+        };
+        if !patched && !drifted {
+            if let Some(current) = &live
+                && owned_fields(current, APPLY_FIELD_MANAGER)
+                    == owned_fields(&dry_run, APPLY_FIELD_MANAGER)
+                && let Some(version) = current
+                    .pointer("/metadata/resourceVersion")
+                    .and_then(Value::as_str)
+            {
+                self.remember(&target, version);
+            }
+            return Ok(done(target.id, Action::Unchanged));
+        }
+        let mut configuration = target.configuration.clone();
+        if let Some(current) = &live
+            && !created
+            && !self.options.ignore.is_empty()
+        {
+            let resolutions = ignore::resolve_drifted_paths(
+                current,
+                &dry_run,
+                &self.options.ignore,
+                APPLY_FIELD_MANAGER,
+            );
+            ignore::try_apply_resolutions(&mut configuration, &resolutions).map_err(|source| {
+                ApplyError::Ignore {
+                    object: object.clone(),
+                    source,
+                }
+            })?;
+        }
+        Ok(Planned::Apply {
+            target,
+            configuration,
+            action: if created {
+                Action::Created
+            } else {
+                Action::Configured
+            },
+        })
+    }
+
+    /// Applies a validated object.
+    pub(super) async fn write(&self, planned: Planned) -> Result<Change, ApplyError> {
+        let (target, configuration, action) = match planned {
+            Planned::Done(change) => return Ok(change),
+            Planned::Apply {
+                target,
+                configuration,
+                action,
+            } => (target, configuration, action),
+            // `reassert` has turned every one of these into something else.
+            Planned::Reassert { target, .. } => {
+                let planned = Box::pin(self.plan(target)).await?;
+                return Box::pin(self.write(planned)).await;
+            }
+        };
+        let params = PatchParams::apply(APPLY_FIELD_MANAGER).force();
+        let applied = target
+            .api
+            .patch(&target.name, &params, &Patch::Apply(&configuration))
+            .await
+            .map_err(|source| ApplyError::Apply {
+                object: target.id.describe(),
+                source,
+            })?;
+        if configuration == target.configuration {
+            self.record(&target, &applied);
+        }
+        Ok(Change {
+            id: target.id,
+            action,
+            generation: applied.metadata.generation,
+        })
+    }
+
+    async fn dry_run(&self, target: &Target) -> Result<Value, kube::Error> {
+        let mut params = PatchParams::apply(APPLY_FIELD_MANAGER).force();
+        params.dry_run = true;
+        let dry_run = target
+            .api
+            .patch(&target.name, &params, &Patch::Apply(&target.configuration))
+            .await?;
+        serde_json::to_value(dry_run).map_err(kube::Error::SerdeError)
+    }
+
+    /// Whether Flux's controller would delete and recreate the object after `error`: an
+    /// immutable field change (as kubectl detects it) with force set on the Kustomization,
+    /// the built object or the live one.
+    fn recreates(&self, desired: &Value, live: Option<&Value>, error: &kube::Error) -> bool {
+        let forced = self.options.force
+            || has_switch(desired, FORCE_ANNOTATION, ENABLED_VALUE)
+            || live.is_some_and(|l| has_switch(l, FORCE_ANNOTATION, ENABLED_VALUE));
+        forced && is_immutable_error(error)
+    }
+
+    async fn delete_for_recreate(&self, target: &Target) -> Result<(), ApplyError> {
+        let params = DeleteParams {
+            propagation_policy: Some(PropagationPolicy::Background),
+            ..Default::default()
+        };
+        match target.api.delete(&target.name, &params).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
+            Err(source) => {
+                return Err(ApplyError::Recreate {
+                    object: target.id.describe(),
+                    source,
+                });
+            }
+        }
+        let deadline = tokio::time::Instant::now() + self.timeout;
+        while tokio::time::Instant::now() < deadline {
+            if matches!(target.api.get_opt(&target.name).await, Ok(None)) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        Ok(())
+    }
+
+    async fn json_patch(
+        &self,
+        target: &Target,
+        operations: Vec<Value>,
+        step: &'static str,
+    ) -> Result<Value, ApplyError> {
+        let failed = |source| ApplyError::Metadata {
+            object: target.id.describe(),
+            step,
+            source,
+        };
+        let patch: json_patch::Patch = serde_json::from_value(Value::Array(operations))
+            .map_err(|e| failed(kube::Error::SerdeError(e)))?;
+        let patched = target
+            .api
+            .patch(
+                &target.name,
+                &PatchParams::apply(APPLY_FIELD_MANAGER),
+                &Patch::Json::<()>(patch),
+            )
+            .await
+            .map_err(failed)?;
+        serde_json::to_value(patched).map_err(|e| failed(kube::Error::SerdeError(e)))
+    }
+
+    fn record(&self, target: &Target, applied: &DynamicObject) {
+        if let Some(version) = applied.resource_version() {
+            self.remember(target, &version);
+        }
+    }
+
+    fn remember(&self, target: &Target, resource_version: &str) {
+        if !self
+            .options
+            .ignore
+            .paths_for(&target.configuration)
+            .is_empty()
+        {
+            return;
+        }
+        if let Ok(mut recorded) = self.recorded.lock() {
+            recorded.insert(
+                &target.id,
+                AppliedRecord {
+                    configuration: target.hash,
+                    resource_version: resource_version.to_string(),
+                },
+            );
+        }
+    }
+}
+
+/// Flux's skip switches: `reconcile: disabled` or `ssa: Ignore` on the built or the live
+/// object, `ssa: IfNotPresent` on the built object when the live one exists.
+fn skipped(desired: &Value, live: Option<&Value>) -> bool {
+    let excluded = |o: &Value| {
+        has_switch(o, RECONCILE_ANNOTATION, DISABLED_VALUE)
+            || has_switch(o, SSA_ANNOTATION, "ignore")
+    };
+    excluded(desired)
+        || live.is_some_and(excluded)
+        || (live.is_some() && has_switch(desired, SSA_ANNOTATION, "ifnotpresent"))
+}
+
+/// `ssa: Merge` on either object: fields of other managers are left to them.
+fn merged(desired: &Value, live: &Value) -> bool {
+    has_switch(desired, SSA_ANNOTATION, "merge") || has_switch(live, SSA_ANNOTATION, "merge")
+}
+
+fn done(id: ObjectId, action: Action) -> Planned {
+    Planned::Done(Change {
+        id,
+        action,
+        generation: None,
+    })
+}
+
+/// How the built object asks to be applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Policy {
+    Apply,
+    IfNotPresent,
+    Skip,
+}
+
+fn policy(desired: &Value) -> Policy {
+    if has_switch(desired, RECONCILE_ANNOTATION, DISABLED_VALUE)
+        || has_switch(desired, SSA_ANNOTATION, "ignore")
+    {
+        Policy::Skip
+    } else if has_switch(desired, SSA_ANNOTATION, "ifnotpresent") {
+        Policy::IfNotPresent
+    } else {
+        Policy::Apply
+    }
+}
+
+/// kubectl's test for an immutable field change, which Flux's controller uses: a conflict or
+/// an invalid object, or a message from an admission webhook or CEL rule saying so.
+fn is_immutable_error(error: &kube::Error) -> bool {
+    match error {
+        kube::Error::Api(status) => {
+            status.code == 409
+                || status.code == 422
+                || status.reason == "Conflict"
+                || status.reason == "Invalid"
+                || status.message.contains("is immutable")
+                || status.message.contains("immutable field")
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn immutable_errors_are_detected_as_kubectl_does() {
+        let status = |code: u16, reason: &str, message: &str| {
+            kube::Error::Api(Box::new(
+                kube::core::Status::failure(message, reason).with_code(code),
+            ))
+        };
+        assert!(is_immutable_error(&status(
+            422,
+            "Invalid",
+            "Job.batch \"x\" is invalid: spec.template: Invalid value: field is immutable"
+        )));
+        assert!(is_immutable_error(&status(409, "Conflict", "conflict")));
+        assert!(is_immutable_error(&status(
+            400,
+            "BadRequest",
+            "admission webhook denied: immutable field changed"
+        )));
+        assert!(!is_immutable_error(&status(403, "Forbidden", "denied")));
+    }
+
+    #[test]
+    fn policies_come_from_the_built_object() {
+        let with = |key: &str, value: &str| json!({"metadata": {"annotations": {key: value}}});
+        assert_eq!(policy(&json!({"metadata": {}})), Policy::Apply);
+        assert_eq!(
+            policy(&with(SSA_ANNOTATION, "IfNotPresent")),
+            Policy::IfNotPresent
+        );
+        assert_eq!(policy(&with(SSA_ANNOTATION, "Ignore")), Policy::Skip);
+        assert_eq!(
+            policy(&with(RECONCILE_ANNOTATION, "Disabled")),
+            Policy::Skip
+        );
+        assert_eq!(policy(&with(SSA_ANNOTATION, "Merge")), Policy::Apply);
+    }
+}
