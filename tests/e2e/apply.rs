@@ -60,6 +60,26 @@ fn before_dry_run_controller() -> &'static ControllerProcess {
     })
 }
 
+/// Shard of the controller started with `--feature-gates=MigrateAPIVersion=true`.
+const MIGRATE_SHARD: &str = "migrate-api-version";
+
+/// A controller with Flux's `MigrateAPIVersion` feature gate on.
+fn migrate_controller() -> &'static ControllerProcess {
+    static CONTROLLER: OnceLock<ControllerProcess> = OnceLock::new();
+    CONTROLLER.get_or_init(|| {
+        start_controller(
+            MIGRATE_SHARD,
+            &[
+                &format!(
+                    "--watch-label-selector={RUN_LABEL}={},{SHARD_LABEL}={MIGRATE_SHARD}",
+                    run_id()
+                ),
+                "--feature-gates=MigrateAPIVersion=true",
+            ],
+        )
+    })
+}
+
 // ---------------------------------------------------------------------------------------
 // The tests.
 
@@ -1213,4 +1233,132 @@ async fn legacy_put(deployments: &Api<Deployment>, containers: &[(&str, &str)]) 
             .map_err(|e| e.to_string())
     })
     .await;
+}
+
+/// With `MigrateAPIVersion`, every managed-fields entry of an object whose source moved to a
+/// newer API version is rewritten to that version (a foreign manager's entry included), as
+/// Flux does; without the gate the foreign entry keeps the old version.
+#[tokio::test]
+async fn managed_fields_are_migrated_to_the_applied_version_with_the_gate() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let f = Fixture::new("apply-migrate").await;
+    migrate_controller();
+    let ns = f.ns();
+    let group = format!("{ns}.example.com");
+    let versions: Vec<Value> = ["v1alpha1", "v1"]
+        .iter()
+        .map(|v| {
+            json!({"name": v, "served": true, "storage": *v == "v1alpha1",
+                   "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}})
+        })
+        .collect();
+    let crd: CustomResourceDefinition = serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("widgets.{group}")},
+        "spec": {"group": group, "scope": "Namespaced",
+                 "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
+                 "versions": versions}
+    }))
+    .expect("crd");
+    let crds: Api<CustomResourceDefinition> = Api::all(f.client.clone());
+    crds.create(&PostParams::default(), &crd)
+        .await
+        .expect("create CRD");
+    let widget = |name: &str, version: &str, size: u32| {
+        format!(
+            "apiVersion: {group}/{version}\nkind: Widget\nmetadata:\n  name: {name}\n  \
+             namespace: {ns}\nspec:\n  size: {size}\n"
+        )
+    };
+    let resource =
+        |version: &str| ApiResource::from_gvk(&GroupVersionKind::gvk(&group, version, "Widget"));
+    let widgets =
+        Api::<DynamicObject>::namespaced_with(f.client.clone(), ns, &resource("v1alpha1"));
+    wait_for(WAIT, "the Widget kind to be served", async || {
+        widgets
+            .list(&ListParams::default())
+            .await
+            .map(drop)
+            .map_err(|e| e.to_string())
+    })
+    .await;
+
+    create_git_repository(&f.client, ns, "repo").await;
+    f.publish(
+        1,
+        &[
+            ("migrated/w.yaml", &widget("migrated", "v1alpha1", 1)),
+            ("kept/w.yaml", &widget("kept", "v1alpha1", 1)),
+        ],
+    )
+    .await;
+    create_labelled_kustomization(
+        &f.client,
+        ns,
+        "migrated",
+        "repo",
+        json!({"path": "./migrated"}),
+        json!({SHARD_LABEL: MIGRATE_SHARD}),
+    )
+    .await;
+    create_kustomization(&f.client, ns, "kept", "repo", json!({"path": "./kept"})).await;
+    wait_applied(&f.client, ns, "migrated", 1, migrate_controller()).await;
+    wait_applied(&f.client, ns, "kept", 1, controller()).await;
+
+    for name in ["migrated", "kept"] {
+        let owner = json!({"apiVersion": format!("{group}/v1alpha1"), "kind": "Widget",
+                           "metadata": {"name": name, "namespace": ns}, "spec": {"owner": "ops"}});
+        widgets
+            .patch(
+                name,
+                &PatchParams::apply("old-operator"),
+                &Patch::Apply(&owner),
+            )
+            .await
+            .expect("apply as old-operator");
+    }
+    f.publish(
+        2,
+        &[
+            ("migrated/w.yaml", &widget("migrated", "v1", 2)),
+            ("kept/w.yaml", &widget("kept", "v1", 2)),
+        ],
+    )
+    .await;
+    wait_applied(&f.client, ns, "migrated", 2, migrate_controller()).await;
+    wait_applied(&f.client, ns, "kept", 2, controller()).await;
+
+    let entry_versions = |object: &DynamicObject| -> Vec<(String, String)> {
+        object
+            .metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .map(|e| {
+                (
+                    e.manager.clone().unwrap_or_default(),
+                    e.api_version.clone().unwrap_or_default(),
+                )
+            })
+            .collect()
+    };
+    let v1 = format!("{group}/v1");
+    let migrated = widgets.get("migrated").await.expect("migrated");
+    assert!(
+        entry_versions(&migrated)
+            .iter()
+            .all(|(_, version)| *version == v1),
+        "{:?}",
+        entry_versions(&migrated)
+    );
+    assert_eq!(migrated.data["spec"], json!({"size": 2, "owner": "ops"}));
+    let kept = widgets.get("kept").await.expect("kept");
+    assert!(
+        entry_versions(&kept).contains(&("old-operator".to_string(), format!("{group}/v1alpha1"))),
+        "{:?}",
+        entry_versions(&kept)
+    );
+    crds.delete(&format!("widgets.{group}"), &Default::default())
+        .await
+        .expect("delete CRD");
 }
