@@ -55,19 +55,6 @@ pub enum IgnoreRuleError {
         /// Why the selector does not parse.
         reason: String,
     },
-    /// A path is not an RFC 6901 JSON pointer.
-    #[error(
-        "spec.ignore[{index}].paths[{path_index}]: invalid JSON pointer {path:?}: \
-         a non-empty pointer must start with '/'"
-    )]
-    InvalidPath {
-        /// Position of the rule in `spec.ignore`.
-        index: usize,
-        /// Position of the path in the rule's `paths`.
-        path_index: usize,
-        /// The path as written in the rule.
-        path: String,
-    },
 }
 
 /// An ignored path that cannot be removed from or replaced in an object.
@@ -114,6 +101,7 @@ pub enum DriftResolution {
 #[derive(Debug, Clone, Default)]
 pub struct IgnoreRules {
     rules: Vec<CompiledRule>,
+    not_pointers: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -130,16 +118,17 @@ impl IgnoreRules {
     /// (`target: {}` selects every object too, and is kept as a rule of its own).
     pub fn compile(rules: &[IgnoreRule]) -> Result<IgnoreRules, IgnoreRuleError> {
         let mut compiled: Vec<CompiledRule> = Vec::with_capacity(rules.len());
+        let mut not_pointers = Vec::new();
         for (index, rule) in rules.iter().enumerate() {
-            for (path_index, path) in rule.paths.iter().enumerate() {
-                if !path.is_empty() && !path.starts_with('/') {
-                    return Err(IgnoreRuleError::InvalidPath {
-                        index,
-                        path_index,
-                        path: path.clone(),
-                    });
-                }
-            }
+            let (paths, invalid): (Vec<&String>, Vec<&String>) = rule
+                .paths
+                .iter()
+                .partition(|path| path.is_empty() || path.starts_with('/'));
+            not_pointers.extend(
+                invalid
+                    .into_iter()
+                    .map(|path| format!("spec.ignore[{index}]: {path:?}")),
+            );
             let selector = rule
                 .target
                 .as_ref()
@@ -150,10 +139,19 @@ impl IgnoreRules {
             }
             compiled.push(CompiledRule {
                 selector,
-                paths: rule.paths.clone(),
+                paths: paths.into_iter().cloned().collect(),
             });
         }
-        Ok(IgnoreRules { rules: compiled })
+        Ok(IgnoreRules {
+            rules: compiled,
+            not_pointers,
+        })
+    }
+
+    /// Paths that are not JSON pointers (no leading `/`), as `spec.ignore[i]: "path"`. They
+    /// never match a field, as with Flux, which accepts them; worth a warning.
+    pub fn not_pointers(&self) -> &[String] {
+        &self.not_pointers
     }
 
     /// Whether there are no rules at all.
@@ -1892,21 +1890,12 @@ mod tests {
     }
 
     #[test]
-    fn paths_must_be_json_pointers() {
-        let error = compile_error(&[rule(&["/spec/replicas", "spec/replicas"], None)]);
-        assert_eq!(
-            error,
-            IgnoreRuleError::InvalidPath {
-                index: 0,
-                path_index: 1,
-                path: "spec/replicas".into()
-            }
-        );
-        assert!(
-            error
-                .to_string()
-                .starts_with("spec.ignore[0].paths[1]: invalid JSON pointer")
-        );
+    fn paths_that_are_not_pointers_are_left_out_and_reported() {
+        let rules = IgnoreRules::compile(&[rule(&["/spec/replicas", "spec/replicas"], None)])
+            .expect("compiles");
+        assert_eq!(rules.not_pointers(), ["spec.ignore[0]: \"spec/replicas\""]);
+        let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment"});
+        assert_eq!(rules.paths_for(&deployment), ["/spec/replicas"]);
         // The empty pointer (the whole document) is a valid pointer.
         assert!(IgnoreRules::compile(&[rule(&["", "/"], None)]).is_ok());
     }

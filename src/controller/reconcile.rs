@@ -918,6 +918,9 @@ async fn apply(
 fn apply_options(ks: &Kustomization, ctx: &Context) -> Result<ApplyOptions, Failure> {
     let ignore = IgnoreRules::compile(ks.spec.ignore.as_deref().unwrap_or_default())
         .map_err(|e| Failure::new(reason::RECONCILIATION_FAILED, e.to_string()))?;
+    for path in ignore.not_pointers() {
+        tracing::warn!(kustomization = %ks.name_any(), namespace = ks.namespace().unwrap_or_default(), "ignore path {path} is not a JSON pointer (it must start with '/'): it matches no field");
+    }
     Ok(ApplyOptions {
         force: ks.spec.force,
         ignore,
