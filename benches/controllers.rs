@@ -3,6 +3,7 @@
 //!
 //! ```text
 //! cargo bench --bench controllers -- [--kustomizations N] [--objects M] [--flux PATH] [--runs R]
+//! cargo bench --bench controllers -- --scenario noop|memory|wait|chain [...]
 //! ```
 //!
 //! For each implementation in turn (never both at once: they would fight over the same
@@ -12,7 +13,9 @@
 //! GitRepository (one object changed, one removed) and time until all report it; (delete)
 //! delete them all and time until every finalizer is released. Controller RSS and CPU come from
 //! /proc, API request counts from kube-apiserver's `apiserver_request_total` (minus the bench's
-//! own requests). The table goes to stdout and to target/bench-controllers.md.
+//! own requests). The table goes to stdout and to target/bench-controllers.md. Other
+//! scenarios (`--scenario`, see `--help`) measure health checks, dependency chains, no-op
+//! reconciles and idle memory, each into target/bench-controllers-<scenario>.md.
 //!
 //! Our binary is the one cargo builds for this bench (the bench profile inherits `release`);
 //! Flux's is built once by tests/bench/install-flux-controller.sh unless `--flux` names one.
@@ -33,12 +36,12 @@ mod scenario;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use clap::Parser;
+use clap::{Parser, ValueEnum};
 use futures::StreamExt;
 use kube::api::{Api, DynamicObject};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
 
-use args::{Args, Only, Scenario};
+use args::{Args, ObjectKinds, Only, Scenario};
 use scenario::{Bench, Implementation};
 
 fn main() {
@@ -101,6 +104,8 @@ async fn run(args: Args) {
                 Scenario::Apply => bench.run(implementation, index).await,
                 Scenario::Wait => bench.run_wait(implementation, index).await,
                 Scenario::Chain => bench.run_chain(implementation, index).await,
+                Scenario::Noop => bench.run_noop(implementation, index).await,
+                Scenario::Memory => bench.run_memory(implementation, index).await,
             });
         }
     }
@@ -108,8 +113,14 @@ async fn run(args: Args) {
     // Before the control plane stops: a watch left open makes kube-apiserver's shutdown slow.
     watch.abort();
 
+    let headlines = scenario::headlines(&args);
+    let headline_table = if headlines.is_empty() {
+        String::new()
+    } else {
+        format!("{}\n", report::headlines(&results, &headlines))
+    };
     let report = format!(
-        "{}\n{}{}",
+        "{}\n{headline_table}{}{}",
         header(&args, &implementations, &load_before, &load_after),
         report::table(&results),
         notes(&results)
@@ -118,9 +129,23 @@ async fn run(args: Args) {
     let output = args
         .output
         .clone()
-        .unwrap_or_else(|| target_dir.join("bench-controllers.md"));
+        .unwrap_or_else(|| target_dir.join(report_name(args.scenario)));
     std::fs::write(&output, &report).unwrap_or_else(|e| panic!("write {}: {e}", output.display()));
     eprintln!("bench: report written to {}", output.display());
+}
+
+/// The report's default file name: bench-controllers.md for the `apply` scenario,
+/// bench-controllers-<scenario>.md for the others.
+fn report_name(scenario: Scenario) -> String {
+    match scenario {
+        Scenario::Apply => "bench-controllers.md".to_string(),
+        other => format!(
+            "bench-controllers-{}.md",
+            other
+                .to_possible_value()
+                .map_or("other".to_string(), |v| v.get_name().to_string())
+        ),
+    }
 }
 
 /// The implementations to run, in order.
@@ -230,23 +255,33 @@ fn header(
     load_before: &str,
     load_after: &str,
 ) -> String {
+    let kinds = match args.object_kinds() {
+        ObjectKinds::Mixed => "ConfigMap, headless Service, Deployment in turn",
+        ObjectKinds::MostlyConfigMaps => {
+            "ConfigMaps; a headless Service and a Deployment in every hundred"
+        }
+        ObjectKinds::ConfigMaps => "ConfigMaps",
+    };
+    let objects = format!("{} objects ({kinds})", args.objects());
+    let (kustomizations, namespaces) = match args.scenario {
+        Scenario::Noop => (1, 1),
+        _ => (args.kustomizations(), args.namespaces),
+    };
     let workload = match args.scenario {
-        Scenario::Apply | Scenario::Chain => format!(
-            "{} objects (ConfigMap, headless Service, Deployment in turn)",
-            args.objects
-        ),
         Scenario::Wait => "`wait: true` and one Deployment of 2 replicas rolled out by the \
                            cluster (kube-controller-manager, kube-scheduler, kwok)"
             .to_string(),
+        Scenario::Noop => format!(
+            "{objects}; {} no-op reconcile(s), then one after 10 edits",
+            args.reconciles
+        ),
+        Scenario::Apply | Scenario::Chain | Scenario::Memory => objects,
     };
     let mut text = format!(
         "# kustomize-controller: ours vs Flux\n\n\
-         - {} Kustomizations x {} in {} \
-         namespaces, one GitRepository each; `--concurrent={}`{}; {} run(s) per implementation, \
-         alternating\n",
-        args.kustomizations,
-        workload,
-        args.namespaces,
+         - {kustomizations} Kustomization(s) x {workload} in {namespaces} \
+         namespace(s), one GitRepository each; `--concurrent={}`{}; {} run(s) per \
+         implementation, alternating\n",
         args.concurrent,
         args.controller_args
             .iter()
@@ -293,6 +328,23 @@ fn header(
              (polled every 50 ms). Both controllers run with their default \
              `--requeue-dependency` (30 s). Controller logs: \
              target/bench-controllers/<run id>/controller.log\n"
+        }
+        Scenario::Noop => {
+            "- each reconcile is requested with a new `reconcile.fluxcd.io/requestedAt` value \
+             once the one before was handled; its time runs from the annotation patch until the \
+             bench's watch (looked at every 10 ms) shows `status.lastHandledReconcileAt` equal \
+             to it and Ready=True. Its API requests are counted from just before the patch to \
+             2 s after that, as in the `apply` scenario (apiserver_request_total minus the \
+             bench's own requests and Lease requests; other clients such as \
+             kube-controller-manager are not told apart: the idle row shows how many they make \
+             in 5 s). Drift: 10 ConfigMaps merge-patched by the field manager `kubectl-edit` \
+             just before the request. Per (verb, resource), per reconcile: \
+             target/bench-controllers/<run id>/requests.txt\n"
+        }
+        Scenario::Memory => {
+            "- RSS is VmRSS from /proc/<pid>/status, read after `--settle` seconds with nothing \
+             to do: once after the warm-up (baseline), once after all N Kustomizations are \
+             Ready. Lower is better; ratio > 1 means Flux used more than ours\n"
         }
     });
     text

@@ -11,22 +11,40 @@ use clap::{Parser, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(name = "controllers")]
 pub struct Args {
-    /// How many Kustomizations to create (each with its own GitRepository).
-    #[arg(long, default_value_t = 100)]
-    pub kustomizations: usize,
+    /// How many Kustomizations to create (each with its own GitRepository); default: 1000 in
+    /// the `memory` scenario, 100 in the others. The `noop` scenario always has one.
+    #[arg(long)]
+    kustomizations: Option<usize>,
 
     /// What to measure: `apply` (create, new revision, delete of N Kustomizations of
     /// `--objects` objects) or `wait` (N Kustomizations with `wait: true`, one Deployment of 2
     /// replicas each, rolled out by the cluster: create -> all Ready, and last pod Ready ->
     /// Kustomization Ready) or `chain` (N Kustomizations of `--objects` objects created at
     /// once, each `dependsOn` the one before it: create -> each level Ready; use with
-    /// `--kustomizations 5 --namespaces 1`).
+    /// `--kustomizations 5 --namespaces 1`) or `noop` (one Kustomization of `--objects`
+    /// objects, reconciled `--reconciles` times with nothing to change, then once after 10 of
+    /// its ConfigMaps were edited: wall time and API requests per reconcile) or `memory` (idle
+    /// RSS after the warm-up and once N Kustomizations of `--objects` objects are Ready).
     #[arg(long, value_enum, default_value_t = Scenario::Apply)]
     pub scenario: Scenario,
 
-    /// How many objects (ConfigMaps, headless Services, Deployments in turn) each artifact holds.
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(2..))]
-    pub objects: u64,
+    /// How many objects each artifact holds; default: 1000 in the `noop` scenario, 10 in the
+    /// others.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(2..))]
+    objects: Option<u64>,
+
+    /// The kinds of those objects; default: `mostly-config-maps` in the `noop` and `memory`
+    /// scenarios, `mixed` in the others (the `wait` scenario has its own).
+    #[arg(long, value_enum)]
+    object_kinds: Option<ObjectKinds>,
+
+    /// `noop` scenario: how many no-op reconciles to request, one after the other.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
+    pub reconciles: u64,
+
+    /// `memory` scenario: seconds to let the controller settle (idle) before each RSS reading.
+    #[arg(long, default_value_t = 10)]
+    pub settle: u64,
 
     /// How many namespaces the Kustomizations are spread across.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
@@ -94,4 +112,51 @@ pub enum Scenario {
     /// Dependency ordering: N Kustomizations created at once, each depending on the one
     /// before it.
     Chain,
+    /// API requests and wall time of reconciles that change nothing (and of one that reverts
+    /// 10 edited objects) of one Kustomization of many objects.
+    Noop,
+    /// Idle RSS before and after N Kustomizations are Ready.
+    Memory,
+}
+
+/// The kinds of the objects in an artifact, by the object's position in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ObjectKinds {
+    /// ConfigMap, headless Service, Deployment in turn.
+    Mixed,
+    /// ConfigMaps, but a headless Service at every position ending in 50 and a Deployment at
+    /// every one ending in 99 (of 1000 objects, 10 of each; of 10, none).
+    MostlyConfigMaps,
+    /// ConfigMaps only.
+    ConfigMaps,
+}
+
+impl Args {
+    /// `--kustomizations`, or the scenario's default.
+    pub fn kustomizations(&self) -> usize {
+        match (self.scenario, self.kustomizations) {
+            (Scenario::Noop, _) => 1,
+            (_, Some(n)) => n,
+            (Scenario::Memory, None) => 1000,
+            (_, None) => 100,
+        }
+    }
+
+    /// `--objects`, or the scenario's default.
+    pub fn objects(&self) -> u64 {
+        match (self.scenario, self.objects) {
+            (_, Some(n)) => n,
+            (Scenario::Noop, None) => 1000,
+            (_, None) => 10,
+        }
+    }
+
+    /// `--object-kinds`, or the scenario's default.
+    pub fn object_kinds(&self) -> ObjectKinds {
+        match (self.scenario, self.object_kinds) {
+            (_, Some(kinds)) => kinds,
+            (Scenario::Noop | Scenario::Memory, None) => ObjectKinds::MostlyConfigMaps,
+            (_, None) => ObjectKinds::Mixed,
+        }
+    }
 }

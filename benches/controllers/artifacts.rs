@@ -7,6 +7,8 @@ use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
 
+use crate::args::ObjectKinds;
+
 /// Serves registered tarballs at `/artifacts/<digest>.tar.gz`, one thread per connection.
 pub struct ArtifactServer {
     address: String,
@@ -115,35 +117,54 @@ pub fn tarball(files: &[(String, String)]) -> Vec<u8> {
         .expect("finish the gzip stream")
 }
 
-/// The kinds an artifact cycles through, in order.
-pub const KINDS: [&str; 3] = ["ConfigMap", "Service", "Deployment"];
+/// The kind of the object at `position` in an artifact.
+pub fn kind(kinds: ObjectKinds, position: u64) -> &'static str {
+    const MIXED: [&str; 3] = ["ConfigMap", "Service", "Deployment"];
+    match kinds {
+        ObjectKinds::Mixed => MIXED[(position % MIXED.len() as u64) as usize],
+        ObjectKinds::MostlyConfigMaps => match position % 100 {
+            50 => "Service",
+            99 => "Deployment",
+            _ => "ConfigMap",
+        },
+        ObjectKinds::ConfigMaps => "ConfigMap",
+    }
+}
+
+/// The value of `data.value` of the ConfigMap at `position` at `revision`, as
+/// [`manifests`] writes it.
+pub fn config_map_value(position: u64, revision: u32) -> String {
+    let value = if position == 0 { revision } else { 1 };
+    value.to_string()
+}
 
 /// The files of one Kustomization's artifact at `revision` (1 or 2): `objects` objects under
-/// `deploy/`, named `<ks>-<i>`, in namespace `ns`, labelled `kc-bench/run: <run>`.
-/// Revision 2 changes object 0 (a ConfigMap) and drops the last object.
+/// `deploy/` of the given kinds, named `<ks>-<i>`, in namespace `ns`, labelled
+/// `kc-bench/run: <run>`. Revision 2 changes object 0 (a ConfigMap with every choice of
+/// kinds) and drops the last object.
 pub fn manifests(
     ns: &str,
     ks: &str,
     run: &str,
     objects: u64,
+    kinds: ObjectKinds,
     revision: u32,
 ) -> Vec<(String, String)> {
     let count = if revision >= 2 { objects - 1 } else { objects };
     (0..count)
         .map(|i| {
             let name = format!("{ks}-{i}");
-            let kind = KINDS[(i % KINDS.len() as u64) as usize];
-            let value = if i == 0 { revision } else { 1 };
+            let value = config_map_value(i, revision);
             (
                 format!("deploy/{name}.yaml"),
-                manifest(kind, ns, &name, run, value),
+                manifest(kind(kinds, i), ns, &name, run, &value),
             )
         })
         .collect()
 }
 
 /// One object's YAML. Services are headless: the test control plane's service CIDR is a /24.
-fn manifest(kind: &str, ns: &str, name: &str, run: &str, value: u32) -> String {
+fn manifest(kind: &str, ns: &str, name: &str, run: &str, value: &str) -> String {
     let metadata = format!(
         "metadata:\n  name: {name}\n  namespace: {ns}\n  labels:\n    kc-bench/run: {run}\n    app: {name}\n"
     );

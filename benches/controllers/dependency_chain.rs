@@ -16,7 +16,7 @@ impl Bench<'_> {
             "bench: [{}] run {index}: a dependency chain of {} Kustomizations x {} objects (run id {})",
             implementation.name,
             layout.kustomizations.len(),
-            self.args.objects,
+            self.args.objects(),
             layout.run
         );
         self.prepare(&layout).await;
@@ -81,7 +81,7 @@ impl Bench<'_> {
                 2,
             );
         }
-        self.verify(&layout, self.args.objects, "(chain)", &mut result)
+        self.verify(&layout, self.args.objects(), "(chain)", &mut result)
             .await;
         result.push("controller CPU, whole process lifetime [s]", Some(cpu), 2);
 

@@ -324,7 +324,7 @@ impl Bench<'_> {
 
     /// Waits until the run's namespaces are gone (kube-controller-manager deletes their pods),
     /// so that the next implementation starts on a quiet cluster.
-    async fn wait_until_gone(&self, layout: &Layout, result: &mut RunResult) {
+    pub(super) async fn wait_until_gone(&self, layout: &Layout, result: &mut RunResult) {
         let namespaces = Api::<Namespace>::all(self.client.clone());
         let started = Instant::now();
         let deadline = started + Duration::from_secs(600);
@@ -354,7 +354,7 @@ impl Bench<'_> {
             );
         } else {
             result.note(format!(
-                "wait: after 600 s, namespace(s) {left:?} still there and {pods} pod(s) of the run \
+                "after 600 s, namespace(s) {left:?} still there and {pods} pod(s) of the run \
                  left: the next run shares the cluster with them"
             ));
         }

@@ -46,6 +46,17 @@ impl RunResult {
         });
     }
 
+    /// Records a count that may be fractional (e.g. a median over several reconciles); see
+    /// [`Metric::zero_if_missing`].
+    pub fn push_counted(&mut self, name: &str, count: f64, decimals: usize) {
+        self.metrics.push(Metric {
+            name: name.to_string(),
+            value: Some(count),
+            decimals,
+            zero_if_missing: true,
+        });
+    }
+
     pub fn note(&mut self, note: String) {
         eprintln!("bench: [{}] note: {note}", self.implementation);
         self.notes.push(note);
@@ -62,10 +73,19 @@ impl RunResult {
 /// The markdown table `metric | ours | Flux | ratio (Flux/ours)`. With several runs a cell shows
 /// the median and, in parentheses, every run's value; the ratio compares medians.
 pub fn table(results: &[RunResult]) -> String {
+    // A metric only some runs have goes right after the one it follows in those runs, so that
+    // rows of one kind (e.g. per resource) stay together.
     let mut names: Vec<&Metric> = Vec::new();
-    for metric in results.iter().flat_map(|r| &r.metrics) {
-        if !names.iter().any(|m| m.name == metric.name) {
-            names.push(metric);
+    for result in results {
+        let mut next = 0;
+        for metric in &result.metrics {
+            match names.iter().position(|m| m.name == metric.name) {
+                Some(at) => next = at + 1,
+                None => {
+                    names.insert(next, metric);
+                    next += 1;
+                }
+            }
         }
     }
     let mut out =
@@ -82,6 +102,68 @@ pub fn table(results: &[RunResult]) -> String {
             "| {name} | {} | {} | {ratio} |\n",
             cell(&ours, decimals),
             cell(&flux, decimals)
+        ));
+    }
+    out
+}
+
+/// What a headline figure is held to.
+pub enum Goal {
+    /// Nothing: shown side by side only.
+    None,
+    /// Ours at most this value.
+    AtMost(f64),
+    /// Ours at most this fraction of Flux's.
+    FractionOfFlux(f64),
+}
+
+/// A metric to show in the headline table, and its goal.
+pub struct Headline {
+    /// The metric's exact name in the results.
+    pub metric: String,
+    pub goal: Goal,
+}
+
+/// The markdown table `figure | ours | Flux | ours/Flux | goal | met`, on the medians of the
+/// runs (note the ratio: ours/Flux here, Flux/ours in [`table`]).
+pub fn headlines(results: &[RunResult], headlines: &[Headline]) -> String {
+    let mut out = String::from(
+        "| figure | ours | Flux | ratio (ours/Flux) | goal | met |\n|---|---:|---:|---:|---|---|\n",
+    );
+    for headline in headlines {
+        let Some(metric) = results
+            .iter()
+            .flat_map(|r| &r.metrics)
+            .find(|m| m.name == headline.metric)
+        else {
+            continue;
+        };
+        let ours = median(&values(results, "ours", metric));
+        let flux = median(&values(results, "Flux", metric));
+        let decimals = metric.decimals.max(2);
+        let show = |v: Option<f64>| v.map_or("–".to_string(), |v| format!("{v:.decimals$}"));
+        let ratio = match (ours, flux) {
+            (Some(o), Some(f)) if f > 0.0 => Some(o / f),
+            _ => None,
+        };
+        let (goal, met) = match headline.goal {
+            Goal::None => ("–".to_string(), None),
+            Goal::AtMost(limit) => (format!("ours <= {limit}"), ours.map(|o| o <= limit)),
+            Goal::FractionOfFlux(limit) => {
+                (format!("ours <= {limit} x Flux"), ratio.map(|r| r <= limit))
+            }
+        };
+        let met = match met {
+            Some(true) => "yes",
+            Some(false) => "**no**",
+            None => "–",
+        };
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {goal} | {met} |\n",
+            headline.metric,
+            show(ours),
+            show(flux),
+            ratio.map_or("–".to_string(), |r| format!("{r:.2}")),
         ));
     }
     out

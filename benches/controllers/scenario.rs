@@ -15,16 +15,20 @@ use kube::discovery::ApiResource;
 use kube::runtime::reflector::Store;
 use serde_json::{Value, json};
 
-use crate::args::Args;
+use crate::args::{Args, Scenario};
 use crate::artifacts::{self, ArtifactServer};
 use crate::cluster::{self, ControlPlane, RequestKey};
 use crate::process::{self, Controller, Launch};
-use crate::report::RunResult;
+use crate::report::{Goal, Headline, RunResult};
 
 #[path = "dependency_chain.rs"]
 mod dependency_chain;
 #[path = "health_wait.rs"]
 mod health_wait;
+#[path = "idle_memory.rs"]
+mod idle_memory;
+#[path = "noop_reconcile.rs"]
+mod noop_reconcile;
 
 /// Label on every object the bench creates or has applied; its value is the run id.
 pub const RUN_LABEL: &str = "kc-bench/run";
@@ -171,6 +175,15 @@ fn write_breakdown(m: &Measured, path: &std::path::Path) {
     }
 }
 
+/// The headline figures of the scenario and the goals they are held to (none for most).
+pub fn headlines(args: &Args) -> Vec<Headline> {
+    match args.scenario {
+        Scenario::Noop => noop_reconcile::headlines(),
+        Scenario::Memory => idle_memory::headlines(args),
+        Scenario::Apply | Scenario::Wait | Scenario::Chain => Vec::new(),
+    }
+}
+
 pub fn kustomization_resource() -> ApiResource {
     ApiResource::from_gvk_with_plural(
         &GroupVersionKind::gvk("kustomize.toolkit.fluxcd.io", "v1", "Kustomization"),
@@ -239,7 +252,7 @@ impl<'a> Bench<'a> {
             "bench: [{}] run {index}: {} Kustomizations x {} objects in {} namespaces (run id {})",
             implementation.name,
             layout.kustomizations.len(),
-            self.args.objects,
+            self.args.objects(),
             layout.namespaces.len(),
             layout.run
         );
@@ -301,10 +314,11 @@ impl<'a> Bench<'a> {
         let start = self.checkpoint(pid);
         let applied = self.apply_phase(layout, pid, controller).await;
         let after_apply = process::memory(pid).unwrap_or_default();
-        self.verify(layout, self.args.objects, "(a)", result).await;
+        self.verify(layout, self.args.objects(), "(a)", result)
+            .await;
         let updated = self.update_phase(layout, pid, controller).await;
         let after_update = process::memory(pid).unwrap_or_default();
-        self.verify(layout, self.args.objects - 1, "(b)", result)
+        self.verify(layout, self.args.objects() - 1, "(b)", result)
             .await;
         self.verify_changed(layout, result).await;
         let deleted = self.delete_phase(layout, pid, controller).await;
@@ -321,17 +335,31 @@ impl<'a> Bench<'a> {
         }
     }
 
-    /// Fresh names for a run.
+    /// Fresh names for a run: `--kustomizations` Kustomizations in `--namespaces` namespaces.
     fn layout(&self, implementation: &Implementation, index: u64) -> Layout {
+        self.layout_of(
+            implementation,
+            index,
+            self.args.namespaces,
+            self.args.kustomizations(),
+        )
+    }
+
+    /// Fresh names for a run of `kustomizations` Kustomizations in `namespaces` namespaces.
+    fn layout_of(
+        &self,
+        implementation: &Implementation,
+        index: u64,
+        namespaces: u64,
+        kustomizations: usize,
+    ) -> Layout {
         let suffix = format!("{:04x}", rand::random::<u16>());
         let run = format!(
             "{}-{index}-{suffix}",
             implementation.name.to_ascii_lowercase()
         );
-        let namespaces: Vec<String> = (0..self.args.namespaces)
-            .map(|i| format!("kcb-{run}-{i}"))
-            .collect();
-        let kustomizations = (0..self.args.kustomizations)
+        let namespaces: Vec<String> = (0..namespaces).map(|i| format!("kcb-{run}-{i}")).collect();
+        let kustomizations = (0..kustomizations)
             .map(|i| {
                 let ns = namespaces[i % namespaces.len()].clone();
                 (ns, format!("ks-{i}"))
@@ -375,6 +403,7 @@ impl<'a> Bench<'a> {
             "warmup",
             &format!("{}-warmup", layout.run),
             2,
+            self.args.object_kinds(),
             1,
         );
         self.publish_files(
@@ -404,7 +433,14 @@ impl<'a> Bench<'a> {
 
     /// Serves revision `n` of a Kustomization's artifact and publishes it on its GitRepository.
     async fn publish(&self, layout: &Layout, ns: &str, name: &str, n: u32) {
-        let files = artifacts::manifests(ns, name, &layout.run, self.args.objects, n);
+        let files = artifacts::manifests(
+            ns,
+            name,
+            &layout.run,
+            self.args.objects(),
+            self.args.object_kinds(),
+            n,
+        );
         self.publish_files(ns, name, &revision(&layout.run, n), &files)
             .await;
     }
