@@ -12,6 +12,7 @@
 mod applied;
 pub mod ignore;
 mod inventory;
+mod live_versions;
 pub mod managed_fields;
 mod order;
 mod plan;
@@ -29,6 +30,7 @@ use kube::api::{Api, DynamicObject};
 pub use applied::AppliedObjects;
 pub use ignore::{IgnoreRuleError, IgnoreRules};
 pub use inventory::{InvalidInventoryId, ObjectId};
+pub use live_versions::LiveVersions;
 pub use order::{sort_for_apply, stage, stage_of_kind};
 pub use resolve::{ResolveError, Resolver};
 
@@ -310,6 +312,13 @@ pub struct ApplyOptions {
     pub migrate_api_version: bool,
     /// Kinds with their own apply stage (`--custom-apply-stage-kinds`).
     pub custom_stage_kinds: Vec<String>,
+    /// The versions of managed objects seen by the controller's watches; kinds applied are
+    /// added to them.
+    pub live_versions: Option<std::sync::Arc<LiveVersions>>,
+    /// Take an object whose watched version is the one recorded after the last apply as
+    /// unchanged, without a request. Off for a reconcile a user requested, which must see
+    /// a change made a moment before even if the watch has not delivered it yet.
+    pub trust_live_versions: bool,
 }
 
 /// Applies builds and prunes objects on one cluster, as one client.
@@ -322,6 +331,7 @@ pub struct Applier {
     timeout: Duration,
     previous: AppliedObjects,
     recorded: Mutex<AppliedObjects>,
+    confirmed_by_watch: std::sync::atomic::AtomicUsize,
 }
 
 impl Applier {
@@ -345,7 +355,15 @@ impl Applier {
             timeout,
             previous,
             recorded: Mutex::new(AppliedObjects::default()),
+            confirmed_by_watch: std::sync::atomic::AtomicUsize::new(0),
         }
+    }
+
+    /// How many objects were found unchanged from the watched versions alone, without a
+    /// request.
+    pub fn confirmed_by_watch(&self) -> usize {
+        self.confirmed_by_watch
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The discovery cache this applier resolves kinds with.

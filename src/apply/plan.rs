@@ -23,6 +23,7 @@ use crate::manifest::Object;
 pub(super) struct Target {
     id: ObjectId,
     name: String,
+    resource: kube::api::ApiResource,
     api: Api<DynamicObject>,
     configuration: Value,
     hash: u64,
@@ -80,6 +81,7 @@ impl Applier {
         Ok(Target {
             id,
             name,
+            resource: resource.api_resource,
             api,
             hash: configuration_hash(&configuration),
             configuration,
@@ -90,6 +92,18 @@ impl Applier {
     /// otherwise.
     pub(super) async fn validate(&self, target: Target) -> Result<Planned, ApplyError> {
         if let Some(resource_version) = self.reassertable(&target) {
+            if self.options.trust_live_versions
+                && let Some(live) = &self.options.live_versions
+                && live
+                    .version(&target.resource, &target.id.namespace, &target.name)
+                    .as_deref()
+                    == Some(resource_version.as_str())
+            {
+                self.remember(&target, &resource_version);
+                self.confirmed_by_watch
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                return Ok(done(target.id, Action::Unchanged));
+            }
             return Ok(Planned::Reassert {
                 target,
                 resource_version,
@@ -402,6 +416,9 @@ impl Applier {
             .is_empty()
         {
             return;
+        }
+        if let Some(live) = &self.options.live_versions {
+            live.watch(&target.resource);
         }
         if let Ok(mut recorded) = self.recorded.lock() {
             recorded.insert(

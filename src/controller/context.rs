@@ -12,7 +12,7 @@ use tokio::sync::Semaphore;
 use super::events::EventSink;
 use super::interrupts::Interrupts;
 use crate::api::Kustomization;
-use crate::apply::AppliedObjects;
+use crate::apply::{AppliedObjects, LiveVersions};
 use crate::health::wait::HealthWatches;
 use crate::metrics::Metrics;
 use crate::source::ArtifactFetcher;
@@ -86,6 +86,8 @@ pub struct Context {
     pub work_permits: std::sync::Arc<Semaphore>,
     /// The watch cache of Kustomizations (dependency cycles are looked for in it).
     pub kustomizations: Store<Kustomization>,
+    /// The versions of managed objects, from one metadata watch per kind applied.
+    pub live_versions: std::sync::Arc<LiveVersions>,
     failures: Mutex<HashMap<ObjectRef<Kustomization>, u32>>,
     applied: Mutex<HashMap<ObjectRef<Kustomization>, AppliedObjects>>,
 }
@@ -104,6 +106,7 @@ impl Context {
         Context {
             kustomizations,
             health_watches: HealthWatches::new(client.clone()),
+            live_versions: LiveVersions::new(client.clone()),
             work_permits: std::sync::Arc::new(Semaphore::new(settings.concurrent.max(1))),
             interrupts,
             client,

@@ -505,6 +505,7 @@ async fn apply_prune_and_check(
     // Each record is a fact about one object, kept whether the apply succeeded or not.
     ctx.put_applied(ks, applier.take_records());
     let changes = applied?;
+    tracing::debug!(kustomization = %ks.name_any(), namespace = ks.namespace().unwrap_or_default(), objects = changes.0.len(), unchanged_by_watch = applier.confirmed_by_watch(), "objects confirmed unchanged by their watched resourceVersion, without a request");
     if !changes.0.is_empty() {
         let output = changes.log_output(ctx.settings.group_change_log);
         tracing::info!(kustomization = %ks.name_any(), namespace = ks.namespace().unwrap_or_default(), %output, %revision, "server-side apply completed");
@@ -928,6 +929,8 @@ fn apply_options(ks: &Kustomization, ctx: &Context) -> Result<ApplyOptions, Fail
         override_managers_before_dry_run: ctx.settings.override_managers_before_dry_run.clone(),
         migrate_api_version: ctx.settings.migrate_api_version,
         custom_stage_kinds: ctx.settings.custom_apply_stage_kinds.clone(),
+        live_versions: Some(ctx.live_versions.clone()),
+        trust_live_versions: !status::reconcile_requested(ks),
     })
 }
 

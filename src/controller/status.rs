@@ -189,6 +189,18 @@ pub fn mark_failed(
     }
 }
 
+/// Whether this reconcile was asked for with the `requestedAt` annotation (a value not yet
+/// handled).
+pub fn reconcile_requested(ks: &Kustomization) -> bool {
+    let handled = ks
+        .status
+        .as_ref()
+        .and_then(|s| s.last_handled_reconcile_at.as_deref());
+    ks.annotations()
+        .get(RECONCILE_REQUESTED_AT_ANNOTATION)
+        .is_some_and(|requested| Some(requested.as_str()) != handled)
+}
+
 /// Records the handled `reconcile.fluxcd.io/requestedAt` value.
 pub fn record_requested_at(ks: &Kustomization, status: &mut KustomizationStatus) {
     if let Some(requested) = ks.annotations().get(RECONCILE_REQUESTED_AT_ANNOTATION) {

@@ -1362,3 +1362,105 @@ async fn managed_fields_are_migrated_to_the_applied_version_with_the_gate() {
         .await
         .expect("delete CRD");
 }
+
+/// Periodic reconciles of objects nobody touched send nothing for them (their watched
+/// `resourceVersion` is the one recorded after the last apply), write nothing and emit no
+/// event; an object edited with `kubectl edit` is still reverted at the next interval,
+/// without anyone asking, and reported as `configured`.
+#[tokio::test]
+async fn periodic_reconciles_skip_untouched_objects_and_still_revert_drift() {
+    let f = Fixture::new("apply-periodic").await;
+    let ns = f.ns();
+    create_git_repository(&f.client, ns, "repo").await;
+    f.publish(
+        1,
+        &[
+            ("deploy/a.yaml", &config_map(ns, "a", "1")),
+            ("deploy/b.yaml", &config_map(ns, "b", "1")),
+        ],
+    )
+    .await;
+    create_kustomization(&f.client, ns, "app", "repo", json!({"interval": "2s"})).await;
+    wait_applied(&f.client, ns, "app", 1, controller()).await;
+    let versions = resource_versions(&f.client, ns, &["a", "b"]).await;
+    let reconciles = async || {
+        kustomization_status(&f.client, ns, "app").await["history"][0]["totalReconciliations"]
+            .as_i64()
+            .unwrap_or(0)
+    };
+    let first = reconciles().await;
+    wait_for(WAIT, "three periodic reconciles", async || {
+        let count = reconciles().await;
+        if count >= first + 3 {
+            Ok(())
+        } else {
+            Err(format!("{count} reconciles"))
+        }
+    })
+    .await;
+    assert_eq!(
+        resource_versions(&f.client, ns, &["a", "b"]).await,
+        versions
+    );
+    let created = format!("ConfigMap/{ns}/a created\nConfigMap/{ns}/b created");
+    assert_eq!(
+        change_set_counts(&f.client, ns, "app").await,
+        [(created.clone(), 1)]
+    );
+    let skipped = controller().log().lines().map(without_colours).any(|line| {
+        line.contains("without a request")
+            && line.contains(ns)
+            && line.contains("objects=2")
+            && line.contains("unchanged_by_watch=2")
+    });
+    assert!(skipped, "{}", tail(&controller().log(), 20));
+
+    let config_maps = Api::<ConfigMap>::namespaced(f.client.clone(), ns);
+    merge_patch_as(
+        &config_maps,
+        "a",
+        KUBECTL_EDIT,
+        json!({"data": {"value": "edited"}}),
+    )
+    .await;
+    wait_for(
+        WAIT,
+        "the edit to be reverted by a periodic reconcile",
+        async || match data_of(&config_maps, "a").await["value"].as_str() {
+            Some("1") => Ok(()),
+            other => Err(format!("{other:?}")),
+        },
+    )
+    .await;
+    let configured = format!("ConfigMap/{ns}/a configured");
+    wait_for(WAIT, "the configured event", async || {
+        let counts = change_set_counts(&f.client, ns, "app").await;
+        if counts.contains(&(configured.clone(), 1)) {
+            Ok(())
+        } else {
+            Err(format!("{counts:?}"))
+        }
+    })
+    .await;
+    let status = kustomization_status(&f.client, ns, "app").await;
+    assert!(status["lastHandledReconcileAt"].is_null(), "{status:#}");
+}
+
+/// A console log line without its ANSI colour sequences.
+fn without_colours(line: &str) -> String {
+    let mut plain = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // An SGR sequence: ESC [ parameters m.
+            for c in chars.by_ref() {
+                if c == 'm' {
+                    break;
+                }
+            }
+        } else {
+            plain.push(c);
+        }
+    }
+    plain
+}
