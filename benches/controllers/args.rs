@@ -42,6 +42,16 @@ pub struct Args {
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
     pub reconciles: u64,
 
+    /// `noop` scenario: how many periodic reconciles (no request, `spec.interval` elapsed) to
+    /// measure after the requested ones.
+    #[arg(long, default_value_t = 2)]
+    pub periodic: u64,
+
+    /// `noop` scenario: the `spec.interval` the Kustomization gets for the periodic
+    /// reconciles; it must leave room for Flux's reconcile of all the objects.
+    #[arg(long, default_value = "30s")]
+    pub periodic_interval: String,
+
     /// `memory` scenario: seconds to let the controller settle (idle) before each RSS reading.
     #[arg(long, default_value_t = 10)]
     pub settle: u64,

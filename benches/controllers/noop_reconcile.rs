@@ -5,7 +5,8 @@
 //! edited in the cluster the way `kubectl edit` edits them, which the reconcile must revert.
 //! Per reconcile: the wall time from the annotation patch to `status.lastHandledReconcileAt`
 //! showing it with Ready=True, and the controller's API requests by verb and resource and per
-//! object.
+//! object. Then `--periodic` reconciles that nobody requests (`spec.interval` set to
+//! `--periodic-interval`): their duration from `status.history` and their requests.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -141,10 +142,103 @@ impl Bench<'_> {
             ));
         }
         self.verify(layout, objects, "(drift)", result).await;
+        let periodic = self.periodic_reconciles(layout, ns, name, controller).await;
 
         record_noop(&noops, &drift, reverted, &idle, objects, result);
+        record_periodic(&periodic, objects, result);
         let path = self.work_dir.join(&layout.run).join("requests.txt");
         write_noop_breakdown(&noops, &drift, &idle, &path);
+    }
+
+    /// Sets `spec.interval` to `--periodic-interval` and measures `--periodic` reconciles that
+    /// nobody requests: each one's duration as the controller records it in
+    /// `status.history[0].lastReconciledDuration`, and its API requests, counted from
+    /// [`SETTLE`] after the reconcile before it was seen to [`SETTLE`] after it was seen.
+    async fn periodic_reconciles(
+        &self,
+        layout: &Layout,
+        ns: &str,
+        name: &str,
+        controller: &Controller,
+    ) -> Vec<Reconcile> {
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), ns, &kustomization_resource());
+        let patch = json!({"spec": {"interval": self.args.periodic_interval}});
+        self.own("PATCH", "kustomizations", 1);
+        api.patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+            .unwrap_or_else(|e| panic!("set the interval of {ns}/{name}: {e}"));
+        let interval = kustomize_controller::api::duration::parse(&self.args.periodic_interval)
+            .unwrap_or(Duration::from_secs(30));
+        let pid = controller.pid();
+        // The spec change itself reconciles; the measured ones are the periodic ones after it.
+        let mut seen = self
+            .next_reconcile(layout, None, interval * 3, controller)
+            .await;
+        let mut measured = Vec::new();
+        for k in 1..=self.args.periodic {
+            tokio::time::sleep(SETTLE).await;
+            let start = self.checkpoint(pid);
+            let next = self
+                .next_reconcile(layout, seen, interval * 3, controller)
+                .await;
+            tokio::time::sleep(SETTLE).await;
+            let end = self.checkpoint(pid);
+            let reconcile = Reconcile {
+                seconds: next.and_then(|(_, seconds)| seconds),
+                requests: controller_requests(&start, &end),
+                cpu: end.cpu - start.cpu,
+            };
+            eprintln!(
+                "bench: periodic reconcile {k}: {} requests, {:.3?} s",
+                reconcile.total(),
+                reconcile.seconds
+            );
+            measured.push(reconcile);
+            seen = next.or(seen);
+        }
+        measured
+    }
+
+    /// Waits until the run's Kustomization records a reconcile after `seen` (its
+    /// `totalReconciliations` in `status.history[0]`); returns that count and the
+    /// reconcile's recorded duration.
+    async fn next_reconcile(
+        &self,
+        layout: &Layout,
+        seen: Option<(i64, Option<f64>)>,
+        timeout: Duration,
+        controller: &Controller,
+    ) -> Option<(i64, Option<f64>)> {
+        let deadline = Instant::now() + timeout;
+        let first = seen.map(|(count, _)| count).unwrap_or_else(|| {
+            self.matching(&layout.run)
+                .first()
+                .and_then(|ks| ks.data["status"]["history"][0]["totalReconciliations"].as_i64())
+                .unwrap_or(0)
+        });
+        loop {
+            let latest = self.matching(&layout.run).first().and_then(|ks| {
+                let entry = &ks.data["status"]["history"][0];
+                let count = entry["totalReconciliations"].as_i64()?;
+                let seconds = entry["lastReconciledDuration"]
+                    .as_str()
+                    .and_then(|d| kustomize_controller::api::duration::parse(d).ok())
+                    .map(|d| d.as_secs_f64());
+                Some((count, seconds))
+            });
+            if let Some(latest) = latest.filter(|(count, _)| *count > first) {
+                return Some(latest);
+            }
+            if Instant::now() >= deadline {
+                eprintln!(
+                    "bench: no periodic reconcile seen; controller log tail:\n{}",
+                    controller.log_tail(10)
+                );
+                return None;
+            }
+            tokio::time::sleep(POLL).await;
+        }
     }
 
     /// Requests a reconcile of `ns/name` (a new `requestedAt` value) and waits until it is
@@ -339,6 +433,23 @@ fn record_noop(
     );
 }
 
+/// Records the periodic reconciles: duration and requests (per object), medians.
+fn record_periodic(periodic: &[Reconcile], objects: u64, result: &mut RunResult) {
+    let seconds: Vec<f64> = periodic.iter().filter_map(|r| r.seconds).collect();
+    result.push(PERIODIC_SECONDS, median_of(&seconds), 3);
+    let totals: Vec<f64> = periodic.iter().map(|r| r.total() as f64).collect();
+    result.push("(periodic) API requests, median", median_of(&totals), 0);
+    let per_object: Vec<f64> = totals.iter().map(|t| t / objects as f64).collect();
+    result.push(PERIODIC_PER_OBJECT, median_of(&per_object), 3);
+    let cpu: Vec<f64> = periodic.iter().map(|r| r.cpu).collect();
+    result.push("(periodic) controller CPU, median [s]", median_of(&cpu), 2);
+}
+
+/// The median duration of the periodic reconciles, from `status.history`.
+const PERIODIC_SECONDS: &str = "(periodic) reconcile duration (status.history), median [s]";
+/// The median of the periodic reconciles' API requests per object.
+const PERIODIC_PER_OBJECT: &str = "(periodic) API requests per object, median";
+
 /// The median of the no-op reconciles' wall times.
 const NOOP_SECONDS: &str = "(no-op) requestedAt -> handled, median [s]";
 /// The median of the no-op reconciles' API requests per object.
@@ -358,6 +469,8 @@ pub fn headlines() -> Vec<Headline> {
     vec![
         headline(NOOP_SECONDS, Goal::FractionOfFlux(0.3)),
         headline(NOOP_PER_OBJECT, Goal::AtMost(1.0)),
+        headline(PERIODIC_SECONDS, Goal::FractionOfFlux(0.3)),
+        headline(PERIODIC_PER_OBJECT, Goal::AtMost(1.0)),
         headline(DRIFT_SECONDS, Goal::None),
         headline(DRIFT_PER_OBJECT, Goal::None),
     ]
