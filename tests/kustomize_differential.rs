@@ -67,6 +67,7 @@ fixtures! {
     crds => "crds",
     generators => "generators",
     kustomization_field_case => "kustomization-field-case",
+    kustomization_null_fields => "kustomization-null-fields",
     patches => "patches",
     rbac => "rbac",
     replacements => "replacements",

@@ -475,6 +475,43 @@ fn plain_reason(message: &str) -> String {
     format!("expected {}, got {}", word(expected), word(got))
 }
 
+/// Maps of strings in a kustomization file (labels, annotations, label pairs).
+const STRING_MAPS: [&str; 5] = [
+    "commonLabels",
+    "commonAnnotations",
+    "pairs",
+    "labels",
+    "annotations",
+];
+
+/// kustomize decodes kustomization files with Go's JSON rules, under which a `null` leaves a
+/// field at its zero value: a field written with no value (`resources:`, `patches: ~`) is as
+/// if absent, and a `null` value in a map of strings is the empty string. Applied before the
+/// strict decoding, which would refuse a `null` where a list, map or string is expected.
+fn go_json_nulls(value: Value, string_map: bool) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .filter_map(|(key, v)| match v {
+                    Value::Null if string_map => Some((key, Value::String(String::new()))),
+                    Value::Null => None,
+                    v => {
+                        let nested_map = v.is_object() && STRING_MAPS.contains(&key.as_str());
+                        Some((key, go_json_nulls(v, nested_map)))
+                    }
+                })
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(
+            items
+                .into_iter()
+                .map(|item| go_json_nulls(item, false))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
 fn canonical_field_names(value: Value) -> Value {
     let Value::Object(map) = value else {
         return value;
@@ -521,7 +558,7 @@ impl Kustomization {
                 message: "expected a map of kustomization fields".to_string(),
             });
         }
-        let value = canonical_field_names(value);
+        let value = go_json_nulls(canonical_field_names(value), false);
         let mut kustomization: Kustomization =
             serde_json::from_value(value.clone()).map_err(|e| KustfileError::Schema {
                 file: file.to_string(),
@@ -600,6 +637,22 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("k.yaml") && err.contains("resorces"), "{err}");
+    }
+
+    #[test]
+    fn null_fields_are_absent_and_null_map_values_empty_like_go() {
+        let k = Kustomization::parse(
+            "resources:\n- a.yaml\npatches: ~\nimages:\nnamePrefix: null\n\
+             configMapGenerator:\n- name: c\n  literals: ~\n\
+             commonLabels: {team: null}\n",
+            "k.yaml",
+        )
+        .unwrap();
+        assert_eq!(k.resources, ["a.yaml"]);
+        assert!(k.patches.is_empty() && k.images.is_empty());
+        assert_eq!(k.name_prefix, "");
+        assert_eq!(k.config_map_generator[0].name, "c");
+        assert_eq!(k.common_labels.get("team").map(String::as_str), Some(""));
     }
 
     #[test]
