@@ -65,6 +65,7 @@ fixtures! {
     builtin_plugins => "builtin-plugins",
     components => "components",
     crds => "crds",
+    empty_metadata => "empty-metadata",
     generators => "generators",
     kustomization_field_case => "kustomization-field-case",
     kustomization_null_fields => "kustomization-null-fields",

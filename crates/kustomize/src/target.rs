@@ -137,6 +137,7 @@ pub fn build_kustomization(
     }
     let mut objects: Vec<Object> = acc.resmap.into_vec().into_iter().map(|r| r.obj).collect();
     for obj in &mut objects {
+        drop_empty_annotations(obj);
         obj.sort_keys();
         obj.values_mut().for_each(yaml::sort_keys);
     }
@@ -953,8 +954,59 @@ fn record_transformation(resmap: &mut ResMap, origin: &Origin, times: usize) {
 }
 
 /// Drops objects annotated `config.kubernetes.io/local-config: "true"`.
+/// kustomize clears its internal annotations from every object on output and removes
+/// `metadata.annotations` when nothing is left in it, so an object written with
+/// `annotations: {}` or `annotations: null` comes out without the field. Nested metadata
+/// (a pod template's) and `labels` are left as written.
+fn drop_empty_annotations(obj: &mut Object) {
+    let Some(Value::Object(metadata)) = obj.get_mut("metadata") else {
+        return;
+    };
+    let empty = match metadata.get("annotations") {
+        Some(Value::Null) => true,
+        Some(Value::Object(annotations)) => annotations.is_empty(),
+        _ => false,
+    };
+    if empty {
+        metadata.remove("annotations");
+    }
+}
+
 fn drop_local_config(resmap: &mut ResMap) {
     resmap
         .as_mut_vec()
         .retain(|r| r.annotation("config.kubernetes.io/local-config") != Some("true"));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn object(value: Value) -> Object {
+        match value {
+            Value::Object(map) => map,
+            _ => Object::new(),
+        }
+    }
+
+    #[test]
+    fn empty_or_null_annotations_are_dropped_and_the_rest_kept() {
+        for annotations in [serde_json::json!({}), Value::Null] {
+            let mut obj = object(serde_json::json!({
+                "metadata": {"name": "a", "annotations": annotations, "labels": {}},
+                "spec": {"template": {"metadata": {"annotations": {}}}}
+            }));
+            drop_empty_annotations(&mut obj);
+            assert_eq!(
+                Value::Object(obj),
+                serde_json::json!({
+                    "metadata": {"name": "a", "labels": {}},
+                    "spec": {"template": {"metadata": {"annotations": {}}}}
+                })
+            );
+        }
+        let mut kept = object(serde_json::json!({"metadata": {"annotations": {"a": "b"}}}));
+        drop_empty_annotations(&mut kept);
+        assert_eq!(kept["metadata"]["annotations"]["a"], "b");
+    }
 }
