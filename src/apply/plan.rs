@@ -435,13 +435,11 @@ impl Applier {
 /// Flux's skip switches: `reconcile: disabled` or `ssa: Ignore` on the built or the live
 /// object, `ssa: IfNotPresent` on the built object when the live one exists.
 fn skipped(desired: &Value, live: Option<&Value>) -> bool {
-    let excluded = |o: &Value| {
-        has_switch(o, RECONCILE_ANNOTATION, DISABLED_VALUE)
-            || has_switch(o, SSA_ANNOTATION, "ignore")
-    };
-    excluded(desired)
-        || live.is_some_and(excluded)
-        || (live.is_some() && has_switch(desired, SSA_ANNOTATION, "ifnotpresent"))
+    match policy(desired) {
+        Policy::Skip => true,
+        Policy::IfNotPresent => live.is_some(),
+        Policy::Apply => live.is_some_and(|live| policy(live) == Policy::Skip),
+    }
 }
 
 /// `ssa: Merge` on either object: fields of other managers are left to them.

@@ -25,18 +25,8 @@ const MANAGER: &str = "kustomize-controller";
 /// cleans up every field manager whose name starts with `node-fetch`.
 fn override_manager_controller() -> &'static ControllerProcess {
     static CONTROLLER: OnceLock<ControllerProcess> = OnceLock::new();
-    CONTROLLER.get_or_init(|| {
-        start_controller(
-            OVERRIDE_SHARD,
-            &[
-                &format!(
-                    "--watch-label-selector={RUN_LABEL}={},{SHARD_LABEL}={OVERRIDE_SHARD}",
-                    run_id()
-                ),
-                "--override-manager=node-fetch",
-            ],
-        )
-    })
+    CONTROLLER
+        .get_or_init(|| start_shard_controller(OVERRIDE_SHARD, "--override-manager=node-fetch"))
 }
 
 /// Shard of the controller started with `--override-manager-before-dry-run=legacy-controller`.
@@ -47,15 +37,9 @@ const BEFORE_DRY_RUN_SHARD: &str = "before-dry-run";
 fn before_dry_run_controller() -> &'static ControllerProcess {
     static CONTROLLER: OnceLock<ControllerProcess> = OnceLock::new();
     CONTROLLER.get_or_init(|| {
-        start_controller(
+        start_shard_controller(
             BEFORE_DRY_RUN_SHARD,
-            &[
-                &format!(
-                    "--watch-label-selector={RUN_LABEL}={},{SHARD_LABEL}={BEFORE_DRY_RUN_SHARD}",
-                    run_id()
-                ),
-                "--override-manager-before-dry-run=legacy-controller",
-            ],
+            "--override-manager-before-dry-run=legacy-controller",
         )
     })
 }
@@ -67,16 +51,7 @@ const MIGRATE_SHARD: &str = "migrate-api-version";
 fn migrate_controller() -> &'static ControllerProcess {
     static CONTROLLER: OnceLock<ControllerProcess> = OnceLock::new();
     CONTROLLER.get_or_init(|| {
-        start_controller(
-            MIGRATE_SHARD,
-            &[
-                &format!(
-                    "--watch-label-selector={RUN_LABEL}={},{SHARD_LABEL}={MIGRATE_SHARD}",
-                    run_id()
-                ),
-                "--feature-gates=MigrateAPIVersion=true",
-            ],
-        )
+        start_shard_controller(MIGRATE_SHARD, "--feature-gates=MigrateAPIVersion=true")
     })
 }
 

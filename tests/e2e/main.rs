@@ -172,18 +172,17 @@ fn controller() -> &'static ControllerProcess {
 /// A second controller for the `strict` shard, which denies cross-namespace references.
 fn strict_controller() -> &'static ControllerProcess {
     static CONTROLLER: OnceLock<ControllerProcess> = OnceLock::new();
-    CONTROLLER.get_or_init(|| {
-        start_controller(
-            "strict",
-            &[
-                &format!(
-                    "--watch-label-selector={RUN_LABEL}={},{SHARD_LABEL}=strict",
-                    run_id()
-                ),
-                "--no-cross-namespace-refs",
-            ],
-        )
-    })
+    CONTROLLER.get_or_init(|| start_shard_controller("strict", "--no-cross-namespace-refs"))
+}
+
+/// Starts a controller for the Kustomizations of this run labelled with shard `shard`, with
+/// one extra flag.
+fn start_shard_controller(shard: &str, flag: &str) -> ControllerProcess {
+    let selector = format!(
+        "--watch-label-selector={RUN_LABEL}={},{SHARD_LABEL}={shard}",
+        run_id()
+    );
+    start_controller(shard, &[&selector, flag])
 }
 
 /// Starts the controller binary. It runs under a shell that kills it when this test
