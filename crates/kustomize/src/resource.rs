@@ -405,14 +405,15 @@ impl Resource {
             .insert("namespace".into(), Value::String(namespace.to_string()));
     }
 
-    /// A string map under `metadata` (`labels` or `annotations`), absent entries skipped.
+    /// A map under `metadata` (`labels` or `annotations`) as kustomize reads it: every value
+    /// as its text (`0` is "0", `true` is "true"; see [`scalar_text`]).
     fn string_map(&self, field: &str) -> Vec<(String, String)> {
         self.metadata()
             .and_then(|m| m.get(field))
             .and_then(Value::as_object)
             .map(|map| {
                 map.iter()
-                    .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+                    .map(|(k, v)| (k.clone(), scalar_text(v)))
                     .collect()
             })
             .unwrap_or_default()
@@ -428,7 +429,7 @@ impl Resource {
         self.string_map("annotations")
     }
 
-    /// One annotation.
+    /// One annotation, if it is a string.
     pub fn annotation(&self, key: &str) -> Option<&str> {
         self.metadata()
             .and_then(|m| m.get("annotations"))
@@ -594,6 +595,19 @@ impl ResMap {
     pub fn remove(&mut self, index: usize) -> Resource {
         self.index = None;
         self.resources.remove(index)
+    }
+}
+
+/// The text of a YAML node as kyaml reads it (`Node.Value`), which is what kustomize compares
+/// and copies where it wants strings: strings as they are, booleans and numbers in their
+/// canonical form, null as "null", maps and lists as "".
+pub fn scalar_text(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Bool(flag) => flag.to_string(),
+        Value::Number(number) => number.to_string(),
+        Value::Null => "null".to_string(),
+        Value::Array(_) | Value::Object(_) => String::new(),
     }
 }
 

@@ -12,7 +12,7 @@
 
 use serde_json::{Map, Value};
 
-use super::resource::{Gvk, Object};
+use super::resource::{Gvk, Object, scalar_text};
 use super::smp_schema::{Schema, SchemaSet};
 
 /// The directive key of strategic merge patches.
@@ -401,17 +401,6 @@ fn walk_merge_list(
         merge_by_keys(base, patch_items.as_deref(), keys, elem_schema, path)?
     };
     Ok(Outcome::Set(Value::Array(merged)))
-}
-
-/// The string kustomize compares for a scalar (maps and lists compare as "").
-fn scalar_text(value: &Value) -> String {
-    match value {
-        Value::String(s) => s.clone(),
-        Value::Number(n) => n.to_string(),
-        Value::Bool(b) => b.to_string(),
-        Value::Null => "null".to_string(),
-        Value::Object(_) | Value::Array(_) => String::new(),
-    }
 }
 
 /// The key values of a list element; "" where a key is missing, null or empty.

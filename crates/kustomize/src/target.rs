@@ -11,7 +11,7 @@ use super::config::TransformerConfig;
 use super::kustfile::{KUSTOMIZATION_FILE_NAMES, Kustomization, KustomizationKind, Var};
 use super::loader::{Entry, LoadError, LoadRestrictions, Loader};
 use super::openapi::OpenApiChoice;
-use super::resource::{Object, Origin, PluginId, ResMap, Resource};
+use super::resource::{Object, Origin, PluginId, ResMap, Resource, scalar_text};
 use super::{budget, generators, namereference, patch, replacements, sort, transformers, vars};
 use goyaml as yaml;
 
@@ -137,7 +137,7 @@ pub fn build_kustomization(
     }
     let mut objects: Vec<Object> = acc.resmap.into_vec().into_iter().map(|r| r.obj).collect();
     for obj in &mut objects {
-        drop_empty_annotations(obj);
+        rewrite_annotations(obj);
         obj.sort_keys();
         obj.values_mut().for_each(yaml::sort_keys);
     }
@@ -914,7 +914,7 @@ fn objects_to_resources(docs: Vec<Value>, file: &str) -> Result<Vec<Resource>, B
             return Err(invalid(format!("missing kind in document {index}")));
         }
         let mut resource = Resource::new(obj);
-        stringify_metadata_values(&mut resource);
+        stringify_annotations(&mut resource);
         if resource.name().is_empty() {
             return Err(invalid(format!(
                 "missing metadata.name in {kind} (document {index})"
@@ -925,20 +925,17 @@ fn objects_to_resources(docs: Vec<Value>, file: &str) -> Result<Vec<Resource>, B
     Ok(out)
 }
 
-/// Label and annotation values are strings; kustomize reads `port: 8080` or `happy: true`
-/// under them as the strings "8080" and "true".
-fn stringify_metadata_values(resource: &mut Resource) {
+/// Annotation values are strings: kustomize reads `port: 8080` or `happy: true` under
+/// `metadata.annotations` as the strings "8080" and "true" (it re-writes the map from its text
+/// when it clears its build annotations). Labels keep their types, as kustomize leaves them.
+fn stringify_annotations(resource: &mut Resource) {
     let Some(Value::Object(meta)) = resource.obj.get_mut("metadata") else {
         return;
     };
-    for field in ["labels", "annotations"] {
-        if let Some(Value::Object(map)) = meta.get_mut(field) {
-            for value in map.values_mut() {
-                match value {
-                    Value::Bool(b) => *value = Value::String(b.to_string()),
-                    Value::Number(n) => *value = Value::String(n.to_string()),
-                    _ => {}
-                }
+    if let Some(Value::Object(map)) = meta.get_mut("annotations") {
+        for value in map.values_mut() {
+            if !value.is_string() {
+                *value = Value::String(scalar_text(value));
             }
         }
     }
@@ -954,17 +951,23 @@ fn record_transformation(resmap: &mut ResMap, origin: &Origin, times: usize) {
 }
 
 /// Drops objects annotated `config.kubernetes.io/local-config: "true"`.
-/// kustomize clears its internal annotations from every object on output and removes
-/// `metadata.annotations` when nothing is left in it, so an object written with
-/// `annotations: {}` or `annotations: null` comes out without the field. Nested metadata
-/// (a pod template's) and `labels` are left as written.
-fn drop_empty_annotations(obj: &mut Object) {
+/// kustomize clears its internal annotations from every object on output by writing
+/// `metadata.annotations` anew from their text, so every value comes out a string (a patch's
+/// `true` is "true") and an object written with `annotations: {}` or `annotations: null`
+/// comes out without the field. Nested metadata (a pod template's) and `labels` are left as
+/// written.
+fn rewrite_annotations(obj: &mut Object) {
     let Some(Value::Object(metadata)) = obj.get_mut("metadata") else {
         return;
     };
-    let empty = match metadata.get("annotations") {
+    let empty = match metadata.get_mut("annotations") {
         Some(Value::Null) => true,
-        Some(Value::Object(annotations)) => annotations.is_empty(),
+        Some(Value::Object(annotations)) => {
+            for value in annotations.values_mut().filter(|v| !v.is_string()) {
+                *value = Value::String(scalar_text(value));
+            }
+            annotations.is_empty()
+        }
         _ => false,
     };
     if empty {
@@ -996,7 +999,7 @@ mod tests {
                 "metadata": {"name": "a", "annotations": annotations, "labels": {}},
                 "spec": {"template": {"metadata": {"annotations": {}}}}
             }));
-            drop_empty_annotations(&mut obj);
+            rewrite_annotations(&mut obj);
             assert_eq!(
                 Value::Object(obj),
                 serde_json::json!({
@@ -1006,7 +1009,24 @@ mod tests {
             );
         }
         let mut kept = object(serde_json::json!({"metadata": {"annotations": {"a": "b"}}}));
-        drop_empty_annotations(&mut kept);
+        rewrite_annotations(&mut kept);
         assert_eq!(kept["metadata"]["annotations"]["a"], "b");
+    }
+
+    #[test]
+    fn annotation_values_come_out_as_strings_and_label_values_keep_their_type() {
+        let mut obj = object(serde_json::json!({"metadata": {
+            "annotations": {"flag": true, "port": 8080, "ratio": 1.5, "none": null, "s": "x"},
+            "labels": {"zero": 0, "flag": true}
+        }}));
+        rewrite_annotations(&mut obj);
+        assert_eq!(
+            obj["metadata"]["annotations"],
+            serde_json::json!({"flag": "true", "port": "8080", "ratio": "1.5", "none": "null", "s": "x"})
+        );
+        assert_eq!(
+            obj["metadata"]["labels"],
+            serde_json::json!({"zero": 0, "flag": true})
+        );
     }
 }
