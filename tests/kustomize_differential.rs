@@ -66,6 +66,7 @@ fixtures! {
     components => "components",
     crds => "crds",
     empty_metadata => "empty-metadata",
+    typed_metadata => "typed-metadata",
     generators => "generators",
     kustomization_field_case => "kustomization-field-case",
     kustomization_null_fields => "kustomization-null-fields",
