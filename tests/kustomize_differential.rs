@@ -80,6 +80,8 @@ fixtures! {
     error_missing_resource => "error-missing-resource",
     error_patch_no_match => "error-patch-no-match",
     error_unknown_field => "error-unknown-field",
+    json6902_library_rules => "json6902-library-rules",
+    error_json6902_refusals => "error-json6902-refusals",
 }
 
 #[test]

@@ -163,7 +163,7 @@ fn write_go_json(value: &Value, out: &mut String) {
 
 /// A number as Go prints a float64 in JSON: shortest round-trip digits, plain notation
 /// for magnitudes in [1e-6, 1e21), otherwise exponent notation like `1e+21` or `1e-7`.
-fn go_number(n: &serde_json::Number) -> String {
+pub(crate) fn go_number(n: &serde_json::Number) -> String {
     let Some(f) = n.as_f64() else {
         return n.to_string();
     };

@@ -1,13 +1,36 @@
-//! JSON patches (RFC 6902) as kustomize applies them: the operations may be written in
-//! JSON or YAML; `add`, `remove`, `replace`, `move`, `copy` and `test` are supported.
+//! JSON patches (RFC 6902) as kustomize applies them: with the json-patch library (v4) it
+//! builds with, in its default configuration (negative indices allowed, no copy size limit).
+//! The operations may be written in JSON or YAML (YAML 1.1 scalars, as `sigs.k8s.io/yaml`
+//! reads them).
+//!
+//! That library is more lenient than RFC 6902 in ways real kustomizations rely on, and this
+//! module does what it does:
+//!
+//! - nothing is validated until an operation is applied (an unknown `op`, a missing `path`
+//!   fail only when a resource is patched); a missing `value` is null;
+//! - `replace` of a missing object member adds it; `copy` from a missing member copies null;
+//! - `remove` of a missing member fails; array indices may be negative (`-1` is the last
+//!   element, or the end for `add`), and are read as Go's `strconv.Atoi` reads them (`+1`,
+//!   `01`); `-` appends for `add` only;
+//! - a path's first token is ignored (`spec/x` is `/x`), `~` not followed by `0` or `1`
+//!   stays a `~`; a path of no `/` matches nothing;
+//! - `test` compares scalars by their JSON text: the document's are written as Go writes
+//!   JSON (`1.0` is `1`, `<` is `\u003c`), the operation's as written when the patch is JSON,
+//!   as Go writes them when it is YAML;
+//! - the patched document goes through JSON: numbers become float64 (integers beyond 2^53
+//!   round) and map keys are sorted.
+//!
+//! Error messages are the library's, prefixed with the operation's index.
 
-use json_patch::PatchOperation;
-use serde_json::Value;
+use std::collections::BTreeMap;
+
+use serde_json::value::RawValue;
+use serde_json::{Number, Value};
 
 use super::resource::Object;
 
-/// Why a JSON 6902 patch could not be applied. Worded as kustomize words it; the patch
-/// transformer reports these as its own errors.
+/// Why a JSON 6902 patch could not be applied. The patch transformer reports these as its
+/// own errors.
 #[derive(Debug, thiserror::Error)]
 pub enum Json6902Error {
     /// The patch text is not a list of JSON patch operations.
@@ -28,9 +51,6 @@ pub enum Json6902Error {
     },
 }
 
-/// The operations RFC 6902 defines.
-const OPS: [&str; 6] = ["add", "remove", "replace", "move", "copy", "test"];
-
 /// The least bound on a patched document's size (see [`apply_ops`]): far above any object the
 /// API server stores (about 1.5 MiB), so only a patch that multiplies its target (`copy`
 /// operations copying the document into itself) reaches it.
@@ -38,6 +58,37 @@ pub const MIN_PATCHED_BYTES: usize = 16 << 20;
 
 /// What one node of a document is counted as, besides its text.
 const NODE_OVERHEAD: usize = 48;
+
+/// A value of a patched document or of an operation, as the json-patch library holds it:
+/// scalars keep their JSON text (which `test` compares byte for byte), null is absent.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Node {
+    /// JSON null (or a missing value).
+    Null,
+    /// A string, number or boolean as compact JSON text.
+    Scalar(String),
+    /// An object; keys in Go's `json.Marshal` order.
+    Object(BTreeMap<String, Node>),
+    /// An array.
+    Array(Vec<Node>),
+}
+
+/// A field of an operation that must be a string (`path`, `from`): the string, or the
+/// library's message for why it cannot be read.
+type StringField = Result<String, String>;
+
+/// One JSON patch operation, decoded as leniently as the json-patch library decodes it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Operation {
+    /// `op`, or `unknown` when it is absent or not a string.
+    kind: String,
+    /// `path`.
+    path: StringField,
+    /// `from`.
+    from: StringField,
+    /// `value`; `None` when the field is absent.
+    value: Option<Node>,
+}
 
 /// Whether `value` looks like JSON patch operations rather than a strategic merge patch: a
 /// list, or a single map with an `op` field.
@@ -49,13 +100,13 @@ pub fn looks_like_ops(value: &Value) -> bool {
     }
 }
 
-/// The first document of `ops_text`: JSON when the text starts with `[`, else YAML (only
-/// the first document counts, as in kustomize).
+/// The first document of `ops_text`: JSON when the text starts with `[`, else YAML read as
+/// go-yaml v2 reads it (YAML 1.1 booleans; only the first document counts, as in kustomize).
 pub fn parse_ops_value(ops_text: &str) -> Result<Value, String> {
     if ops_text.starts_with('[') {
         serde_json::from_str(ops_text).map_err(|e| e.to_string())
     } else {
-        Ok(goyaml::parse_documents(ops_text)
+        Ok(goyaml::parse_documents_yaml11(ops_text)
             .map_err(|e| e.to_string())?
             .into_iter()
             .next()
@@ -64,12 +115,16 @@ pub fn parse_ops_value(ops_text: &str) -> Result<Value, String> {
 }
 
 /// Parses a list of JSON patch operations written in JSON (text starting with `[`) or YAML.
-/// Each operation is checked: a known `op`, a `path` (and `from` for `move`/`copy`) that is a
-/// JSON pointer (empty or starting with `/`, `~` only in `~0` and `~1`), and a `value` for
-/// `add`, `replace` and `test`. Messages say "JSON 6902 patch" and name the operation's index.
-pub fn parse_ops(ops_text: &str) -> Result<Vec<PatchOperation>, String> {
-    let value = parse_ops_value(ops_text).map_err(|e| format!("JSON 6902 patch: {e}"))?;
-    ops_from_value(value).map_err(|e| format!("JSON 6902 patch: {e}"))
+/// As in kustomize, the text need only be a list of maps (or nulls); the operations
+/// themselves are checked when applied. Empty YAML is an empty list. Messages say
+/// "JSON 6902 patch" and name the operation's index.
+pub fn parse_ops(ops_text: &str) -> Result<Vec<Operation>, String> {
+    let parsed = if ops_text.starts_with('[') {
+        ops_from_json(ops_text)
+    } else {
+        parse_ops_value(ops_text).and_then(ops_from_value)
+    };
+    parsed.map_err(|e| format!("JSON 6902 patch: {e}"))
 }
 
 fn kind_of(value: &Value) -> &'static str {
@@ -83,108 +138,595 @@ fn kind_of(value: &Value) -> &'static str {
     }
 }
 
-fn ops_from_value(value: Value) -> Result<Vec<PatchOperation>, String> {
-    let Value::Array(items) = value else {
-        let hint = if looks_like_ops(&value) {
-            " (a single operation must still be written as a list: `- op: ...` or `[{...}]`)"
-        } else {
-            ""
-        };
-        return Err(format!(
-            "expected a list of operations, got {}{hint}",
-            kind_of(&value)
-        ));
-    };
-    let mut ops = Vec::with_capacity(items.len());
-    for (index, item) in items.into_iter().enumerate() {
-        check_op(index, &item)?;
-        let op = serde_json::from_value(item).map_err(|e| format!("operation {index}: {e}"))?;
-        ops.push(op);
+/// Go's name for the JSON type of a value that is not a string, in its decoding errors.
+fn go_type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+        Value::Null | Value::String(_) => "string",
     }
-    Ok(ops)
 }
 
-/// Checks one operation, naming its index and field.
-fn check_op(index: usize, item: &Value) -> Result<(), String> {
-    let Value::Object(map) = item else {
-        return Err(format!(
-            "operation {index}: expected a map, got {}",
-            kind_of(item)
-        ));
-    };
-    let op = match map.get("op") {
-        None => return Err(format!("operation {index}: missing op")),
-        Some(Value::String(op)) if OPS.contains(&op.as_str()) => op.as_str(),
-        Some(Value::String(op)) => {
+/// Operations from a YAML document.
+fn ops_from_value(value: Value) -> Result<Vec<Operation>, String> {
+    let items = match value {
+        Value::Null => return Ok(Vec::new()),
+        Value::Array(items) => items,
+        other => {
+            let hint = if looks_like_ops(&other) {
+                " (a single operation must still be written as a list: `- op: ...` or `[{...}]`)"
+            } else {
+                ""
+            };
             return Err(format!(
-                "operation {index}: unknown op '{}' (expected one of {})",
-                op.escape_debug(),
-                OPS.join(", ")
-            ));
-        }
-        Some(other) => {
-            return Err(format!(
-                "operation {index}: op must be a string, got {}",
-                kind_of(other)
+                "expected a list of operations, got {}{hint}",
+                kind_of(&other)
             ));
         }
     };
-    let pointer = |field: &str| -> Result<(), String> {
-        match map.get(field) {
-            None => Err(format!("operation {index} ({op}): missing {field}")),
-            Some(Value::String(p)) => check_pointer(p).map_err(|why| {
-                format!(
-                    "operation {index} ({op}): {field} '{}' {why}",
-                    p.escape_debug()
-                )
-            }),
-            Some(other) => Err(format!(
-                "operation {index} ({op}): {field} must be a string, got {}",
+    items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| match item {
+            Value::Null => Ok(Operation::from_fields(&BTreeMap::new())),
+            Value::Object(map) => {
+                let fields = map
+                    .iter()
+                    .map(|(k, v)| (k.clone(), Some(Field::Decoded(v))))
+                    .collect();
+                Ok(Operation::from_fields(&fields))
+            }
+            other => Err(format!(
+                "operation {index}: expected a map, got {}",
                 kind_of(other)
             )),
-        }
-    };
-    pointer("path")?;
-    if matches!(op, "move" | "copy") {
-        pointer("from")?;
-    }
-    if matches!(op, "add" | "replace" | "test") && !map.contains_key("value") {
-        return Err(format!("operation {index} ({op}): missing value"));
-    }
-    Ok(())
+        })
+        .collect()
 }
 
-/// Checks RFC 6901 syntax: empty, or `/`-separated tokens where `~` is only `~0` or `~1`.
-fn check_pointer(pointer: &str) -> Result<(), &'static str> {
-    if pointer.is_empty() {
-        return Ok(());
+/// Operations from JSON text, each value kept as written.
+fn ops_from_json(text: &str) -> Result<Vec<Operation>, String> {
+    let items: Vec<Box<RawValue>> = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| {
+            let raw = item.get().trim();
+            match raw.as_bytes().first() {
+                Some(b'n') => Ok(Operation::from_fields(&BTreeMap::new())),
+                Some(b'{') => {
+                    let map: BTreeMap<String, Option<Box<RawValue>>> =
+                        serde_json::from_str(raw).map_err(|e| format!("operation {index}: {e}"))?;
+                    let fields = map
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.as_deref().map(Field::Raw)))
+                        .collect();
+                    Ok(Operation::from_fields(&fields))
+                }
+                _ => {
+                    let value: Value = serde_json::from_str(raw).unwrap_or(Value::Null);
+                    Err(format!(
+                        "operation {index}: expected a map, got {}",
+                        kind_of(&value)
+                    ))
+                }
+            }
+        })
+        .collect()
+}
+
+/// A field of an operation as read: a YAML value, or JSON text as written. A field written
+/// `null` is `None` in the map of fields.
+enum Field<'a> {
+    Decoded(&'a Value),
+    Raw(&'a RawValue),
+}
+
+impl Field<'_> {
+    fn node(&self) -> Node {
+        match self {
+            Field::Decoded(value) => Node::from_value(value),
+            Field::Raw(raw) => Node::from_raw(raw.get()),
+        }
     }
-    if !pointer.starts_with('/') {
-        return Err("must be empty or start with '/'");
+
+    /// The field as a Go string: `None` when null, else the string or Go's decoding error.
+    fn string(&self) -> Option<StringField> {
+        let value = match self {
+            Field::Decoded(value) => (*value).clone(),
+            Field::Raw(raw) => serde_json::from_str(raw.get()).unwrap_or(Value::Null),
+        };
+        match value {
+            Value::Null => None,
+            Value::String(s) => Some(Ok(s)),
+            other => Some(Err(format!(
+                "json: cannot unmarshal {} into Go value of type string",
+                go_type_name(&other)
+            ))),
+        }
     }
-    let mut chars = pointer.chars();
+}
+
+impl Operation {
+    fn from_fields(fields: &BTreeMap<String, Option<Field<'_>>>) -> Operation {
+        let string = |name: &str| fields.get(name).and_then(|f| f.as_ref()?.string());
+        let kind = match string("op") {
+            Some(Ok(kind)) => kind,
+            _ => "unknown".to_string(),
+        };
+        let path = string("path")
+            .unwrap_or_else(|| Err("operation missing path field: missing value".to_string()));
+        let from = string("from")
+            .unwrap_or_else(|| Err("operation, missing from field: missing value".to_string()));
+        let value = fields
+            .get("value")
+            .map(|f| f.as_ref().map_or(Node::Null, Field::node));
+        Operation {
+            kind,
+            path,
+            from,
+            value,
+        }
+    }
+
+    /// The value to add or replace with: null when absent.
+    fn value_or_null(&self) -> Node {
+        self.value.clone().unwrap_or(Node::Null)
+    }
+}
+
+impl Node {
+    /// A document value as kustomize hands it to the library: JSON written by Go.
+    pub fn from_value(value: &Value) -> Node {
+        match value {
+            Value::Null => Node::Null,
+            Value::Bool(b) => Node::Scalar(b.to_string()),
+            Value::Number(n) if n.is_f64() => Node::Scalar(super::hash::go_number(n)),
+            Value::Number(n) => Node::Scalar(n.to_string()),
+            Value::String(s) => {
+                let mut text = String::with_capacity(s.len() + 2);
+                goyaml::go_json::write_string(&mut text, s);
+                Node::Scalar(text)
+            }
+            Value::Array(items) => Node::Array(items.iter().map(Node::from_value).collect()),
+            Value::Object(map) => Node::Object(
+                map.iter()
+                    .map(|(k, v)| (k.clone(), Node::from_value(v)))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// A value from valid JSON text, scalars kept as written. A map repeating a key keeps
+    /// the last, as Go's decoder does.
+    fn from_raw(text: &str) -> Node {
+        let text = text.trim();
+        match text.as_bytes().first() {
+            None | Some(b'n') => Node::Null,
+            Some(b'{') => {
+                let map: BTreeMap<String, Box<RawValue>> =
+                    serde_json::from_str(text).unwrap_or_default();
+                Node::Object(
+                    map.into_iter()
+                        .map(|(k, v)| (k, Node::from_raw(v.get())))
+                        .collect(),
+                )
+            }
+            Some(b'[') => {
+                let items: Vec<Box<RawValue>> = serde_json::from_str(text).unwrap_or_default();
+                Node::Array(items.iter().map(|v| Node::from_raw(v.get())).collect())
+            }
+            Some(_) => Node::Scalar(text.to_string()),
+        }
+    }
+
+    /// The value as kustomize reads the patched JSON back: numbers through float64.
+    fn into_value(self) -> Result<Value, String> {
+        Ok(match self {
+            Node::Null => Value::Null,
+            Node::Scalar(text) => scalar_value(&text)?,
+            Node::Array(items) => Value::Array(
+                items
+                    .into_iter()
+                    .map(Node::into_value)
+                    .collect::<Result<_, _>>()?,
+            ),
+            Node::Object(map) => Value::Object(
+                map.into_iter()
+                    .map(|(k, v)| Ok((k, v.into_value()?)))
+                    .collect::<Result<_, String>>()?,
+            ),
+        })
+    }
+
+    /// A copy as the library makes it: through `json.Marshal`, which escapes `<`, `>`, `&`
+    /// (and U+2028, U+2029) in strings written raw in the patch.
+    fn deep_copy(&self) -> Node {
+        match self {
+            Node::Null => Node::Null,
+            Node::Scalar(text) => Node::Scalar(html_escape(text)),
+            Node::Array(items) => Node::Array(items.iter().map(Node::deep_copy).collect()),
+            Node::Object(map) => Node::Object(
+                map.iter()
+                    .map(|(k, v)| (k.clone(), v.deep_copy()))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// Bytes (text plus a per-node overhead) and depth.
+    fn extent(&self) -> (usize, usize) {
+        match self {
+            Node::Array(items) => items.iter().fold((NODE_OVERHEAD, 1), |(b, d), item| {
+                let (ib, id) = item.extent();
+                (b.saturating_add(ib), d.max(id + 1))
+            }),
+            Node::Object(map) => map.iter().fold((NODE_OVERHEAD, 1), |(b, d), (k, item)| {
+                let (ib, id) = item.extent();
+                (b.saturating_add(ib).saturating_add(k.len()), d.max(id + 1))
+            }),
+            Node::Scalar(text) => (NODE_OVERHEAD + text.len(), 0),
+            Node::Null => (NODE_OVERHEAD, 0),
+        }
+    }
+}
+
+/// Escapes what Go's `json.Marshal` escapes when it re-writes raw JSON.
+fn html_escape(text: &str) -> String {
+    if !text.contains(['<', '>', '&', '\u{2028}', '\u{2029}']) {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len() + 10);
+    for c in text.chars() {
+        match c {
+            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
+                out.push_str(&format!("\\u{:04x}", c as u32));
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A scalar's JSON text read back as kustomize does: a number becomes a float64, which prints
+/// as an integer when it is whole (and below 1e21, as Go's JSON writes floats).
+fn scalar_value(text: &str) -> Result<Value, String> {
+    match text {
+        "true" => return Ok(Value::Bool(true)),
+        "false" => return Ok(Value::Bool(false)),
+        "null" => return Ok(Value::Null),
+        _ => {}
+    }
+    if text.starts_with('"') {
+        return serde_json::from_str(text).map_err(|e| e.to_string());
+    }
+    let float: f64 = text
+        .parse()
+        .ok()
+        .filter(|f: &f64| f.is_finite())
+        .ok_or_else(|| {
+            format!("json: cannot unmarshal number {text} into Go value of type float64")
+        })?;
+    Ok(Value::Number(float_number(float)))
+}
+
+/// A float64 as a JSON number: a whole value that fits an integer becomes the integer Go
+/// prints for it (its shortest digits: 1.2345678901234567e19 is 12345678901234567000).
+fn float_number(float: f64) -> Number {
+    if float.fract() == 0.0 {
+        // Display writes the shortest round-trip digits, without exponent.
+        let digits = format!("{float}");
+        if let Ok(int) = digits.parse::<i64>() {
+            return Number::from(int);
+        }
+        if let Ok(int) = digits.parse::<u64>() {
+            return Number::from(int);
+        }
+    }
+    Number::from_f64(float).unwrap_or_else(|| Number::from(0))
+}
+
+/// A path token with `~1` and `~0` decoded, left to right; any other `~` stays.
+fn decode_token(token: &str) -> String {
+    let mut out = String::with_capacity(token.len());
+    let mut chars = token.chars().peekable();
     while let Some(c) = chars.next() {
-        if c == '~' && !matches!(chars.next(), Some('0' | '1')) {
-            return Err("has '~' not followed by 0 or 1 (write '~0' for '~' and '~1' for '/')");
+        if c == '~' {
+            match chars.peek() {
+                Some('1') => {
+                    chars.next();
+                    out.push('/');
+                    continue;
+                }
+                Some('0') => {
+                    chars.next();
+                    out.push('~');
+                    continue;
+                }
+                _ => {}
+            }
         }
+        out.push(c);
+    }
+    out
+}
+
+/// `s` quoted as Go's `strconv.Quote` quotes it (enough for its error messages).
+fn go_quote(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// An array index as Go's `strconv.Atoi` reads it: an optional sign and decimal digits.
+fn atoi(key: &str) -> Result<i64, String> {
+    let digits = key.strip_prefix(['+', '-']).unwrap_or(key);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!(
+            "strconv.Atoi: parsing {}: invalid syntax",
+            go_quote(key)
+        ));
+    }
+    key.trim_start_matches('+').parse().map_err(|_| {
+        format!(
+            "strconv.Atoi: parsing {}: value out of range",
+            go_quote(key)
+        )
+    })
+}
+
+fn invalid_index(index: i64) -> String {
+    format!("Unable to access invalid index: {index}: invalid index referenced")
+}
+
+/// Resolves a possibly negative index against `len` elements (`len` is one more than the
+/// array's length for insertion). `None` when out of range.
+fn resolve_index(index: i64, len: usize) -> Option<usize> {
+    let len = i64::try_from(len).ok()?;
+    let index = if index < 0 { index + len } else { index };
+    usize::try_from(index).ok().filter(|&i| (i as i64) < len)
+}
+
+/// The position of the existing element `key` of an array of `len` elements.
+fn array_index(key: &str, len: usize) -> Result<usize, String> {
+    let index = atoi(key)?;
+    resolve_index(index, len).ok_or_else(|| invalid_index(index))
+}
+
+/// The element `key` of an array, as the library reads it.
+fn array_get<'a>(items: &'a [Node], key: &str) -> Result<&'a Node, String> {
+    let at = array_index(key, items.len())?;
+    items.get(at).ok_or_else(|| invalid_index(at as i64))
+}
+
+/// The member or element `key` of a container; a missing member is null.
+fn container_get<'a>(container: &'a Node, key: &str) -> Result<&'a Node, String> {
+    match container {
+        Node::Object(map) => Ok(map.get(key).unwrap_or(&Node::Null)),
+        Node::Array(items) => array_get(items, key),
+        _ => Ok(&Node::Null),
+    }
+}
+
+/// Adds `value` at `key`: an object member is set; an array gets an element inserted (`-`
+/// appends, negative indices count from the end of the longer array).
+fn container_add(container: &mut Node, key: &str, value: Node) -> Result<(), String> {
+    match container {
+        Node::Object(map) => {
+            map.insert(key.to_string(), value);
+            Ok(())
+        }
+        Node::Array(items) => {
+            if key == "-" {
+                items.push(value);
+                return Ok(());
+            }
+            let index = atoi(key)
+                .map_err(|e| format!("value was not a proper array index: '{key}': {e}"))?;
+            let at = resolve_index(index, items.len() + 1).ok_or_else(|| invalid_index(index))?;
+            items.insert(at, value);
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Removes and returns the member or element `key`.
+fn container_remove(container: &mut Node, key: &str) -> Result<Node, String> {
+    match container {
+        Node::Object(map) => map
+            .remove(key)
+            .ok_or_else(|| format!("Unable to remove nonexistent key: {key}: missing value")),
+        Node::Array(items) => {
+            let at = array_index(key, items.len())?;
+            Ok(items.remove(at))
+        }
+        _ => Ok(Node::Null),
+    }
+}
+
+/// The container a path's last token is looked up in, and that token decoded. Every token
+/// but the last must lead to an object or array; the first token (before the first `/`)
+/// is ignored. `None` when the path has no `/` or leads nowhere.
+fn find_container<'a>(root: &'a mut Node, path: &str) -> Option<(&'a mut Node, String)> {
+    let mut tokens: Vec<&str> = path.split('/').collect();
+    if tokens.len() < 2 {
+        return None;
+    }
+    let last = tokens.pop()?;
+    let mut node = root;
+    for token in &tokens[1..] {
+        let key = decode_token(token);
+        let next = match node {
+            Node::Object(map) => map.get_mut(&key)?,
+            Node::Array(items) => {
+                let at = array_index(&key, items.len()).ok()?;
+                items.get_mut(at)?
+            }
+            _ => return None,
+        };
+        if !matches!(next, Node::Object(_) | Node::Array(_)) {
+            return None;
+        }
+        node = next;
+    }
+    Some((node, decode_token(last)))
+}
+
+/// The value a path points at, if any (for estimating what an operation adds).
+fn lookup<'a>(root: &'a mut Node, path: &str) -> Option<&'a Node> {
+    let (container, key) = find_container(root, path)?;
+    container_get(container, &key).ok()
+}
+
+fn path_of(op: &Operation, name: &str, strict_message: bool) -> Result<String, String> {
+    op.path.clone().map_err(|e| {
+        if strict_message {
+            format!("{name} operation failed to decode path: missing value")
+        } else {
+            format!("{name} operation failed to decode path: {e}")
+        }
+    })
+}
+
+fn from_of(op: &Operation, name: &str) -> Result<String, String> {
+    op.from
+        .clone()
+        .map_err(|e| format!("{name} operation failed to decode from: {e}"))
+}
+
+fn op_add(root: &mut Node, op: &Operation) -> Result<(), String> {
+    let path = path_of(op, "add", true)?;
+    let (container, key) = find_container(root, &path).ok_or_else(|| {
+        format!("add operation does not apply: doc is missing path: \"{path}\": missing value")
+    })?;
+    container_add(container, &key, op.value_or_null())
+        .map_err(|e| format!("error in add for path: '{path}': {e}"))
+}
+
+fn op_remove(root: &mut Node, op: &Operation) -> Result<(), String> {
+    let path = path_of(op, "remove", true)?;
+    let (container, key) = find_container(root, &path).ok_or_else(|| {
+        format!("remove operation does not apply: doc is missing path: \"{path}\": missing value")
+    })?;
+    container_remove(container, &key)
+        .map(|_| ())
+        .map_err(|e| format!("error in remove for path: '{path}': {e}"))
+}
+
+fn op_replace(root: &mut Node, op: &Operation) -> Result<(), String> {
+    let path = path_of(op, "replace", false)?;
+    if path.is_empty() {
+        return match op.value_or_null() {
+            value @ (Node::Object(_) | Node::Array(_)) => {
+                *root = value;
+                Ok(())
+            }
+            _ => Err("replace operation value must be object or array: %!w(<nil>)".to_string()),
+        };
+    }
+    let (container, key) = find_container(root, &path).ok_or_else(|| {
+        format!("replace operation does not apply: doc is missing path: {path}: missing value")
+    })?;
+    match container {
+        Node::Array(items) => {
+            let at = array_index(&key, items.len()).ok();
+            let slot = at.and_then(|i| items.get_mut(i)).ok_or_else(|| {
+                format!(
+                    "replace operation does not apply: doc is missing key: {path}: missing value"
+                )
+            })?;
+            *slot = op.value_or_null();
+        }
+        Node::Object(map) => {
+            map.insert(key, op.value_or_null());
+        }
+        _ => {}
     }
     Ok(())
 }
 
-/// Bytes (text plus a per-node overhead) and depth of `value`. Documents never nest deeper
-/// than the YAML reader's bound plus what a patch adds within it, so the recursion is bounded.
-fn extent(value: &Value) -> (usize, usize) {
-    match value {
-        Value::Array(items) => items.iter().fold((NODE_OVERHEAD, 1), |(b, d), item| {
-            let (ib, id) = extent(item);
-            (b.saturating_add(ib), d.max(id + 1))
-        }),
-        Value::Object(map) => map.iter().fold((NODE_OVERHEAD, 1), |(b, d), (k, item)| {
-            let (ib, id) = extent(item);
-            (b.saturating_add(ib).saturating_add(k.len()), d.max(id + 1))
-        }),
-        Value::String(text) => (NODE_OVERHEAD + text.len(), 0),
-        _ => (NODE_OVERHEAD, 0),
+fn op_move(root: &mut Node, op: &Operation) -> Result<(), String> {
+    let from = from_of(op, "move")?;
+    let (container, key) = find_container(root, &from).ok_or_else(|| {
+        format!("move operation does not apply: doc is missing from path: {from}: missing value")
+    })?;
+    let value = container_remove(container, &key)
+        .map_err(|e| format!("error in move for path: '{key}': {e}"))?;
+    let path = path_of(op, "move", false)?;
+    let (container, key) = find_container(root, &path).ok_or_else(|| {
+        format!(
+            "move operation does not apply: doc is missing destination path: {path}: missing value"
+        )
+    })?;
+    container_add(container, &key, value)
+        .map_err(|e| format!("error in move for path: '{path}': {e}"))
+}
+
+fn op_test(root: &mut Node, op: &Operation) -> Result<(), String> {
+    let path = path_of(op, "test", false)?;
+    let failed = || format!("testing value {path} failed: test failed");
+    if path.is_empty() {
+        return if op.value.as_ref() == Some(root) {
+            Ok(())
+        } else {
+            Err(failed())
+        };
+    }
+    let (container, key) = find_container(root, &path).ok_or_else(|| {
+        format!("test operation does not apply: is missing path: {path}: missing value")
+    })?;
+    let found = container_get(container, &key)
+        .map_err(|e| format!("error in test for path: '{path}': {e}"))?;
+    let passed = match (found, &op.value) {
+        (Node::Null, None | Some(Node::Null)) => true,
+        (_, None) => false,
+        (found, Some(expected)) => found == expected,
+    };
+    if passed { Ok(()) } else { Err(failed()) }
+}
+
+fn op_copy(root: &mut Node, op: &Operation) -> Result<(), String> {
+    let from = from_of(op, "copy")?;
+    let (container, key) = find_container(root, &from).ok_or_else(|| {
+        format!("copy operation does not apply: doc is missing from path: {from}: missing value")
+    })?;
+    let value = container_get(container, &key)
+        .map_err(|e| format!("error in copy for from: '{from}': {e}"))?
+        .deep_copy();
+    let path = path_of(op, "copy", true)?;
+    let (container, key) = find_container(root, &path).ok_or_else(|| {
+        format!(
+            "copy operation does not apply: doc is missing destination path: {path}: missing value"
+        )
+    })?;
+    container_add(container, &key, value)
+        .map_err(|e| format!("error while adding value during copy: {e}"))
+}
+
+/// Applies one operation to the document `root`.
+fn apply_op(root: &mut Node, op: &Operation) -> Result<(), String> {
+    match op.kind.as_str() {
+        "add" => op_add(root, op),
+        "remove" => op_remove(root, op),
+        "replace" => op_replace(root, op),
+        "move" => op_move(root, op),
+        "test" => op_test(root, op),
+        "copy" => op_copy(root, op),
+        other => Err(format!("Unexpected kind: {other}")),
     }
 }
 
@@ -196,41 +738,47 @@ fn pointer_depth(pointer: &str) -> usize {
 /// Refuses an operation that would make the document larger than `budget` bytes or deeper
 /// than the YAML reader's nesting bound; `size` is the document's running estimate.
 fn check_growth(
-    doc: &Value,
-    op: &PatchOperation,
+    doc: &mut Node,
+    op: &Operation,
     index: usize,
     size: &mut usize,
     budget: usize,
 ) -> Result<(), String> {
-    let (name, path, added) = match op {
-        PatchOperation::Add(o) => ("add", o.path.to_string(), Some(extent(&o.value))),
-        PatchOperation::Replace(o) => ("replace", o.path.to_string(), Some(extent(&o.value))),
-        PatchOperation::Copy(o) => {
-            let from = o.from.to_string();
-            let copied = doc.pointer(&from).map(extent);
-            ("copy", o.path.to_string(), copied)
-        }
-        PatchOperation::Move(o) => {
-            let from = o.from.to_string();
-            // A move adds nothing, but may place a subtree deeper.
-            let moved = doc.pointer(&from).map(|v| (0, extent(v).1));
-            ("move", o.path.to_string(), moved)
-        }
-        PatchOperation::Remove(_) | PatchOperation::Test(_) => return Ok(()),
+    let Ok(path) = &op.path else {
+        return Ok(());
+    };
+    let added = match op.kind.as_str() {
+        "add" | "replace" => Some(op.value.as_ref().map_or((0, 0), Node::extent)),
+        "copy" => op
+            .from
+            .as_ref()
+            .ok()
+            .and_then(|from| lookup(doc, from))
+            .map(Node::extent),
+        // A move adds nothing, but may place a subtree deeper.
+        "move" => op
+            .from
+            .as_ref()
+            .ok()
+            .and_then(|from| lookup(doc, from))
+            .map(|n| (0, n.extent().1)),
+        _ => None,
     };
     let Some((bytes, depth)) = added else {
         return Ok(());
     };
-    if pointer_depth(&path) + depth > goyaml::MAX_DEPTH {
+    if pointer_depth(path) + depth > goyaml::MAX_DEPTH {
         return Err(format!(
-            "operation {index} ({name}): the document would nest more than {} levels deep",
+            "operation {index} ({}): the document would nest more than {} levels deep",
+            op.kind,
             goyaml::MAX_DEPTH
         ));
     }
     *size = size.saturating_add(bytes);
     if *size > budget {
         return Err(format!(
-            "operation {index} ({name}): the patched document would exceed {} MiB",
+            "operation {index} ({}): the patched document would exceed {} MiB",
+            op.kind,
             budget >> 20
         ));
     }
@@ -243,39 +791,41 @@ fn check_growth(
 /// many bytes (estimated) the operations added.
 pub fn apply_ops(
     target: &mut Object,
-    ops: &[PatchOperation],
+    ops: &[Operation],
     file: &str,
 ) -> Result<usize, Json6902Error> {
-    let original = std::mem::take(target);
-    let mut doc = Value::Object(original.clone());
-    let (mut size, _) = extent(&doc);
-    let initial = size;
-    let budget = MIN_PATCHED_BYTES.max(size.saturating_mul(2));
     let fail = |message: String| Json6902Error::Apply {
         patch: file.to_string(),
         message,
     };
+    let mut doc = Node::Object(
+        target
+            .iter()
+            .map(|(k, v)| (k.clone(), Node::from_value(v)))
+            .collect(),
+    );
+    let (mut size, _) = doc.extent();
+    let initial = size;
+    let budget = MIN_PATCHED_BYTES.max(size.saturating_mul(2));
     for (index, op) in ops.iter().enumerate() {
-        let applied = check_growth(&doc, op, index, &mut size, budget).and_then(|()| {
-            json_patch::patch(&mut doc, std::slice::from_ref(op))
-                .map_err(|e| format!("operation {index}: {e}"))
-        });
-        if let Err(message) = applied {
-            *target = original;
-            return Err(fail(message));
-        }
+        check_growth(&mut doc, op, index, &mut size, budget)
+            .and_then(|()| apply_op(&mut doc, op).map_err(|e| format!("operation {index}: {e}")))
+            .map_err(fail)?;
     }
-    match doc {
+    if !matches!(doc, Node::Object(_)) {
+        return Err(fail(
+            "json: cannot unmarshal array into Go value of type map[string]interface {}"
+                .to_string(),
+        ));
+    }
+    match doc.into_value().map_err(fail)? {
         Value::Object(map) => {
             *target = map;
             Ok(size.saturating_sub(initial))
         }
-        _ => {
-            *target = original;
-            Err(fail(
-                "the patched document is no longer an object".to_string(),
-            ))
-        }
+        _ => Err(fail(
+            "the patched document is no longer an object".to_string(),
+        )),
     }
 }
 
@@ -294,178 +844,4 @@ pub fn apply_json6902(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn obj(value: Value) -> Object {
-        value.as_object().cloned().unwrap()
-    }
-
-    fn deployment() -> Object {
-        obj(json!({"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": "web"},
-            "spec": {"replicas": 1, "template": {"spec": {"containers": [
-                {"name": "a", "image": "a:1"}]}}}}))
-    }
-
-    #[test]
-    fn applies_yaml_and_json_ops() {
-        let mut d = deployment();
-        apply_json6902(
-            &mut d,
-            "- op: replace\n  path: /spec/replicas\n  value: 3\n\
-             - op: add\n  path: /spec/template/spec/containers/-\n  value: {name: b, image: b:1}\n\
-             - op: add\n  path: /metadata/labels\n  value: {app: web}\n",
-            "patch.yaml",
-        )
-        .unwrap();
-        assert_eq!(d["spec"]["replicas"], json!(3));
-        assert_eq!(d["spec"]["template"]["spec"]["containers"][1]["name"], "b");
-        assert_eq!(d["metadata"]["labels"], json!({"app": "web"}));
-
-        apply_json6902(
-            &mut d,
-            r#"[{"op": "copy", "from": "/metadata/name", "path": "/metadata/labels/name"},
-                {"op": "move", "from": "/spec/replicas", "path": "/spec/count"},
-                {"op": "test", "path": "/spec/count", "value": 3},
-                {"op": "remove", "path": "/spec/template/spec/containers/0"}]"#,
-            "inline patch",
-        )
-        .unwrap();
-        assert_eq!(d["metadata"]["labels"]["name"], "web");
-        assert_eq!(d["spec"]["count"], json!(3));
-        assert!(d["spec"].get("replicas").is_none());
-        assert_eq!(d["spec"]["template"]["spec"]["containers"][0]["name"], "b");
-    }
-
-    #[test]
-    fn errors_name_the_patch_and_path_and_leave_the_target_intact() {
-        let mut d = deployment();
-        let before = d.clone();
-        let err = apply_json6902(
-            &mut d,
-            "- op: replace\n  path: /spec/replicas\n  value: 2\n\
-             - op: remove\n  path: /spec/missing\n",
-            "p.yaml",
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(
-            err.contains("p.yaml") && err.contains("/spec/missing"),
-            "{err}"
-        );
-        assert_eq!(d, before);
-
-        let err = apply_json6902(
-            &mut d,
-            "- op: test\n  path: /spec/replicas\n  value: 9\n",
-            "t",
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(err.contains("did not match"), "{err}");
-        assert!(apply_json6902(&mut d, "- op: frob\n  path: /x\n", "t").is_err());
-        assert!(apply_json6902(&mut d, "a: b\n", "t").is_err());
-    }
-
-    #[test]
-    fn invalid_operations_are_named_by_index_and_problem() {
-        let cases = [
-            (
-                "- op: add\n  path: /a\n  value: 1\n- op: frob\n  path: /x\n",
-                "operation 1: unknown op 'frob'",
-            ),
-            (
-                "- op: add\n  path: data/x\n  value: 1\n",
-                "operation 0 (add): path 'data/x' must be empty or start with '/'",
-            ),
-            (
-                "- op: add\n  path: /a~2b\n  value: 1\n",
-                "operation 0 (add): path '/a~2b' has '~' not followed by 0 or 1",
-            ),
-            (
-                "- op: add\n  path: /a~\n  value: 1\n",
-                "not followed by 0 or 1",
-            ),
-            (
-                "- op: add\n  path: /a\n",
-                "operation 0 (add): missing value",
-            ),
-            (
-                "- op: copy\n  path: /a\n",
-                "operation 0 (copy): missing from",
-            ),
-            (
-                "- op: move\n  from: x\n  path: /a\n",
-                "operation 0 (move): from 'x' must be empty",
-            ),
-            ("- path: /a\n", "operation 0: missing op"),
-            (
-                "- op: 3\n  path: /a\n",
-                "operation 0: op must be a string, got a number",
-            ),
-            ("- [op, add]\n", "operation 0: expected a map, got a list"),
-            (
-                "op: add\npath: /a\nvalue: 1\n",
-                "got a map (a single operation must still be written as a list",
-            ),
-            (
-                r#"{"op": "add", "path": "/a", "value": 1}"#,
-                "a single operation must still be written as a list",
-            ),
-        ];
-        for (text, needle) in cases {
-            let err = parse_ops(text).unwrap_err();
-            assert!(err.starts_with("JSON 6902 patch: "), "{err}");
-            assert!(err.contains(needle), "{text:?}: {err}");
-        }
-        // `value: null` is a value; `~0` and `~1` are escapes.
-        assert!(parse_ops("- op: add\n  path: /a~0b~1c\n  value: null\n").is_ok());
-    }
-
-    #[test]
-    fn self_copies_cannot_grow_a_document_without_bound() {
-        let mut d = deployment();
-        let before = d.clone();
-        let ops: String = (0..40)
-            .map(|i| format!("- op: copy\n  from: /spec\n  path: /spec/c{i}\n"))
-            .collect();
-        let started = std::time::Instant::now();
-        let err = apply_json6902(&mut d, &ops, "bomb.yaml")
-            .unwrap_err()
-            .to_string();
-        assert!(started.elapsed() < std::time::Duration::from_secs(10));
-        assert!(
-            err.contains("bomb.yaml") && err.contains("would exceed"),
-            "{err}"
-        );
-        assert!(err.contains("(copy)"), "{err}");
-        assert_eq!(d, before, "the target is left as it was");
-        // A few copies are fine.
-        let ops: String = (0..3)
-            .map(|i| format!("- op: copy\n  from: /spec\n  path: /spec/c{i}\n"))
-            .collect();
-        apply_json6902(&mut d, &ops, "ok.yaml").unwrap();
-        assert!(d["spec"]["c2"]["c1"]["c0"].is_object());
-    }
-
-    #[test]
-    fn operations_cannot_nest_a_document_without_bound() {
-        let mut d = deployment();
-        // Each copy puts the spec one level deeper under itself: depth doubles.
-        let mut ops = String::new();
-        let mut path = String::from("/spec");
-        for _ in 0..200 {
-            ops.push_str(&format!(
-                "- op: copy\n  from: /spec/replicas\n  path: {path}/n\n"
-            ));
-            ops.push_str(&format!("- op: add\n  path: {path}/m\n  value: {{}}\n"));
-            path.push_str("/m");
-        }
-        let err = apply_json6902(&mut d, &ops, "deep.yaml")
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("nest more than"), "{err}");
-    }
-}
+mod tests;

@@ -4,7 +4,6 @@
 
 use std::path::Path;
 
-use json_patch::PatchOperation;
 use serde_json::Value;
 
 use super::budget::Budget;
@@ -130,7 +129,7 @@ type SourcedPatch = (String, serde_json::Map<String, Value>);
 /// A loaded patch: strategic merge documents or JSON operations.
 enum Loaded {
     Smp(Vec<serde_json::Map<String, Value>>),
-    Json(Vec<PatchOperation>),
+    Json(Vec<json6902::Operation>),
 }
 
 /// Parses strategic merge patch documents: every document must be a map with a `kind` and
@@ -487,7 +486,7 @@ fn apply_smp_to_selected(
 fn apply_json_to_selected(
     resmap: &mut ResMap,
     target: &Selector,
-    ops: &[PatchOperation],
+    ops: &[json6902::Operation],
     source: &str,
     remember: bool,
     budget: &mut Budget,
@@ -628,7 +627,7 @@ fn configure_json6902(
     json_op: &str,
     loader: &Loader,
     dir: &Path,
-) -> Result<(Selector, Vec<PatchOperation>, String), PatchError> {
+) -> Result<(Selector, Vec<json6902::Operation>, String), PatchError> {
     let source = describe_source(path);
     let Some(target) = target.filter(|t| !t.name.is_empty()) else {
         return Err(PatchError::Config {
@@ -1029,16 +1028,9 @@ mod tests {
             ),
             (
                 "- op: frob\n  path: /data/x\n",
-                "operation 0: unknown op 'frob'",
+                "operation 0: Unexpected kind: frob",
             ),
-            (
-                "- op: add\n  path: data/x\n  value: '1'\n",
-                "must be empty or start with '/'",
-            ),
-            (
-                "- op: add\n  path: /data/a~2b\n  value: '1'\n",
-                "'~' not followed by 0 or 1",
-            ),
+            ("- [op, add]\n", "operation 0: expected a map, got a list"),
             (
                 "data:\n  x: y\n",
                 "strategic merge patch document 0: missing kind",
