@@ -82,6 +82,9 @@ fixtures! {
     error_unknown_field => "error-unknown-field",
     json6902_library_rules => "json6902-library-rules",
     error_json6902_refusals => "error-json6902-refusals",
+    kustomization_first_document => "kustomization-first-document",
+    error_empty_kustomization => "error-empty-kustomization",
+    error_ancestor_cycle => "error-ancestor-cycle",
 }
 
 #[test]

@@ -102,7 +102,7 @@ fn a_base_that_contains_the_kustomization_is_a_cycle() {
         err,
         &[
             "cycle detected: a -> a/b -> a",
-            "candidate root 'a' contains visited root 'a'",
+            "candidate root 'a' contains visited root 'a/b'",
         ],
     );
 }

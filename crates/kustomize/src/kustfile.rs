@@ -375,6 +375,13 @@ pub enum KustfileError {
         /// The decoder's message (names the field).
         message: String,
     },
+    /// The file sets no field but `apiVersion` and `kind` (kustomize: "kustomization.yaml is
+    /// empty").
+    #[error("{file}: kustomization is empty (it sets no field besides apiVersion and kind)")]
+    Empty {
+        /// The file.
+        file: String,
+    },
     /// An `apiVersion`/`kind` kustomize does not accept.
     #[error("{file}: {message}")]
     Kind {
@@ -533,25 +540,79 @@ fn canonical_field_names(value: Value) -> Value {
     Value::Object(canonical)
 }
 
+/// Whether `line` is the document marker `marker` (`---` or `...`): at the start of the
+/// line, followed by a blank or the end of the line.
+fn is_marker(line: &str, marker: &str) -> bool {
+    line.strip_prefix(marker)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with([' ', '\t', '\r', '\n']))
+}
+
+/// Whether `text` (part of a line) holds YAML content: not blank, not a comment.
+fn holds_content(text: &str) -> bool {
+    let text = text.trim();
+    !text.is_empty() && !text.starts_with('#')
+}
+
+/// The text of the first YAML document of `text`: kustomize reads a kustomization file with
+/// go-yaml v2, which reads only the first document (later ones are ignored, however
+/// invalid). The first document ends at a `---` or `...` line once it has content or an
+/// explicit start; directives and comments before it are no content. A document marker at
+/// the start of a line always ends a document, even within a block scalar.
+pub fn first_document(text: &str) -> &str {
+    let mut started = false;
+    let mut content = false;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        if is_marker(line, "---") {
+            if started || content {
+                return &text[..offset];
+            }
+            started = true;
+            content = holds_content(&line[3..]);
+        } else if is_marker(line, "...") {
+            if started || content {
+                return &text[..offset];
+            }
+        } else if holds_content(line) && (started || !line.starts_with('%')) {
+            content = true;
+        }
+        offset += line.len();
+    }
+    text
+}
+
+/// Whether a decoded kustomization (null fields already dropped) leaves every field at its
+/// Go zero value once kustomize folded its deprecated fields, `apiVersion` and `kind`
+/// aside: kustomize's "empty" test. A list, map or struct written empty is set (Go tells
+/// an empty slice from a nil one), except `bases`, `imageTags` and
+/// `helmChartInflationGenerator`, which kustomize folds into other fields and clears.
+fn sets_no_field(fields: &serde_json::Map<String, Value>) -> bool {
+    fields.iter().all(|(key, value)| match key.as_str() {
+        "apiVersion" | "kind" => true,
+        "bases" | "imageTags" | "helmChartInflationGenerator" => {
+            value.as_array().is_some_and(Vec::is_empty)
+        }
+        "namePrefix" | "nameSuffix" | "namespace" => value.as_str() == Some(""),
+        _ => false,
+    })
+}
+
 impl Kustomization {
-    /// Parses a kustomization file strictly (unknown fields are errors) and folds the
-    /// deprecated fields into their successors.
+    /// Parses a kustomization file as kustomize does: its first YAML document, decoded
+    /// strictly (unknown fields are errors); a file that sets no field besides `apiVersion`
+    /// and `kind` is refused as empty, before they are checked; the deprecated fields are
+    /// folded into their successors.
     pub fn parse(text: &str, file: &str) -> Result<Self, KustfileError> {
-        let docs =
-            goyaml::parse_documents_last_key_wins(text).map_err(|e| KustfileError::Syntax {
+        let docs = goyaml::parse_documents_last_key_wins(first_document(text)).map_err(|e| {
+            KustfileError::Syntax {
                 file: file.to_string(),
                 message: e.to_string(),
-            })?;
-        let value = match docs.len() {
-            0 => Value::Object(Default::default()),
-            1 => docs.into_iter().next().unwrap_or_default(),
-            n => {
-                return Err(KustfileError::Syntax {
-                    file: file.to_string(),
-                    message: format!("expected one YAML document, found {n}"),
-                });
             }
-        };
+        })?;
+        let value = docs
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| Value::Object(Default::default()));
         if !value.is_object() {
             return Err(KustfileError::Syntax {
                 file: file.to_string(),
@@ -564,6 +625,11 @@ impl Kustomization {
                 file: file.to_string(),
                 message: locate_schema_error(&value, e),
             })?;
+        if value.as_object().is_some_and(sets_no_field) {
+            return Err(KustfileError::Empty {
+                file: file.to_string(),
+            });
+        }
         kustomization.check_kind(file)?;
         kustomization.fold_deprecated_fields();
         Ok(kustomization)
@@ -676,13 +742,85 @@ mod tests {
 
     #[test]
     fn checks_component_api_version() {
-        assert!(Kustomization::parse("apiVersion: v1\nkind: Component\n", "k").is_err());
+        let err = Kustomization::parse("apiVersion: v1\nkind: Component\nresources: []\n", "k")
+            .unwrap_err();
+        assert!(matches!(err, KustfileError::Kind { .. }), "{err}");
         let c = Kustomization::parse(
-            "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n",
+            "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\nresources: []\n",
             "k",
         )
         .unwrap();
         assert_eq!(c.kustomization_kind(), KustomizationKind::Component);
+    }
+
+    #[test]
+    fn a_file_setting_no_field_besides_api_version_and_kind_is_empty() {
+        let empty = [
+            "",
+            "# only a comment\n",
+            "{}\n",
+            "null\n",
+            "kind: Kustomization\n",
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n",
+            "apiVersion: kustomize.config.k8s.io/v1alpha1\nkind: Component\n",
+            // Emptiness is checked before the kind.
+            "kind: Foo\n",
+            "resources:\nmetadata: null\n",
+            "namePrefix: ''\nnamespace: ''\n",
+            // Folded away by kustomize.
+            "bases: []\nimageTags: []\nhelmChartInflationGenerator: []\n",
+            // Only the first document counts.
+            "---\n---\nresources: [a.yaml]\n",
+            "kind: Kustomization\n---\nresources: [a.yaml]\n",
+        ];
+        for text in empty {
+            let err = Kustomization::parse(text, "k/kustomization.yaml").unwrap_err();
+            assert!(
+                matches!(err, KustfileError::Empty { .. }),
+                "{text:?}: {err}"
+            );
+            assert!(
+                err.to_string()
+                    .starts_with("k/kustomization.yaml: kustomization is empty"),
+                "{err}"
+            );
+        }
+        // Written empty, a list, map or struct is set (Go tells it from nil).
+        for text in [
+            "resources: []\n",
+            "metadata: {}\n",
+            "commonLabels: {}\n",
+            "openapi: {}\n",
+            "configMapGenerator: []\n",
+            "generatorOptions: {}\n",
+            "components: []\n",
+            "crds: []\n",
+            "replicas: []\n",
+            "namePrefix: p-\n",
+            "bases: [../b]\n",
+        ] {
+            Kustomization::parse(text, "k").unwrap_or_else(|e| panic!("{text:?}: {e}"));
+        }
+        // A kind kustomize refuses is refused once something is set.
+        let err = Kustomization::parse("kind: Foo\nresources: []\n", "k").unwrap_err();
+        assert!(matches!(err, KustfileError::Kind { .. }), "{err}");
+    }
+
+    #[test]
+    fn only_the_first_document_is_read() {
+        let k = Kustomization::parse("resources: [a.yaml]\n---\nbogus: [\n", "k").unwrap();
+        assert_eq!(k.resources, ["a.yaml"]);
+        for text in [
+            "# c\n---\nresources: [a.yaml]\n",
+            "%YAML 1.1\n---\nresources: [a.yaml]\n",
+            "--- {resources: [a.yaml]}\n--- {x: 1}\n",
+            "resources: [a.yaml]\n...\nbogus: 1\n",
+        ] {
+            let k = Kustomization::parse(text, "k").unwrap_or_else(|e| panic!("{text:?}: {e}"));
+            assert_eq!(k.resources, ["a.yaml"], "{text:?}");
+        }
+        assert_eq!(first_document("a: 1\n----\nb: 2\n"), "a: 1\n----\nb: 2\n");
+        assert_eq!(first_document("a: |\n  x\n--- \nb: 2\n"), "a: |\n  x\n");
     }
 
     #[test]

@@ -295,13 +295,7 @@ pub fn load_kustomization(loader: &Loader, dir: &Path) -> Result<Kustomization, 
     };
     let text = loader.read_text(dir, name)?;
     let file = loader.display(&dir.join(name));
-    let kustomization = Kustomization::parse(&text, &file)?;
-    if kustomization == Kustomization::parse("", &file)? {
-        return Err(BuildError::Kustomization(format!(
-            "{file}: kustomization is empty"
-        )));
-    }
-    Ok(kustomization)
+    Ok(Kustomization::parse(&text, &file)?)
 }
 
 /// Whether a `resources`/`components` entry names a remote base.
@@ -470,8 +464,10 @@ impl Target<'_> {
     }
 
     /// Refuses to accumulate `candidate` when it is, or contains, a directory already being
-    /// accumulated (kustomize's "candidate root contains visited root"), and when the
-    /// nesting would exceed [`MAX_KUSTOMIZATION_DEPTH`].
+    /// accumulated (kustomize's "candidate root contains visited root": an entry naming the
+    /// kustomization's own directory or an ancestor of any kustomization on the way), and
+    /// when the nesting would exceed [`MAX_KUSTOMIZATION_DEPTH`]. As kustomize's loaders,
+    /// the innermost such directory is named.
     fn refuse_cycle(&self, candidate: &Path) -> Result<(), BuildError> {
         let chain = || {
             self.visiting
@@ -481,7 +477,12 @@ impl Target<'_> {
                 .collect::<Vec<_>>()
                 .join(" -> ")
         };
-        if let Some(visited) = self.visiting.iter().find(|v| v.starts_with(candidate)) {
+        if let Some(visited) = self
+            .visiting
+            .iter()
+            .rev()
+            .find(|v| v.starts_with(candidate))
+        {
             return Err(BuildError::Cycle {
                 chain: chain(),
                 candidate: self.loader.display(candidate),
