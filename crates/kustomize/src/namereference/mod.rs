@@ -8,6 +8,8 @@
 
 mod defaults;
 
+use std::collections::HashMap;
+
 use serde_json::Value;
 
 use super::config::NameBackReference;
@@ -160,10 +162,6 @@ impl Candidate {
         is_cluster_scoped_kind(&self.id.gvk.kind)
     }
 
-    fn had_name(&self, name: &str) -> bool {
-        self.previous.iter().any(|id| id.name == name)
-    }
-
     fn had_kind_selected_by(&self, selector: &Gvk) -> bool {
         self.previous.iter().any(|id| selector.selects(&id.gvk))
     }
@@ -203,13 +201,72 @@ struct Referrer<'a> {
     role_ref: Option<Gvk>,
 }
 
+/// The objects of a build indexed by every name they ever had, so that a reference is
+/// resolved among the objects that carried its name instead of among all objects.
+struct Index<'a> {
+    all: &'a [Candidate],
+    by_name: HashMap<&'a str, Vec<usize>>,
+    by_original_namespace: HashMap<&'a str, Vec<usize>>,
+}
+
+impl<'a> Index<'a> {
+    fn new(all: &'a [Candidate]) -> Self {
+        let mut by_name: HashMap<&str, Vec<usize>> = HashMap::new();
+        let mut by_original_namespace: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, candidate) in all.iter().enumerate() {
+            for id in &candidate.previous {
+                let holders = by_name.entry(id.name.as_str()).or_default();
+                if holders.last() != Some(&i) {
+                    holders.push(i);
+                }
+            }
+            if !candidate.original_namespace.is_empty() {
+                by_original_namespace
+                    .entry(candidate.original_namespace.as_str())
+                    .or_default()
+                    .push(i);
+            }
+        }
+        Index {
+            all,
+            by_name,
+            by_original_namespace,
+        }
+    }
+
+    /// The objects that once carried `name`, in build order.
+    fn named(&self, name: &str) -> &[usize] {
+        self.by_name.get(name).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// Which objects a referrer may refer to: any object for a cluster-scoped referrer; else
+/// cluster-scoped objects, objects of its namespace, and for a RoleBinding objects in the
+/// namespaces of its ServiceAccount subjects.
+struct Referable {
+    /// The referrer's effective namespace; `None` for a cluster-scoped referrer.
+    namespace: Option<String>,
+    subject_namespaces: Vec<String>,
+}
+
+impl Referable {
+    fn allows(&self, c: &Candidate) -> bool {
+        let Some(namespace) = &self.namespace else {
+            return true;
+        };
+        c.is_cluster_scoped()
+            || effective_namespace(&c.id) == *namespace
+            || self.subject_namespaces.contains(&c.id.namespace)
+    }
+}
+
 /// One field spec applied to one referrer.
 struct Update<'a> {
     referrer: &'a Referrer<'a>,
     spec: &'a FieldSpec,
     target: Gvk,
-    all: &'a [Candidate],
-    candidates: &'a [usize],
+    index: &'a Index<'a>,
+    referable: &'a Referable,
     referrals: Vec<usize>,
 }
 
@@ -220,7 +277,7 @@ impl Update<'_> {
             referrer: kustomize_id_string(&self.referrer.me.id),
             candidates: chosen
                 .iter()
-                .map(|&i| kustomize_id_string(&self.all[i].id))
+                .map(|&i| kustomize_id_string(&self.index.all[i].id))
                 .collect::<Vec<_>>()
                 .join(", "),
         }
@@ -230,17 +287,27 @@ impl Update<'_> {
         list.into_iter().filter(|&i| keep(&all[i])).collect()
     }
 
-    /// Picks the referral meant by `old_name` among `pool`; `same_namespace_too` says
-    /// whether candidates only count as identical when their namespaces match as well.
+    /// The referable objects that once carried `name` and pass `keep`, in build order.
+    fn named(&self, name: &str, keep: impl Fn(&Candidate) -> bool) -> Vec<usize> {
+        let all = self.index.all;
+        self.index
+            .named(name)
+            .iter()
+            .copied()
+            .filter(|&i| self.referable.allows(&all[i]) && keep(&all[i]))
+            .collect()
+    }
+
+    /// Picks the referral meant by `old_name` among `pool` (objects that carried that
+    /// name); `same_namespace_too` says whether candidates only count as identical when
+    /// their namespaces match as well.
     fn select(
         &self,
-        old_name: &str,
         pool: Vec<usize>,
         same_namespace_too: bool,
     ) -> Result<Option<usize>, NameRefError> {
-        let all = self.all;
-        let mut list = Self::sieve(pool, |c| c.had_name(old_name), all);
-        list = Self::sieve(list, |c| c.had_kind_selected_by(&self.target), all);
+        let all = self.index.all;
+        let mut list = Self::sieve(pool, |c| c.had_kind_selected_by(&self.target), all);
         if self.spec.path.ends_with("roleRef/name")
             && let Some(role_ref) = &self.referrer.role_ref
         {
@@ -284,41 +351,35 @@ impl Update<'_> {
         let Some(old_name) = scalar_text(node) else {
             return Ok(());
         };
-        let Some(chosen) = self.select(&old_name, self.candidates.to_vec(), false)? else {
+        let pool = self.named(&old_name, |_| true);
+        let Some(chosen) = self.select(pool, false)? else {
             return Ok(());
         };
         self.referrals.push(chosen);
-        let new_name = &self.all[chosen].id.name;
+        let new_name = &self.index.all[chosen].id.name;
         if *new_name != old_name {
             *node = Value::String(new_name.clone());
         }
         Ok(())
     }
 
-    /// The candidates a map reference with a `namespace` field can mean: those originally
-    /// in that namespace, else those now in it.
-    fn candidates_in_namespace(&self, namespace: &str) -> Vec<usize> {
-        let mut original: Vec<usize> = self
-            .candidates
-            .iter()
-            .copied()
-            .filter(|&i| {
-                let c = &self.all[i];
-                !c.original_namespace.is_empty() && c.original_namespace == namespace
+    /// The objects named `name` that a map reference with a `namespace` field can mean:
+    /// those originally in that namespace when any referable object was, else those now
+    /// in it.
+    fn named_in_namespace(&self, name: &str, namespace: &str) -> Vec<usize> {
+        let all = self.index.all;
+        let any_originally_there = self
+            .index
+            .by_original_namespace
+            .get(namespace)
+            .is_some_and(|list| list.iter().any(|&i| self.referable.allows(&all[i])));
+        if any_originally_there {
+            self.named(name, |c| c.original_namespace == namespace)
+        } else {
+            self.named(name, |c| {
+                !c.is_cluster_scoped() && effective_namespace(&c.id) == namespace
             })
-            .collect();
-        if original.is_empty() {
-            original = self
-                .candidates
-                .iter()
-                .copied()
-                .filter(|&i| {
-                    let c = &self.all[i];
-                    !c.is_cluster_scoped() && effective_namespace(&c.id) == namespace
-                })
-                .collect();
         }
-        original
     }
 
     fn set_mapping(&mut self, node: &mut Value) -> Result<(), NameRefError> {
@@ -334,15 +395,15 @@ impl Update<'_> {
         let old_name = scalar_text(name).unwrap_or_default();
         let pool = match map.get("namespace") {
             Some(namespace) => {
-                self.candidates_in_namespace(&scalar_text(namespace).unwrap_or_default())
+                self.named_in_namespace(&old_name, &scalar_text(namespace).unwrap_or_default())
             }
-            None => self.candidates.to_vec(),
+            None => self.named(&old_name, |_| true),
         };
-        let Some(chosen) = self.select(&old_name, pool, true)? else {
+        let Some(chosen) = self.select(pool, true)? else {
             return Ok(());
         };
         self.referrals.push(chosen);
-        let referral = &self.all[chosen].id;
+        let referral = &self.index.all[chosen].id;
         if referral.name == old_name && referral.namespace.is_empty() {
             return Ok(());
         }
@@ -422,30 +483,23 @@ fn subject_namespaces(resource: &Resource) -> Result<Vec<String>, NameRefError> 
     Ok(namespaces)
 }
 
-/// Indexes of the resources the referrer at `index` may refer to: everything for a
-/// cluster-scoped referrer; else cluster-scoped objects, objects of its namespace, and for
-/// a RoleBinding objects in the namespaces of its ServiceAccount subjects.
+/// What the referrer at `index` may refer to.
 fn referable_by(
     resources: &[Resource],
     all: &[Candidate],
     index: usize,
-) -> Result<Vec<usize>, NameRefError> {
+) -> Result<Referable, NameRefError> {
     let me = &all[index];
     if me.is_cluster_scoped() {
-        return Ok((0..all.len()).collect());
+        return Ok(Referable {
+            namespace: None,
+            subject_namespaces: Vec::new(),
+        });
     }
-    let namespace = effective_namespace(&me.id);
-    let extra = subject_namespaces(&resources[index])?;
-    Ok(all
-        .iter()
-        .enumerate()
-        .filter(|(_, c)| {
-            c.is_cluster_scoped()
-                || effective_namespace(&c.id) == namespace
-                || extra.contains(&c.id.namespace)
-        })
-        .map(|(i, _)| i)
-        .collect())
+    Ok(Referable {
+        namespace: Some(effective_namespace(&me.id)),
+        subject_namespaces: subject_namespaces(&resources[index])?,
+    })
 }
 
 /// The (field spec, referenced kind) pairs that apply to a referrer, chosen by its
@@ -472,6 +526,7 @@ pub fn fix_name_references(
     backrefs: &[NameBackReference],
 ) -> Result<(), NameRefError> {
     let all: Vec<Candidate> = resmap.iter().map(Candidate::of).collect();
+    let names = Index::new(&all);
     let mut found: Vec<(usize, ResId)> = Vec::new();
     let resources = resmap.as_mut_vec();
     for index in 0..resources.len() {
@@ -479,14 +534,14 @@ pub fn fix_name_references(
         if specs.is_empty() {
             continue;
         }
-        let candidates = referable_by(resources, &all, index)?;
+        let referable = referable_by(resources, &all, index)?;
         let referrer = Referrer {
             index,
             me: &all[index],
             role_ref: role_ref_gvk(&resources[index]),
         };
         let mut node = Value::Object(std::mem::take(&mut resources[index].obj));
-        let result = apply_specs(&mut node, &specs, &referrer, &all, &candidates);
+        let result = apply_specs(&mut node, &specs, &referrer, &names, &referable);
         if let Value::Object(obj) = node {
             resources[index].obj = obj;
         }
@@ -508,8 +563,8 @@ fn apply_specs(
     node: &mut Value,
     specs: &[(&FieldSpec, Gvk)],
     referrer: &Referrer<'_>,
-    all: &[Candidate],
-    candidates: &[usize],
+    index: &Index<'_>,
+    referable: &Referable,
 ) -> Result<Vec<usize>, NameRefError> {
     let mut referrals = Vec::new();
     for (spec, target) in specs {
@@ -517,8 +572,8 @@ fn apply_specs(
             referrer,
             spec,
             target: target.clone(),
-            all,
-            candidates,
+            index,
+            referable,
             referrals: Vec::new(),
         };
         visit_leaf_values(node, &split_path(&spec.path), &mut |value| {
