@@ -4,7 +4,7 @@ CRD := crds/kustomize.toolkit.fluxcd.io_kustomizations.yaml
 CRD_COPIES := config/crd/bases/kustomize.toolkit.fluxcd.io_kustomizations.yaml \
               charts/kustomize-controller/crds/kustomize.toolkit.fluxcd.io_kustomizations.yaml
 
-.PHONY: build crds demo test kustomize-diff conformance lint fuzz controlplane-up controlplane-down
+.PHONY: build crds demo test kustomize-diff kustomize-wild conformance lint fuzz controlplane-up controlplane-down
 
 build:
 	cargo build --release --locked
@@ -32,8 +32,19 @@ kustomize-diff:
 	KC_DIFF_KUSTOMIZE="$$(bash tests/kustomize/install-kustomize.sh)" \
 	  cargo test --locked --test kustomize_differential -- --nocapture --test-threads=1
 
+# Builds every kustomization tree of a real-world corpus (WILD_CORPUS: a folder of repository
+# trees, as tests/kustomize/wild-collect.py makes it) with ours and with kustomize v5.8, and
+# prints per-class totals, build times and every tree that differs.
+WILD_CORPUS ?= ../shared/conformance/kustomize-wild
+kustomize-wild:
+	cargo build --release --locked --bin kustomize-controller
+	python3 tests/kustomize/wild.py "$(WILD_CORPUS)" --jobs "$$(nproc)" \
+	  --kustomize "$$(bash tests/kustomize/install-kustomize.sh)" \
+	  --ours target/release/kustomize-controller --report target/kustomize-wild.txt
+
 # Scores the kustomize engine on ../shared/conformance/kustomize (when present) and fails
-# on a regression against tests/kustomize/conformance-passing.txt.
+# on a regression against tests/kustomize/conformance-passing.txt; then the real-world corpus
+# (../shared/conformance/kustomize-wild), when present, as `make kustomize-wild` does.
 conformance:
 	bash tests/kustomize/conformance.sh
 

@@ -78,3 +78,14 @@ if [[ "$runner_status" -ne 0 || -n "$not_passed" ]]; then
   exit 1
 fi
 echo "conformance: no regressions"
+
+# The real-world corpus (kustomization trees of public repositories, see
+# tests/kustomize/wild-collect.py), when the shared folder holds one: every tree is built with
+# ours and with kustomize v5.8, and any tree that builds differently fails the run.
+wild="$shared/conformance/kustomize-wild"
+if [[ -d "$wild" ]]; then
+  python3 "$repo/tests/kustomize/wild.py" "$wild" --jobs "$(nproc)" \
+    --kustomize "$(bash "$repo/tests/kustomize/install-kustomize.sh")" --ours "$binary" 2>/dev/null
+else
+  echo "kustomize-wild: no corpus at $wild; the real-world comparison did not run"
+fi
