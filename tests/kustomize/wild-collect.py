@@ -9,7 +9,8 @@ paths: the kustomization files themselves and every path that a string in them n
 (resources, bases, components, patches, generator `files`/`envs` with or without `key=`,
 configurations, crds, openapi, replacements, transformer and generator files, ...), followed
 into the directories they name. The repository's license file is copied too, and a line is
-added to OUT/MANIFEST.tsv: repository, commit, license, trees, bytes.
+added to OUT/MANIFEST.tsv: repository, commit, license, trees, bytes. A repository without a
+license file is skipped: nothing of it may be copied.
 
 A repository's name is the CHECKOUT directory's name, with `+` standing for `/` (so
 `fluxcd+flux2` is fluxcd/flux2); its commit is read from a `COMMIT` file in the checkout or
@@ -36,7 +37,7 @@ LICENSE_NAMES = (
     ("This is free and unencumbered software", "Unlicense"),
     ("GNU GENERAL PUBLIC LICENSE", "GPL"),
     ("GNU AFFERO GENERAL PUBLIC LICENSE", "AGPL"),
-    ("WTFPL", "WTFPL"),
+    ("DO WHAT THE FUCK YOU WANT TO PUBLIC LICENSE", "WTFPL"),
 )
 
 
@@ -132,15 +133,17 @@ def commit_of(top):
 def collect(out, checkout):
     top = os.path.realpath(checkout)
     name = os.path.basename(top.rstrip("/"))
+    license_path, license_name = license_of(top)
+    if license_path is None:
+        print(f"{name}: no license file, skipped", file=sys.stderr)
+        return 0, 0
     wanted, trees = set(), 0
     for directory, subdirs, _ in os.walk(top):
         subdirs[:] = sorted(d for d in subdirs if d != ".git")
         if kustomization_in(directory):
             trees += 1
             wanted |= closure(top, os.path.realpath(directory))
-    license_path, license_name = license_of(top)
-    if license_path:
-        wanted.add(os.path.realpath(license_path))
+    wanted.add(os.path.realpath(license_path))
     size = 0
     for path in sorted(wanted):
         target = os.path.join(out, name, os.path.relpath(path, top))
