@@ -85,6 +85,8 @@ fixtures! {
     kustomization_first_document => "kustomization-first-document",
     error_empty_kustomization => "error-empty-kustomization",
     error_ancestor_cycle => "error-ancestor-cycle",
+    lenient_config_files => "lenient-config-files",
+    error_config_file_schema => "error-config-file-schema",
 }
 
 #[test]

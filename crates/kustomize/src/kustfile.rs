@@ -7,6 +7,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::fieldspec::FieldSpec;
+use super::gojson::Mode;
 
 /// File names kustomize recognises as a kustomization, in the order it looks for them.
 pub const KUSTOMIZATION_FILE_NAMES: [&str; 3] =
@@ -199,7 +200,19 @@ pub struct Patch {
     pub target: Option<Selector>,
     /// `allowNameChange` / `allowKindChange`.
     #[serde(default)]
-    pub options: BTreeMap<String, bool>,
+    pub options: PatchArgs,
+}
+
+/// `options` of a patch (kustomize's `PatchArgs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PatchArgs {
+    /// Whether a strategic merge patch may change the target's name.
+    #[serde(default)]
+    pub allow_name_change: bool,
+    /// Whether a strategic merge patch may change the target's kind.
+    #[serde(default)]
+    pub allow_kind_change: bool,
 }
 
 /// An entry of `images`.
@@ -430,40 +443,15 @@ const FIELD_NAMES: [&str; 34] = [
     "buildMetadata",
 ];
 
-/// kustomize decodes kustomization files with Go's JSON rules, which match field names
-/// case-insensitively (`nameprefix` is `namePrefix`); spell such keys canonically.
-/// Names the field of a kustomization that does not decode: `Kustomization.<field>` (and
-/// the list index, `Kustomization.<field>[i]`, when one element is at fault), followed by
-/// the decoder's reason in plain words. Found by decoding the fields one at a time, which
-/// is only done once decoding the whole has failed.
-fn locate_schema_error(value: &Value, whole: serde_json::Error) -> String {
-    let fails = |key: &str, v: Value| {
-        let single = Value::Object([(key.to_string(), v)].into_iter().collect());
-        serde_json::from_value::<Kustomization>(single).err()
-    };
-    let Value::Object(map) = value else {
-        return plain_reason(&whole.to_string());
-    };
-    for (key, field) in map {
-        let Some(err) = fails(key, field.clone()) else {
-            continue;
-        };
-        let reason = plain_reason(&err.to_string());
-        if reason.starts_with("unknown field") {
-            return reason;
-        }
-        let takes_lists = fails(key, Value::Array(Vec::new())).is_none();
-        if let (Value::Array(items), true) = (field, takes_lists) {
-            for (index, item) in items.iter().enumerate() {
-                if let Some(err) = fails(key, Value::Array(vec![item.clone()])) {
-                    let reason = plain_reason(&err.to_string());
-                    return format!("Kustomization.{key}[{index}]: {reason}");
-                }
-            }
-        }
-        return format!("Kustomization.{key}: {reason}");
+/// Names the field of a kustomization that does not decode, `Kustomization.<path>` (with
+/// list indices: `Kustomization.patches[0].target`), followed by the decoder's reason in
+/// plain words.
+fn describe_schema_error(error: &serde_json::Error) -> String {
+    let message = error.to_string();
+    match message.strip_prefix("at ").and_then(|m| m.split_once(": ")) {
+        Some((path, reason)) => format!("Kustomization.{path}: {}", plain_reason(reason)),
+        None => plain_reason(&message),
     }
-    plain_reason(&whole.to_string())
 }
 
 /// serde's "invalid type: map, expected a sequence" as "expected a list, got a map".
@@ -519,6 +507,9 @@ fn go_json_nulls(value: Value, string_map: bool) -> Value {
     }
 }
 
+/// kustomize decodes kustomization files with Go's JSON rules, which match field names
+/// case-insensitively (`nameprefix` is `namePrefix`); spell top-level keys canonically, for
+/// the emptiness test (decoding matches names at every level itself).
 fn canonical_field_names(value: Value) -> Value {
     let Value::Object(map) = value else {
         return value;
@@ -621,9 +612,11 @@ impl Kustomization {
         }
         let value = go_json_nulls(canonical_field_names(value), false);
         let mut kustomization: Kustomization =
-            serde_json::from_value(value.clone()).map_err(|e| KustfileError::Schema {
-                file: file.to_string(),
-                message: locate_schema_error(&value, e),
+            crate::gojson::from_value(&value, Mode::KUSTOMIZATION).map_err(|e| {
+                KustfileError::Schema {
+                    file: file.to_string(),
+                    message: describe_schema_error(&e),
+                }
             })?;
         if value.as_object().is_some_and(sets_no_field) {
             return Err(KustfileError::Empty {

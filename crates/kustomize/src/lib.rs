@@ -11,6 +11,7 @@ mod config_defaults;
 pub mod crds;
 pub mod fieldspec;
 pub mod generators;
+pub mod gojson;
 pub mod hash;
 pub mod json6902;
 pub mod kustfile;

@@ -7,8 +7,9 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::budget::Budget;
+use super::gojson::{self, Mode};
 use super::json6902;
-use super::kustfile::{Patch, Selector};
+use super::kustfile::{Patch, PatchArgs, Selector};
 use super::loader::{LoadError, Loader, escape_name};
 use super::resource::{ResId, ResMap, Resource};
 use super::selector::{SelectorError, select};
@@ -521,10 +522,10 @@ fn check_unique_ids(resmap: &ResMap, source: &str) -> Result<(), PatchError> {
     }
 }
 
-fn patch_options(options: &std::collections::BTreeMap<String, bool>) -> PatchOptions {
+fn patch_options(options: &PatchArgs) -> PatchOptions {
     PatchOptions {
-        allow_name_change: options.get("allowNameChange").copied().unwrap_or(false),
-        allow_kind_change: options.get("allowKindChange").copied().unwrap_or(false),
+        allow_name_change: options.allow_name_change,
+        allow_kind_change: options.allow_kind_change,
     }
 }
 
@@ -682,23 +683,38 @@ pub fn apply_json6902_patches(
     Ok(())
 }
 
-fn config_str<'a>(config: &'a serde_json::Map<String, Value>, key: &str) -> &'a str {
-    config.get(key).and_then(Value::as_str).unwrap_or("")
+/// The config of a builtin patch transformer plugin: the fields of `PatchTransformer`,
+/// `PatchStrategicMergeTransformer` and `PatchJson6902Transformer`, decoded leniently as
+/// kustomize decodes plugin configs.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PatchPluginConfig {
+    #[serde(default)]
+    path: String,
+    #[serde(default)]
+    patch: String,
+    #[serde(default)]
+    target: Option<Selector>,
+    #[serde(default)]
+    options: Option<PatchArgs>,
+    #[serde(default)]
+    paths: Vec<String>,
+    #[serde(default)]
+    patches: String,
+    #[serde(default)]
+    json_op: String,
 }
 
-fn config_target(
+fn plugin_config(
     config: &serde_json::Map<String, Value>,
     kind: &str,
-) -> Result<Option<Selector>, PatchError> {
-    match config.get("target") {
-        None | Some(Value::Null) => Ok(None),
-        Some(value) => serde_json::from_value(value.clone())
-            .map(Some)
-            .map_err(|e| PatchError::Config {
-                patch: kind.to_string(),
-                message: format!("invalid target: {e}"),
-            }),
-    }
+) -> Result<PatchPluginConfig, PatchError> {
+    gojson::from_value(&Value::Object(config.clone()), Mode::LENIENT).map_err(|e| {
+        PatchError::Config {
+            patch: kind.to_string(),
+            message: format!("invalid config: {e}"),
+        }
+    })
 }
 
 /// Runs a builtin patch transformer plugin configured in `transformers:` (`kind` is
@@ -711,22 +727,14 @@ pub fn apply_builtin_patch_transformer(
     dir: &Path,
     schemas: SchemaSet<'_>,
 ) -> Result<(), PatchError> {
+    let config = plugin_config(config, kind)?;
     match kind {
         "PatchTransformer" => {
-            let options = config
-                .get("options")
-                .and_then(Value::as_object)
-                .map(|o| PatchOptions {
-                    allow_name_change: o.get("allowNameChange").and_then(Value::as_bool)
-                        == Some(true),
-                    allow_kind_change: o.get("allowKindChange").and_then(Value::as_bool)
-                        == Some(true),
-                })
-                .unwrap_or_default();
+            let options = patch_options(&config.options.unwrap_or_default());
             let transformer = PatchTransformer::configure(
-                config_str(config, "path"),
-                config_str(config, "patch"),
-                config_target(config, kind)?,
+                &config.path,
+                &config.patch,
+                config.target,
                 options,
                 loader,
                 dir,
@@ -734,14 +742,8 @@ pub fn apply_builtin_patch_transformer(
             transformer.transform(resmap, schemas, &mut Budget::new())
         }
         "PatchStrategicMergeTransformer" => {
-            let paths: Vec<String> = match config.get("paths") {
-                Some(Value::Array(items)) => items
-                    .iter()
-                    .filter_map(|v| v.as_str().map(str::to_string))
-                    .collect(),
-                _ => Vec::new(),
-            };
-            let inline = config_str(config, "patches");
+            let paths = config.paths;
+            let inline = config.patches.as_str();
             if paths.is_empty() && inline.is_empty() {
                 return Err(PatchError::Config {
                     patch: kind.to_string(),
@@ -764,11 +766,10 @@ pub fn apply_builtin_patch_transformer(
             apply_smp_list(resmap, &patches, schemas, &mut Budget::new())
         }
         "PatchJson6902Transformer" => {
-            let target = config_target(config, kind)?;
             let (target, ops, source) = configure_json6902(
-                target.as_ref(),
-                config_str(config, "path"),
-                config_str(config, "jsonOp"),
+                config.target.as_ref(),
+                &config.path,
+                &config.json_op,
                 loader,
                 dir,
             )?;

@@ -12,7 +12,10 @@ use super::kustfile::{KUSTOMIZATION_FILE_NAMES, Kustomization, KustomizationKind
 use super::loader::{Entry, LoadError, LoadRestrictions, Loader};
 use super::openapi::OpenApiChoice;
 use super::resource::{Object, Origin, PluginId, ResMap, Resource, scalar_text};
-use super::{budget, generators, namereference, patch, replacements, sort, transformers, vars};
+use super::{
+    budget, generators, gojson, kustfile, namereference, patch, replacements, sort, transformers,
+    vars,
+};
 use goyaml as yaml;
 
 /// Options of a build.
@@ -580,9 +583,13 @@ impl Target<'_> {
                 .read_text(&self.dir, file)
                 .map_err(step(|| self.ctx("configurations")))?;
             let shown = self.loader.display(&self.dir.join(file));
-            for doc in yaml::parse_documents(&text).map_err(step(|| shown.clone()))? {
-                let mut extra: TransformerConfig =
-                    serde_json::from_value(doc).map_err(step(|| shown.clone()))?;
+            // As kustomize reads it: the first document, with go-yaml v2 (YAML 1.1
+            // booleans), decoded strictly but with Go's name matching and conversions.
+            let docs = yaml::parse_documents_yaml11(kustfile::first_document(&text))
+                .map_err(step(|| shown.clone()))?;
+            if let Some(doc) = docs.into_iter().next() {
+                let mut extra: TransformerConfig = gojson::from_value(&doc, gojson::Mode::STRICT)
+                    .map_err(step(|| shown.clone()))?;
                 extra.sort();
                 files.merge(extra).map_err(step(|| shown.clone()))?;
             }

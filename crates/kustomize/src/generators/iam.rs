@@ -57,8 +57,12 @@ pub fn generate_iam_policy(config: &Object) -> Result<Resource, GeneratorError> 
         name: config_name.clone(),
         message,
     };
-    let args: IamPolicyArgs = serde_json::from_value(Value::Object(config.clone()))
-        .map_err(|e| plugin_error(e.to_string()))?;
+    // Go declares every field in an embedded struct: no number becomes a string.
+    let args: IamPolicyArgs = crate::gojson::from_value(
+        &Value::Object(config.clone()),
+        crate::gojson::Mode::LENIENT_UNCONVERTED,
+    )
+    .map_err(|e| plugin_error(e.to_string()))?;
     if args.cloud != "gke" {
         return Err(plugin_error(format!(
             "cloud provider {:?} not supported yet (only \"gke\" is)",

@@ -12,6 +12,7 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use super::gojson::{self, Mode};
 use super::kustfile::{GeneratorArgs, GeneratorOptions};
 use super::loader::{LoadError, Loader};
 use super::resource::{Behavior, Object, Resource};
@@ -178,8 +179,8 @@ pub fn generate_builtin(
         "IAMPolicyGenerator" => return generate_iam_policy(config),
         other => return Err(GeneratorError::UnknownBuiltin(other.to_string())),
     };
-    let plugin: PluginConfig =
-        serde_json::from_value(Value::Object(config.clone())).map_err(|e| {
+    let plugin: GeneratorPluginConfig =
+        gojson::from_value(&Value::Object(config.clone()), Mode::LENIENT).map_err(|e| {
             GeneratorError::PluginConfig {
                 kind: kind.to_string(),
                 name: config
@@ -200,7 +201,7 @@ pub fn generate_builtin(
 /// fields). The deprecated `env` field is accepted but, as in kustomize, not read.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct PluginConfig {
+struct GeneratorPluginConfig {
     #[serde(default)]
     metadata: PluginMetadata,
     #[serde(default)]
@@ -242,7 +243,7 @@ struct PluginOptions {
     immutable: Option<bool>,
 }
 
-impl PluginConfig {
+impl GeneratorPluginConfig {
     fn into_args(self, kind: Kind) -> GeneratorArgs {
         GeneratorArgs {
             name: if self.name.is_empty() {

@@ -27,6 +27,7 @@ use serde_json::Value;
 
 pub use types::{FieldOptions, Replacement, SourceSelector, TargetSelector};
 
+use super::gojson::{self, Mode};
 use super::kustfile::Selector;
 use super::loader::{LoadError, Loader};
 use super::resource::{Object, ResId, ResMap, Resource};
@@ -307,11 +308,15 @@ fn load_entry(
     if let Value::Object(map) = &mut inline {
         map.shift_remove("path");
     }
-    if !strict {
-        types::prune_unknown_fields(&mut inline);
-    }
+    // In a kustomization, strict; in a ReplacementTransformer config, lenient, and Go's
+    // converter cannot see the types (they are declared in an embedded struct).
+    let mode = if strict {
+        Mode::KUSTOMIZATION
+    } else {
+        Mode::LENIENT_UNCONVERTED
+    };
     let mut replacement: Replacement =
-        serde_json::from_value(inline).map_err(|e| schema_error(index, e.to_string()))?;
+        gojson::from_value(&inline, mode).map_err(|e| schema_error(index, e.to_string()))?;
     if strict && replacement.targets.as_ref().is_some_and(Vec::is_empty) {
         // kustomize drops an empty list when it re-encodes the kustomization's entries.
         replacement.targets = None;
@@ -334,7 +339,8 @@ fn load_file(
             path: file.to_string(),
             source,
         })?;
-    let docs = goyaml::parse_documents(&text).map_err(|e| file_error(e.to_string()))?;
+    // Read as go-yaml v2 reads it (YAML 1.1 booleans), decoded leniently.
+    let docs = goyaml::parse_documents_yaml11(&text).map_err(|e| file_error(e.to_string()))?;
     let items = match docs.into_iter().next() {
         Some(Value::Array(items)) => items,
         Some(doc @ Value::Object(_)) => vec![doc],
@@ -347,9 +353,9 @@ fn load_file(
     items
         .into_iter()
         .enumerate()
-        .map(|(i, mut item)| {
-            types::prune_unknown_fields(&mut item);
-            serde_json::from_value(item).map_err(|e| file_error(format!("entry {i}: {e}")))
+        .map(|(i, item)| {
+            gojson::from_value(&item, Mode::LENIENT)
+                .map_err(|e| file_error(format!("entry {i}: {e}")))
         })
         .collect()
 }

@@ -1,7 +1,6 @@
 //! The schema of `replacements` entries.
 
 use serde::{Deserialize, Deserializer};
-use serde_json::Value;
 
 use crate::kustfile::Selector;
 
@@ -91,63 +90,6 @@ pub struct FieldOptions {
     /// Creates missing fields of targets.
     #[serde(default, deserialize_with = "null_default")]
     pub create: bool,
-}
-
-/// Fields kustomize knows at each level of a replacement, for lenient decoding.
-const REPLACEMENT_KEYS: &[&str] = &["source", "sourceValue", "targets"];
-const SOURCE_KEYS: &[&str] = &[
-    "group",
-    "version",
-    "kind",
-    "name",
-    "namespace",
-    "fieldPath",
-    "options",
-];
-const TARGET_KEYS: &[&str] = &["select", "reject", "fieldPaths", "options"];
-const SELECTOR_KEYS: &[&str] = &[
-    "group",
-    "version",
-    "kind",
-    "name",
-    "namespace",
-    "labelSelector",
-    "annotationSelector",
-];
-const OPTION_KEYS: &[&str] = &["delimiter", "index", "encoding", "create"];
-
-fn retain(value: &mut Value, keys: &[&str]) {
-    if let Value::Object(map) = value {
-        map.retain(|k, _| keys.contains(&k.as_str()));
-    }
-}
-
-fn prune_options(parent: &mut Value) {
-    if let Some(options) = parent.get_mut("options") {
-        retain(options, OPTION_KEYS);
-    }
-}
-
-/// Drops the fields kustomize would ignore, for replacement files and transformer configs
-/// (which kustomize decodes leniently, unlike the kustomization file).
-pub fn prune_unknown_fields(replacement: &mut Value) {
-    retain(replacement, REPLACEMENT_KEYS);
-    if let Some(source) = replacement.get_mut("source") {
-        retain(source, SOURCE_KEYS);
-        prune_options(source);
-    }
-    if let Some(Value::Array(targets)) = replacement.get_mut("targets") {
-        for target in targets {
-            retain(target, TARGET_KEYS);
-            prune_options(target);
-            if let Some(select) = target.get_mut("select") {
-                retain(select, SELECTOR_KEYS);
-            }
-            if let Some(Value::Array(rejects)) = target.get_mut("reject") {
-                rejects.iter_mut().for_each(|r| retain(r, SELECTOR_KEYS));
-            }
-        }
-    }
 }
 
 /// `Kind.version.group/name.namespace`, with kustomize's placeholders for empty parts.
@@ -251,15 +193,20 @@ mod tests {
     }
 
     #[test]
-    fn pruning_drops_unknown_fields_at_every_level() {
-        let mut v = json!({"extra": 1,
+    fn lenient_decoding_drops_unknown_fields_at_every_level() {
+        let v = json!({"extra": 1,
             "source": {"kind": "A", "x": 1, "options": {"create": true, "y": 2}},
             "targets": [{"select": {"name": "n", "z": 3}, "reject": [{"kind": "K", "w": 4}],
-                         "fieldPaths": ["a"], "q": 5}]});
-        prune_unknown_fields(&mut v);
-        let r: Replacement = serde_json::from_value(v).unwrap();
+                         "fieldPaths": ["a", 1.5], "q": 5}]});
+        let r: Replacement = crate::gojson::from_value(&v, crate::gojson::Mode::LENIENT).unwrap();
         assert_eq!(r.source.unwrap().kind, "A");
-        assert_eq!(r.targets.unwrap()[0].reject[0].kind, "K");
+        let targets = r.targets.unwrap();
+        assert_eq!(targets[0].reject[0].kind, "K");
+        assert_eq!(targets[0].field_paths, ["a", "1.5"]);
+        assert!(
+            crate::gojson::from_value::<Replacement>(&v, crate::gojson::Mode::KUSTOMIZATION)
+                .is_err()
+        );
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! `apiVersion: builtin` transformer configs from a kustomization's `transformers:` list.
 //!
 //! A plugin config uses exactly the `fieldSpecs` it lists: kustomize's default tables are
-//! not added. Unknown fields are ignored, as kustomize's plugin loader does.
+//! not added. Configs are decoded as kustomize decodes them (see [`crate::gojson`]): unknown
+//! fields are ignored.
 
 use std::collections::BTreeMap;
 
@@ -15,6 +16,7 @@ use super::{
     set_namespace, set_replicas,
 };
 use crate::fieldspec::FieldSpec;
+use crate::gojson::{self, Mode};
 use crate::kustfile::{Image, Replica};
 use crate::resource::{Object, ResMap};
 
@@ -85,10 +87,14 @@ struct ReplicaCountConfig {
     field_specs: Vec<FieldSpec>,
 }
 
+/// Decodes a plugin config as kustomize does: unknown fields ignored, field names matched
+/// case-insensitively, numbers given for strings taken as text.
 fn parse<T: DeserializeOwned>(kind: &str, config: &Object) -> Result<T, TransformError> {
-    serde_json::from_value(Value::Object(config.clone())).map_err(|e| TransformError::Config {
-        kind: kind.to_string(),
-        reason: e.to_string(),
+    gojson::from_value(&Value::Object(config.clone()), Mode::LENIENT).map_err(|e| {
+        TransformError::Config {
+            kind: kind.to_string(),
+            reason: e.to_string(),
+        }
     })
 }
 
