@@ -18,16 +18,24 @@
 //!   JSON (`1.0` is `1`, `<` is `\u003c`), the operation's as written when the patch is JSON,
 //!   as Go writes them when it is YAML;
 //! - the patched document goes through JSON: numbers become float64 (integers beyond 2^53
-//!   round) and map keys are sorted.
+//!   round) and map keys are sorted (here the maps operations went through; the others are
+//!   when the build's output is).
+//!
+//! The document is expanded lazily along the operations' paths (see [`node`]), so a deep
+//! document costs no more stack than copying it.
 //!
 //! Error messages are the library's, prefixed with the operation's index.
 
 use std::collections::BTreeMap;
 
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Number, Value};
 
 use super::resource::Object;
+
+mod node;
+
+use node::{Node, same};
 
 /// Why a JSON 6902 patch could not be applied. The patch transformer reports these as its
 /// own errors.
@@ -56,29 +64,12 @@ pub enum Json6902Error {
 /// operations copying the document into itself) reaches it.
 pub const MIN_PATCHED_BYTES: usize = 16 << 20;
 
-/// What one node of a document is counted as, besides its text.
-const NODE_OVERHEAD: usize = 48;
-
-/// A value of a patched document or of an operation, as the json-patch library holds it:
-/// scalars keep their JSON text (which `test` compares byte for byte), null is absent.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Node {
-    /// JSON null (or a missing value).
-    Null,
-    /// A string, number or boolean as compact JSON text.
-    Scalar(String),
-    /// An object; keys in Go's `json.Marshal` order.
-    Object(BTreeMap<String, Node>),
-    /// An array.
-    Array(Vec<Node>),
-}
-
 /// A field of an operation that must be a string (`path`, `from`): the string, or the
 /// library's message for why it cannot be read.
 type StringField = Result<String, String>;
 
 /// One JSON patch operation, decoded as leniently as the json-patch library decodes it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Operation {
     /// `op`, or `unknown` when it is absent or not a string.
     kind: String,
@@ -227,7 +218,7 @@ enum Field<'a> {
 impl Field<'_> {
     fn node(&self) -> Node {
         match self {
-            Field::Decoded(value) => Node::from_value(value),
+            Field::Decoded(value) => Node::from_doc((*value).clone()),
             Field::Raw(raw) => Node::from_raw(raw.get()),
         }
     }
@@ -275,157 +266,6 @@ impl Operation {
     fn value_or_null(&self) -> Node {
         self.value.clone().unwrap_or(Node::Null)
     }
-}
-
-impl Node {
-    /// A document value as kustomize hands it to the library: JSON written by Go.
-    pub fn from_value(value: &Value) -> Node {
-        match value {
-            Value::Null => Node::Null,
-            Value::Bool(b) => Node::Scalar(b.to_string()),
-            Value::Number(n) if n.is_f64() => Node::Scalar(super::hash::go_number(n)),
-            Value::Number(n) => Node::Scalar(n.to_string()),
-            Value::String(s) => {
-                let mut text = String::with_capacity(s.len() + 2);
-                goyaml::go_json::write_string(&mut text, s);
-                Node::Scalar(text)
-            }
-            Value::Array(items) => Node::Array(items.iter().map(Node::from_value).collect()),
-            Value::Object(map) => Node::Object(
-                map.iter()
-                    .map(|(k, v)| (k.clone(), Node::from_value(v)))
-                    .collect(),
-            ),
-        }
-    }
-
-    /// A value from valid JSON text, scalars kept as written. A map repeating a key keeps
-    /// the last, as Go's decoder does.
-    fn from_raw(text: &str) -> Node {
-        let text = text.trim();
-        match text.as_bytes().first() {
-            None | Some(b'n') => Node::Null,
-            Some(b'{') => {
-                let map: BTreeMap<String, Box<RawValue>> =
-                    serde_json::from_str(text).unwrap_or_default();
-                Node::Object(
-                    map.into_iter()
-                        .map(|(k, v)| (k, Node::from_raw(v.get())))
-                        .collect(),
-                )
-            }
-            Some(b'[') => {
-                let items: Vec<Box<RawValue>> = serde_json::from_str(text).unwrap_or_default();
-                Node::Array(items.iter().map(|v| Node::from_raw(v.get())).collect())
-            }
-            Some(_) => Node::Scalar(text.to_string()),
-        }
-    }
-
-    /// The value as kustomize reads the patched JSON back: numbers through float64.
-    fn into_value(self) -> Result<Value, String> {
-        Ok(match self {
-            Node::Null => Value::Null,
-            Node::Scalar(text) => scalar_value(&text)?,
-            Node::Array(items) => Value::Array(
-                items
-                    .into_iter()
-                    .map(Node::into_value)
-                    .collect::<Result<_, _>>()?,
-            ),
-            Node::Object(map) => Value::Object(
-                map.into_iter()
-                    .map(|(k, v)| Ok((k, v.into_value()?)))
-                    .collect::<Result<_, String>>()?,
-            ),
-        })
-    }
-
-    /// A copy as the library makes it: through `json.Marshal`, which escapes `<`, `>`, `&`
-    /// (and U+2028, U+2029) in strings written raw in the patch.
-    fn deep_copy(&self) -> Node {
-        match self {
-            Node::Null => Node::Null,
-            Node::Scalar(text) => Node::Scalar(html_escape(text)),
-            Node::Array(items) => Node::Array(items.iter().map(Node::deep_copy).collect()),
-            Node::Object(map) => Node::Object(
-                map.iter()
-                    .map(|(k, v)| (k.clone(), v.deep_copy()))
-                    .collect(),
-            ),
-        }
-    }
-
-    /// Bytes (text plus a per-node overhead) and depth.
-    fn extent(&self) -> (usize, usize) {
-        match self {
-            Node::Array(items) => items.iter().fold((NODE_OVERHEAD, 1), |(b, d), item| {
-                let (ib, id) = item.extent();
-                (b.saturating_add(ib), d.max(id + 1))
-            }),
-            Node::Object(map) => map.iter().fold((NODE_OVERHEAD, 1), |(b, d), (k, item)| {
-                let (ib, id) = item.extent();
-                (b.saturating_add(ib).saturating_add(k.len()), d.max(id + 1))
-            }),
-            Node::Scalar(text) => (NODE_OVERHEAD + text.len(), 0),
-            Node::Null => (NODE_OVERHEAD, 0),
-        }
-    }
-}
-
-/// Escapes what Go's `json.Marshal` escapes when it re-writes raw JSON.
-fn html_escape(text: &str) -> String {
-    if !text.contains(['<', '>', '&', '\u{2028}', '\u{2029}']) {
-        return text.to_string();
-    }
-    let mut out = String::with_capacity(text.len() + 10);
-    for c in text.chars() {
-        match c {
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
-                out.push_str(&format!("\\u{:04x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// A scalar's JSON text read back as kustomize does: a number becomes a float64, which prints
-/// as an integer when it is whole (and below 1e21, as Go's JSON writes floats).
-fn scalar_value(text: &str) -> Result<Value, String> {
-    match text {
-        "true" => return Ok(Value::Bool(true)),
-        "false" => return Ok(Value::Bool(false)),
-        "null" => return Ok(Value::Null),
-        _ => {}
-    }
-    if text.starts_with('"') {
-        return serde_json::from_str(text).map_err(|e| e.to_string());
-    }
-    let float: f64 = text
-        .parse()
-        .ok()
-        .filter(|f: &f64| f.is_finite())
-        .ok_or_else(|| {
-            format!("json: cannot unmarshal number {text} into Go value of type float64")
-        })?;
-    Ok(Value::Number(float_number(float)))
-}
-
-/// A float64 as a JSON number: a whole value that fits an integer becomes the integer Go
-/// prints for it (its shortest digits: 1.2345678901234567e19 is 12345678901234567000).
-fn float_number(float: f64) -> Number {
-    if float.fract() == 0.0 {
-        // Display writes the shortest round-trip digits, without exponent.
-        let digits = format!("{float}");
-        if let Ok(int) = digits.parse::<i64>() {
-            return Number::from(int);
-        }
-        if let Ok(int) = digits.parse::<u64>() {
-            return Number::from(int);
-        }
-    }
-    Number::from_f64(float).unwrap_or_else(|| Number::from(0))
 }
 
 /// A path token with `~1` and `~0` decoded, left to right; any other `~` stays.
@@ -558,9 +398,9 @@ fn container_remove(container: &mut Node, key: &str) -> Result<Node, String> {
     }
 }
 
-/// The container a path's last token is looked up in, and that token decoded. Every token
-/// but the last must lead to an object or array; the first token (before the first `/`)
-/// is ignored. `None` when the path has no `/` or leads nowhere.
+/// The container a path's last token is looked up in (expanded), and that token decoded.
+/// Every token but the last must lead to an object or array; the first token (before the
+/// first `/`) is ignored. `None` when the path has no `/` or leads nowhere.
 fn find_container<'a>(root: &'a mut Node, path: &str) -> Option<(&'a mut Node, String)> {
     let mut tokens: Vec<&str> = path.split('/').collect();
     if tokens.len() < 2 {
@@ -568,6 +408,7 @@ fn find_container<'a>(root: &'a mut Node, path: &str) -> Option<(&'a mut Node, S
     }
     let last = tokens.pop()?;
     let mut node = root;
+    node.expand();
     for token in &tokens[1..] {
         let key = decode_token(token);
         let next = match node {
@@ -578,9 +419,10 @@ fn find_container<'a>(root: &'a mut Node, path: &str) -> Option<(&'a mut Node, S
             }
             _ => return None,
         };
-        if !matches!(next, Node::Object(_) | Node::Array(_)) {
+        if !next.is_container() {
             return None;
         }
+        next.expand();
         node = next;
     }
     Some((node, decode_token(last)))
@@ -630,13 +472,12 @@ fn op_remove(root: &mut Node, op: &Operation) -> Result<(), String> {
 fn op_replace(root: &mut Node, op: &Operation) -> Result<(), String> {
     let path = path_of(op, "replace", false)?;
     if path.is_empty() {
-        return match op.value_or_null() {
-            value @ (Node::Object(_) | Node::Array(_)) => {
-                *root = value;
-                Ok(())
-            }
-            _ => Err("replace operation value must be object or array: %!w(<nil>)".to_string()),
-        };
+        let value = op.value_or_null();
+        if !value.is_container() {
+            return Err("replace operation value must be object or array: %!w(<nil>)".to_string());
+        }
+        *root = value;
+        return Ok(());
     }
     let (container, key) = find_container(root, &path).ok_or_else(|| {
         format!("replace operation does not apply: doc is missing path: {path}: missing value")
@@ -680,7 +521,7 @@ fn op_test(root: &mut Node, op: &Operation) -> Result<(), String> {
     let path = path_of(op, "test", false)?;
     let failed = || format!("testing value {path} failed: test failed");
     if path.is_empty() {
-        return if op.value.as_ref() == Some(root) {
+        return if op.value.as_ref().is_some_and(|v| same(root, v)) {
             Ok(())
         } else {
             Err(failed())
@@ -694,7 +535,7 @@ fn op_test(root: &mut Node, op: &Operation) -> Result<(), String> {
     let passed = match (found, &op.value) {
         (Node::Null, None | Some(Node::Null)) => true,
         (_, None) => false,
-        (found, Some(expected)) => found == expected,
+        (found, Some(expected)) => same(found, expected),
     };
     if passed { Ok(()) } else { Err(failed()) }
 }
@@ -798,13 +639,9 @@ pub fn apply_ops(
         patch: file.to_string(),
         message,
     };
-    let mut doc = Node::Object(
-        target
-            .iter()
-            .map(|(k, v)| (k.clone(), Node::from_value(v)))
-            .collect(),
-    );
+    let mut doc = Node::from_doc(Value::Object(target.clone()));
     let (mut size, _) = doc.extent();
+    doc.expand();
     let initial = size;
     let budget = MIN_PATCHED_BYTES.max(size.saturating_mul(2));
     for (index, op) in ops.iter().enumerate() {
@@ -812,7 +649,7 @@ pub fn apply_ops(
             .and_then(|()| apply_op(&mut doc, op).map_err(|e| format!("operation {index}: {e}")))
             .map_err(fail)?;
     }
-    if !matches!(doc, Node::Object(_)) {
+    if matches!(doc, Node::Array(_) | Node::Doc(Value::Array(_))) {
         return Err(fail(
             "json: cannot unmarshal array into Go value of type map[string]interface {}"
                 .to_string(),
@@ -820,6 +657,8 @@ pub fn apply_ops(
     }
     match doc.into_value().map_err(fail)? {
         Value::Object(map) => {
+            // Go's json.Marshal writes map keys sorted: expanded maps are, the others are
+            // sorted when the build's output is.
             *target = map;
             Ok(size.saturating_sub(initial))
         }
