@@ -7,7 +7,9 @@ use granit_parser::{Event, Options, Parser, ScalarStyle, ScanError, Span, Tag};
 use serde_json::{Map, Value};
 
 use super::YamlError;
-use super::scalar::{Plain, go_timestamp, resolve_plain};
+use super::block;
+use super::scalar::{Plain, resolve_plain, resolve_plain_yaml11};
+use super::timestamp::parse_go_timestamp;
 
 /// Upper bound on nodes copied by alias expansion in one stream (guards against "billion
 /// laughs" documents).
@@ -37,51 +39,84 @@ pub enum DuplicateKeys {
     LastWins,
 }
 
-/// Which plain words are booleans.
+/// Which go-yaml resolves plain scalars, which decides first of all which words are booleans.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Booleans {
-    /// `true`/`false` only (go-yaml v3, which kustomize reads with).
+    /// go-yaml v3, which kustomize reads with: `true`/`false` only; timestamps become Go's
+    /// RFC 3339 text.
     #[default]
     Yaml12,
-    /// Also `yes`/`no`/`on`/`off`/`y`/`n` (go-yaml v2, which reads Flux's substituted text).
+    /// go-yaml v2, which reads Flux's substituted text: also `yes`/`no`/`on`/`off`/`y`/`n`;
+    /// timestamps stay as written.
     Yaml11,
 }
 
 impl Booleans {
-    /// The YAML 1.1 boolean a plain scalar spells, when in that mode.
-    fn yaml11(self, text: &str) -> Option<bool> {
-        if self != Booleans::Yaml11 {
-            return None;
-        }
-        match text {
-            "y" | "Y" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" => Some(true),
-            "n" | "N" | "no" | "No" | "NO" | "off" | "Off" | "OFF" => Some(false),
-            _ => None,
+    /// A plain scalar resolved by go-yaml v3 (YAML 1.2 keywords) or v2 (YAML 1.1).
+    fn resolve(self, text: &str) -> Plain {
+        match self {
+            Booleans::Yaml12 => resolve_plain(text),
+            Booleans::Yaml11 => resolve_plain_yaml11(text),
         }
     }
 }
 
 const CORE_TAG_PREFIX: &str = "tag:yaml.org,2002:";
 
+/// Which Go program's reading to follow.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Reading {
+    pub(super) duplicate_keys: DuplicateKeys,
+    pub(super) booleans: Booleans,
+    /// Whether values come out as kustomize prints what kyaml read: after go-yaml v3 has
+    /// written the node tree and read it back (see [`block::through_kyaml`]).
+    pub(super) kyaml_output: bool,
+}
+
 /// Parses every document of `text`; documents that are empty or null are dropped.
-pub(super) fn parse_documents(
-    text: &str,
-    duplicate_keys: DuplicateKeys,
-    booleans: Booleans,
-) -> Result<Vec<Value>, YamlError> {
+pub(super) fn parse_documents(text: &str, reading: Reading) -> Result<Vec<Value>, YamlError> {
     let mut options = Options::default();
     options.emit_comments = false;
     let parser = Parser::new_from_str_with_options(text, options);
     let mut builder = Builder {
-        duplicate_keys,
-        booleans,
+        duplicate_keys: reading.duplicate_keys,
+        booleans: reading.booleans,
         ..Builder::default()
     };
     for event in parser {
         let (event, span) = event.map_err(scan_error)?;
+        let event = match event {
+            Event::Scalar(value, style, anchor, tag)
+                if matches!(style, ScalarStyle::Literal | ScalarStyle::Folded) =>
+            {
+                let folded = style == ScalarStyle::Folded && reading.kyaml_output;
+                let value = block_scalar(value, &span, text, folded, builder.expecting_key());
+                Event::Scalar(value, style, anchor, tag)
+            }
+            other => other,
+        };
         builder.event(event, &span)?;
     }
     Ok(builder.docs)
+}
+
+/// A block scalar's value as go-yaml v3 reads it, and, for a folded one that kustomize prints
+/// (`kyaml_folded`), as it comes out of kyaml's write-and-read-back.
+fn block_scalar<'a>(
+    value: Cow<'a, str>,
+    span: &Span,
+    text: &str,
+    kyaml_folded: bool,
+    is_key: bool,
+) -> Cow<'a, str> {
+    let value = block::at_end_of_input(value, span, text);
+    if !kyaml_folded {
+        return value;
+    }
+    match block::through_kyaml(&value, is_key) {
+        Cow::Owned(changed) => Cow::Owned(changed),
+        Cow::Borrowed(_) => value,
+    }
 }
 
 fn scan_error(e: ScanError) -> YamlError {
@@ -449,16 +484,10 @@ fn scalar_value(
 ) -> Result<Value, YamlError> {
     let Some(tag) = tag else {
         if style == ScalarStyle::Plain {
-            if let Some(b) = booleans.yaml11(text) {
-                return Ok(Value::Bool(b));
-            }
-            return Ok(match resolve_plain(text) {
-                Plain::Str => match go_timestamp(text) {
-                    Some(normalized) => Value::String(normalized),
-                    None => Value::String(text.to_owned()),
-                },
-                resolved => resolved.into_value(text),
-            });
+            return match booleans.resolve(text) {
+                Plain::Str if booleans == Booleans::Yaml12 => timestamp_or_string(text, span),
+                resolved => Ok(resolved.into_value(text)),
+            };
         }
         return Ok(Value::String(text.to_owned()));
     };
@@ -488,6 +517,21 @@ fn scalar_value(
         ));
     }
     Ok(resolved.into_value(text))
+}
+
+/// An untagged plain string as go-yaml v3 reads it into kustomize's JSON: a timestamp becomes
+/// a `time.Time`, which JSON prints in RFC 3339 (or refuses, for a zone of 24 hours or more);
+/// anything else stays as written. (go-yaml v2 keeps timestamps as written.)
+fn timestamp_or_string(text: &str, span: &Span) -> Result<Value, YamlError> {
+    let Some(time) = parse_go_timestamp(text) else {
+        return Ok(Value::String(text.to_owned()));
+    };
+    time.rfc3339_nano().map(Value::String).ok_or_else(|| {
+        err_at(
+            span,
+            format!("cannot print {text:?}: timezone hour outside of range [0,23]"),
+        )
+    })
 }
 
 /// A `!!binary` scalar as go-yaml reads it into a string: standard base64 with padding

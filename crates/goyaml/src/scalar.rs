@@ -1,10 +1,13 @@
-//! Plain-scalar resolution as go-yaml v3 does it, plus the wider "would any common YAML
-//! reader take this for something other than a string" test the writer uses for quoting.
+//! Plain-scalar resolution as go-yaml v3 and v2 do it, and go-yaml v2's test for which strings
+//! it must quote when it writes them (the writer's).
 
 use std::sync::LazyLock;
 
 use regex::Regex;
 use serde_json::{Number, Value};
+
+pub use crate::timestamp::go_timestamp;
+use crate::timestamp::parse_go_timestamp;
 
 /// What an untagged plain scalar means.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -47,114 +50,68 @@ impl Plain {
 /// Resolves an untagged plain scalar like go-yaml v3: YAML 1.2 keywords only (`yes`/`on` are
 /// strings), Go base-0 integers with `_` removed (`0755` is octal, `0x1F`, `0o17`, `0b101`),
 /// YAML-style floats; out-of-range integers become floats, out-of-range floats stay strings.
+/// Timestamps are [`Plain::Str`] here; [`go_timestamp`] recognises them.
 pub fn resolve_plain(s: &str) -> Plain {
-    match s {
-        "" | "~" | "null" | "Null" | "NULL" => return Plain::Null,
-        "true" | "True" | "TRUE" => return Plain::Bool(true),
-        "false" | "False" | "FALSE" => return Plain::Bool(false),
-        ".nan" | ".NaN" | ".NAN" => return Plain::NonFinite(".nan"),
-        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => return Plain::NonFinite(".inf"),
-        "-.inf" | "-.Inf" | "-.INF" => return Plain::NonFinite("-.inf"),
-        "<<" => return Plain::Merge,
-        _ => {}
+    resolve(s, GoYaml::V3)
+}
+
+/// Resolves an untagged plain scalar like go-yaml v2 (what `sigs.k8s.io/yaml` reads and
+/// writes with): as [`resolve_plain`], plus the YAML 1.1 booleans `y`, `yes`, `on`, `n`, `no`,
+/// `off` (in their capitalised and upper-case spellings), minus go-yaml v3's signed `0o`
+/// forms (`0o-7`).
+pub fn resolve_plain_yaml11(s: &str) -> Plain {
+    resolve(s, GoYaml::V2)
+}
+
+/// Which go-yaml's resolver (they differ in their keywords and in one integer form).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum GoYaml {
+    V2,
+    V3,
+}
+
+/// go-yaml's `resolve("", s)`: the first byte decides what `s` may be (a keyword, a float
+/// starting with `.`, a number or timestamp starting with a digit or sign); anything else is a
+/// string without further look.
+fn resolve(s: &str, go_yaml: GoYaml) -> Plain {
+    if let Some(keyword) = keyword(s, go_yaml) {
+        return keyword;
     }
-    match s.as_bytes()[0] {
-        b'.' => yaml_float(s).map_or(Plain::Str, Plain::Float),
-        b'0'..=b'9' | b'+' | b'-' => resolve_number(s),
+    match s.as_bytes().first() {
+        Some(b'.') => go_parse_decimal_float(s).map_or(Plain::Str, Plain::Float),
+        Some(b'0'..=b'9' | b'+' | b'-') => resolve_number(s, go_yaml),
         _ => Plain::Str,
     }
 }
 
-/// An untagged plain timestamp as kustomize passes it on: go-yaml v3 decodes it into a
-/// `time.Time`, which JSON prints in RFC 3339 with nanoseconds (`2024-01-01` becomes
-/// `2024-01-01T00:00:00Z`). `None` when `s` is not one of go-yaml's timestamp forms.
-pub fn go_timestamp(s: &str) -> Option<String> {
-    if !s.as_bytes().first()?.is_ascii_digit() {
-        return None;
-    }
-    let (date, rest) = match s.find(['T', 't', ' ']) {
-        Some(i) => (&s[..i], Some((&s[i..i + 1], &s[i + 1..]))),
-        None => (s, None),
-    };
-    let mut parts = date.split('-');
-    let year = fixed_digits(parts.next()?, 4)?;
-    let month = short_number(parts.next()?)?;
-    let day = short_number(parts.next()?)?;
-    if parts.next().is_some() || !(1..=12).contains(&month) || day < 1 || day > days_in(year, month)
-    {
-        return None;
-    }
-    let date = format!("{year:04}-{month:02}-{day:02}");
-    let Some((separator, time)) = rest else {
-        return Some(format!("{date}T00:00:00Z"));
-    };
-    let (clock, zone) = if separator == " " {
-        (time, "Z".to_string())
-    } else {
-        let split = time.find(['Z', '+', '-'])?;
-        let zone = &time[split..];
-        let zone = match zone {
-            "Z" | "+00:00" => "Z".to_string(),
-            _ => {
-                let (sign, hm) = zone.split_at(1);
-                let (h, m) = hm.split_once(':')?;
-                let (h, m) = (fixed_digits(h, 2)?, fixed_digits(m, 2)?);
-                if h > 23 || m > 59 {
-                    return None;
-                }
-                format!("{sign}{h:02}:{m:02}")
-            }
-        };
-        (&time[..split], zone)
-    };
-    let (hms, fraction) = match clock.split_once('.') {
-        Some((hms, fraction)) => (hms, Some(fraction)),
-        None => (clock, None),
-    };
-    let mut fields = hms.split(':');
-    let hour = short_number(fields.next()?)?;
-    let minute = short_number(fields.next()?)?;
-    let second = short_number(fields.next()?)?;
-    if fields.next().is_some() || hour > 23 || minute > 59 || second > 59 {
-        return None;
-    }
-    let fraction = match fraction {
-        Some(f) if !f.is_empty() && f.len() <= 9 && f.bytes().all(|b| b.is_ascii_digit()) => {
-            let trimmed = f.trim_end_matches('0');
-            if trimmed.is_empty() {
-                String::new()
-            } else {
-                format!(".{trimmed}")
-            }
+/// The scalars go-yaml finds in its table of words (only looked up for text starting with a
+/// sign, digit, `.`, `~` or one of `yYnNtTfFoO`, which all of them do, except `<<`).
+fn keyword(s: &str, go_yaml: GoYaml) -> Option<Plain> {
+    let plain = match s {
+        "" | "~" | "null" | "Null" | "NULL" => Plain::Null,
+        "true" | "True" | "TRUE" => Plain::Bool(true),
+        "false" | "False" | "FALSE" => Plain::Bool(false),
+        ".nan" | ".NaN" | ".NAN" => Plain::NonFinite(".nan"),
+        ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF" => Plain::NonFinite(".inf"),
+        "-.inf" | "-.Inf" | "-.INF" => Plain::NonFinite("-.inf"),
+        // go-yaml's table has `<<`, but its first byte is never looked up; the reader
+        // recognises merge keys by their text.
+        "<<" if go_yaml == GoYaml::V3 => Plain::Merge,
+        "y" | "Y" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" if go_yaml == GoYaml::V2 => {
+            Plain::Bool(true)
         }
-        Some(_) => return None,
-        None => String::new(),
-    };
-    Some(format!(
-        "{date}T{hour:02}:{minute:02}:{second:02}{fraction}{zone}"
-    ))
-}
-
-fn fixed_digits(s: &str, len: usize) -> Option<u32> {
-    (s.len() == len && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse().ok())?
-}
-
-fn short_number(s: &str) -> Option<u32> {
-    (matches!(s.len(), 1 | 2) && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse().ok())?
-}
-
-fn days_in(year: u32, month: u32) -> u32 {
-    match month {
-        2 if (year.is_multiple_of(4) && !year.is_multiple_of(100)) || year.is_multiple_of(400) => {
-            29
+        "n" | "N" | "no" | "No" | "NO" | "off" | "Off" | "OFF" if go_yaml == GoYaml::V2 => {
+            Plain::Bool(false)
         }
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
+        _ => return None,
+    };
+    Some(plain)
 }
 
-fn resolve_number(s: &str) -> Plain {
+/// A plain scalar starting with a digit or sign (and not a timestamp): with every `_` removed,
+/// Go's base-0 integer syntax, then a YAML-style float, then go-yaml's own `0b`/`0o` prefixes
+/// followed by a signed number.
+fn resolve_number(s: &str, go_yaml: GoYaml) -> Plain {
     let owned;
     let plain = if s.contains('_') {
         owned = s.replace('_', "");
@@ -165,7 +122,59 @@ fn resolve_number(s: &str) -> Plain {
     if let Some(n) = go_int(plain) {
         return n;
     }
-    yaml_float(plain).map_or(Plain::Str, Plain::Float)
+    if let Some(f) = yaml_float(plain) {
+        return Plain::Float(f);
+    }
+    prefixed_int(plain, go_yaml).unwrap_or(Plain::Str)
+}
+
+/// go-yaml's retries after Go's own syntax failed: `0b` then Go's `ParseInt(rest, 2, 64)` (which
+/// allows a sign: `0b-101` is -5) or `ParseUint`, and `-0b` then `ParseInt("-" + rest, 2, 64)`;
+/// go-yaml v3 does the same with `0o` and base 8.
+fn prefixed_int(plain: &str, go_yaml: GoYaml) -> Option<Plain> {
+    let mut prefixes = vec![("0b", "-0b", 2)];
+    if go_yaml == GoYaml::V3 {
+        prefixes.push(("0o", "-0o", 8));
+    }
+    for (prefix, negative, radix) in prefixes {
+        if let Some(rest) = plain.strip_prefix(prefix) {
+            return go_int_radix(rest, radix).or_else(|| go_uint_radix(rest, radix));
+        }
+        if let Some(rest) = plain.strip_prefix(negative) {
+            return go_int_radix(&format!("-{rest}"), radix);
+        }
+    }
+    None
+}
+
+/// Go's `strconv.ParseInt(s, radix, 64)`: an optional sign, then digits of the radix.
+fn go_int_radix(s: &str, radix: u32) -> Option<Plain> {
+    let (neg, digits) = match s.as_bytes().first()? {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let magnitude = radix_digits(digits, radix)?;
+    let value = if neg {
+        0i128.checked_sub(i128::try_from(magnitude).ok()?)?
+    } else {
+        i128::try_from(magnitude).ok()?
+    };
+    i64::try_from(value).ok().map(Plain::Int)
+}
+
+/// Go's `strconv.ParseUint(s, radix, 64)`: digits of the radix only.
+fn go_uint_radix(s: &str, radix: u32) -> Option<Plain> {
+    let value = u64::try_from(radix_digits(s, radix)?).ok()?;
+    Some(i64::try_from(value).map_or(Plain::Uint(value), Plain::Int))
+}
+
+/// A non-empty run of digits of `radix`, as a number (`None` beyond `u128`).
+fn radix_digits(digits: &str, radix: u32) -> Option<u128> {
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return None;
+    }
+    u128::from_str_radix(digits, radix).ok()
 }
 
 /// Go's `strconv.ParseInt(s, 0, 64)`, then `ParseUint(s, 0, 64)`.
@@ -200,6 +209,64 @@ fn go_int(s: &str) -> Option<Plain> {
         return Some(Plain::Uint(u));
     }
     None
+}
+
+/// Go's `strconv.ParseFloat(s, 64)` on decimal text (what go-yaml tries on plain scalars that
+/// start with `.`): an optional sign, digits with at most one `.`, an optional exponent, and `_`
+/// only between digits (Go's `underscoreOK`: `.5_5` is 0.55, `._5` is not a number). `None`
+/// for other text and for values beyond `f64` (Go's range error). Go's hexadecimal, `inf` and
+/// `nan` forms are not handled: they cannot start with `.`.
+fn go_parse_decimal_float(s: &str) -> Option<f64> {
+    let b = s.as_bytes();
+    let mut i = usize::from(matches!(b.first(), Some(b'+' | b'-')));
+    let (mut saw_dot, mut saw_digits) = (false, false);
+    while let Some(&c) = b.get(i) {
+        match c {
+            b'_' => {}
+            b'.' if !saw_dot => saw_dot = true,
+            b'0'..=b'9' => saw_digits = true,
+            _ => break,
+        }
+        i += 1;
+    }
+    if !saw_digits {
+        return None;
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'+' | b'-')) {
+            i += 1;
+        }
+        if !b.get(i).is_some_and(u8::is_ascii_digit) {
+            return None;
+        }
+        while b.get(i).is_some_and(|c| c.is_ascii_digit() || *c == b'_') {
+            i += 1;
+        }
+    }
+    if i != b.len() || (s.contains('_') && !go_underscores_ok(s)) {
+        return None;
+    }
+    let f: f64 = s.replace('_', "").parse().ok()?;
+    f.is_finite().then_some(f)
+}
+
+/// Go's `underscoreOK` for a number without base prefix: every `_` follows a digit and is
+/// followed by one.
+fn go_underscores_ok(s: &str) -> bool {
+    let body = s.strip_prefix(['+', '-']).unwrap_or(s);
+    // What came last: '^' the start, '0' a digit, '_' an underscore, '!' anything else.
+    let mut saw = '^';
+    for c in body.chars() {
+        saw = match c {
+            '0'..='9' => '0',
+            '_' if saw != '0' => return false,
+            '_' => '_',
+            _ if saw == '_' => return false,
+            _ => '!',
+        };
+    }
+    saw != '_'
 }
 
 /// `^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`, parsed; `None` when it does not
@@ -248,82 +315,27 @@ fn is_yaml_float_syntax(s: &str) -> bool {
     i == b.len()
 }
 
-/// Numbers, timestamps and sexagesimals in YAML 1.1 (PyYAML, go-yaml v2) or YAML 1.2 syntax.
-static NUMERIC_LIKE: LazyLock<Regex> = LazyLock::new(|| {
-    let alternatives = [
-        r"[-+]?0b[0-1_]+",
-        r"[-+]?0[0-7_]+",
-        r"[-+]?(?:0|[1-9][0-9_]*)",
-        r"[-+]?0x[0-9a-fA-F_]+",
-        r"[-+]?0o[0-7_]+",
-        r"[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?",
-        r"[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+][0-9]+)?",
-        r"[-+]?\.[0-9_]+(?:[eE][-+][0-9]+)?",
-        r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?",
-        r"[-+]?\.(?:inf|Inf|INF)",
-        r"\.(?:nan|NaN|NAN)",
-        r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:(?:[Tt]|[ \t]+)[0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}(?:\.[0-9]*)?(?:[ \t]*(?:Z|[-+][0-9]{1,2}(?::?[0-9]{2})?))?)?",
-    ];
-    let pattern = format!("^(?:{})$", alternatives.join("|"));
-    Regex::new(&pattern).unwrap_or_else(|_| unreachable!("constant pattern is valid"))
+/// go-yaml v2's `base60float`: YAML 1.1 sexagesimal numbers (`1:20`, `-1:20:30.5`), which it
+/// does not read as numbers but quotes when writing "for compatibility with other parsers".
+static BASE60_FLOAT: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?$")
+        .unwrap_or_else(|_| unreachable!("constant pattern is valid"))
 });
 
-/// True when a plain scalar with this text would be read as something other than this string
-/// by go-yaml v3, go-yaml v2 (YAML 1.1 booleans such as `yes`, `on`, `y`), PyYAML or a YAML
-/// 1.2 core-schema reader. Such strings must be double-quoted.
-pub(super) fn reads_as_non_string(s: &str) -> bool {
-    if resolve_plain(s) != Plain::Str {
-        return true;
-    }
-    if matches!(
-        s,
-        "y" | "Y"
-            | "yes"
-            | "Yes"
-            | "YES"
-            | "n"
-            | "N"
-            | "no"
-            | "No"
-            | "NO"
-            | "on"
-            | "On"
-            | "ON"
-            | "off"
-            | "Off"
-            | "OFF"
-            | "="
-    ) {
-        return true;
-    }
-    matches!(s.as_bytes()[0], b'0'..=b'9' | b'+' | b'-' | b'.') && NUMERIC_LIKE.is_match(s)
+/// True when go-yaml v2 writes this string double-quoted rather than plain (`encoder.stringv`):
+/// when its resolver would read the plain text back as something else (null, a YAML 1.1
+/// boolean, a number, a timestamp; see [`resolve_plain_yaml11`]) or the text is a base-60
+/// float. Everything else may be plain as far as the resolver goes (`=`, `<<`, `1e400`,
+/// `0x10000000000000000`); the emitter's own syntax rules decide the rest.
+pub(super) fn go_yaml_v2_quotes(s: &str) -> bool {
+    resolve_plain_yaml11(s) != Plain::Str
+        || parse_go_timestamp(s).is_some()
+        || BASE60_FLOAT.is_match(s)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn timestamps_come_out_as_go_prints_them() {
-        let cases = [
-            ("2024-01-01", Some("2024-01-01T00:00:00Z")),
-            (
-                "2001-12-14t21:59:43.10-05:00",
-                Some("2001-12-14T21:59:43.1-05:00"),
-            ),
-            ("2001-12-14T21:59:43Z", Some("2001-12-14T21:59:43Z")),
-            ("2001-12-14 21:59:43.10", Some("2001-12-14T21:59:43.1Z")),
-            ("2024-2-3", Some("2024-02-03T00:00:00Z")),
-            ("2024-02-30", None),
-            ("2001-12-14 21:59:43.10 -5", None),
-            ("24-01-01", None),
-            ("1.20", None),
-            ("v2024-01-01", None),
-        ];
-        for (input, expected) in cases {
-            assert_eq!(go_timestamp(input).as_deref(), expected, "{input}");
-        }
-    }
 
     #[test]
     fn resolver_table() {
@@ -385,6 +397,20 @@ mod tests {
             ("<<", Merge),
             ("v1", Str),
             ("8080/TCP", Str),
+            // Go's ParseFloat takes `_` between digits after a leading `.`.
+            (".5_5", Float(0.55)),
+            ("._5", Str),
+            (".5e1_0", Float(5e9)),
+            (".5.", Str),
+            ("1_0.5", Float(10.5)),
+            ("1e1_0", Float(1e10)),
+            // go-yaml's own `0b`/`0o` prefixes take a signed number.
+            ("0b-1", Int(-1)),
+            ("0b+1", Int(1)),
+            ("0o-7", Int(-7)),
+            ("0o+7", Int(7)),
+            ("-0o7", Int(-7)),
+            ("0x_1F", Int(31)),
         ];
         for (text, want) in cases {
             assert_eq!(resolve_plain(text), *want, "resolving {text:?}");
@@ -392,11 +418,41 @@ mod tests {
     }
 
     #[test]
-    fn non_string_detection() {
+    fn yaml11_resolver_table() {
+        use Plain::*;
+        let cases: &[(&str, Plain)] = &[
+            ("yes", Bool(true)),
+            ("Y", Bool(true)),
+            ("On", Bool(true)),
+            ("Off", Bool(false)),
+            ("n", Bool(false)),
+            ("NO", Bool(false)),
+            ("yEs", Str),
+            ("true", Bool(true)),
+            ("~", Null),
+            ("0b-1", Int(-1)),
+            ("0o-7", Str),
+            ("0o+7", Str),
+            ("-0o7", Int(-7)),
+            ("0o17", Int(15)),
+            ("<<", Str),
+            (".5_5", Float(0.55)),
+            ("2001-12-14", Str),
+        ];
+        for (text, want) in cases {
+            assert_eq!(resolve_plain_yaml11(text), *want, "resolving {text:?}");
+        }
+    }
+
+    #[test]
+    fn go_yaml_v2_quotes_what_it_would_read_as_something_else() {
+        // Checked against go-yaml v2.4.0's encoder.
         for s in [
             "",
             "~",
             "null",
+            "Null",
+            "NULL",
             "true",
             "True",
             "yes",
@@ -404,39 +460,80 @@ mod tests {
             "n",
             "on",
             "OFF",
-            "=",
-            "<<",
             "0",
             "8080",
             "0755",
+            "08",
             "0x1F",
             "0o17",
             "0b1",
+            "0b-1",
+            "0b+1",
             "1_000",
-            "1:20",
-            "-1:20:30.5",
+            "+1",
             ".5",
+            ".5_5",
+            ".5e1_0",
             "1e3",
-            "1e400",
             "1.",
-            "1.5",
             ".inf",
             "-.inf",
+            "+.INF",
             ".NaN",
+            "9223372036854775808",
+            "18446744073709551615",
+            "18446744073709551616",
+            "1:20",
+            "-1:20:30.5",
+            "190:20:30.15",
+            "1_0:20",
             "2001-12-14",
-            "2001-12-14t21:59:43.10-05:00",
-            "2001-12-14 21:59:43.10 -5",
             "2002-1-2",
-            "08",
-            "+1",
+            "2004-02-29",
+            "2001-12-14t21:59:43.10-05:00",
+            "2001-12-14 21:59:43.10",
+            "2002-01-01  01:02:03",
+            "2002-01-01T01:02:03,5Z",
+            "2002-01-01T01:02:03+24:00",
         ] {
-            assert!(reads_as_non_string(s), "{s:?} should need quoting");
+            assert!(go_yaml_v2_quotes(s), "{s:?} should be quoted");
         }
         for s in [
-            "a", "v1", "1.2.3", ".", "-", "1a", "0x", "yess", "nope", "Yes!", "2001-12", "1:2:x",
-            "latest", "8080/TCP", "1e", "e3", "-.", "0b2",
+            "=",
+            "<<",
+            "a",
+            "v1",
+            "1.2.3",
+            ".",
+            "-",
+            "1a",
+            "0x",
+            "0o-7",
+            "0o8",
+            "0b2",
+            "yEs",
+            "nULL",
+            "nan",
+            "inf",
+            "._5",
+            "._",
+            "1e400",
+            "-1e400",
+            ".5e400",
+            "0x10000000000000000",
+            "1:60",
+            "1:20:3x",
+            "2002-02-29",
+            "2002-13-02",
+            "02002-01-01",
+            "2002-01-01T01:02:03",
+            "2002-01-01T25:02:03Z",
+            "2001-12-14 21:59:43.10 -5",
+            "8080/TCP",
+            "1e",
+            "e3",
         ] {
-            assert!(!reads_as_non_string(s), "{s:?} should stay plain");
+            assert!(!go_yaml_v2_quotes(s), "{s:?} should stay plain");
         }
     }
 }

@@ -2,9 +2,11 @@
 //! go-yaml v2's emitter): block style, 2-space indentation, sequences under a mapping key not
 //! indented, long plain/quoted lines folded at column 80, multi-line strings as literal blocks.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Number, Value};
 
-use super::scalar::reads_as_non_string;
+use super::scalar::go_yaml_v2_quotes;
 
 /// Column after which the emitter folds long scalars at a space.
 const BEST_WIDTH: usize = 80;
@@ -20,9 +22,7 @@ pub(super) fn write_document(out: &mut String, doc: &Value) {
         Value::Array(a) if !a.is_empty() => w.seq(a, 0),
         scalar => w.scalar(scalar, INDENT, false),
     }
-    if !w.out.ends_with('\n') {
-        w.out.push('\n');
-    }
+    w.end_document();
 }
 
 /// Serialises one non-empty mapping as a document (ends with a newline), as
@@ -34,9 +34,7 @@ pub(super) fn write_mapping(out: &mut String, map: &serde_json::Map<String, Valu
     }
     let mut w = Writer { out, col: 0 };
     w.map(map, 0);
-    if !w.out.ends_with('\n') {
-        w.out.push('\n');
-    }
+    w.end_document();
 }
 
 struct Writer<'a> {
@@ -69,6 +67,14 @@ impl Writer<'_> {
         self.col = 0;
     }
 
+    /// Ends the document with a line break, unless the last value ended with a U+2028/U+2029
+    /// that go-yaml counted as one.
+    fn end_document(&mut self) {
+        if self.col > 0 {
+            self.newline();
+        }
+    }
+
     /// Starts a new line (unless already at the start of one) and indents to `indent`.
     fn indent_to(&mut self, indent: usize) {
         if self.col > 0 {
@@ -90,13 +96,14 @@ impl Writer<'_> {
             if i > 0 {
                 self.indent_to(indent);
             }
-            if is_simple_key(k) {
-                self.string(k, indent + INDENT, true);
+            let k = through_json(k);
+            if is_simple_key(&k) {
+                self.string(&k, indent + INDENT, true);
                 self.put(':');
                 self.map_value(v, indent);
             } else {
                 self.put_str("? ");
-                self.string(k, indent + INDENT, false);
+                self.string(&k, indent + INDENT, false);
                 self.indent_to(indent);
                 self.put(':');
                 self.compact_value(v, indent + INDENT);
@@ -150,7 +157,7 @@ impl Writer<'_> {
             Value::Null => self.put_str("null"),
             Value::Bool(b) => self.put_str(if *b { "true" } else { "false" }),
             Value::Number(n) => self.put_str(&format_number(n)),
-            Value::String(s) => self.string(s, indent, simple_key),
+            Value::String(s) => self.string(&through_json(s), indent, simple_key),
             Value::Array(_) => self.put_str("[]"),
             Value::Object(_) => self.put_str("{}"),
         }
@@ -190,9 +197,12 @@ impl Writer<'_> {
         }
     }
 
+    /// A single-quoted scalar. Line breaks in it can only be U+2028/U+2029 (a string with
+    /// `\n` is a literal block, one with U+0085 double-quoted): go-yaml writes such a break
+    /// as it is and indents what follows, as if a line had ended.
     fn single_quoted(&mut self, s: &str, indent: usize, allow_breaks: bool) {
         self.put('\'');
-        let mut spaces = false;
+        let (mut spaces, mut breaks) = (false, false);
         let last = s.chars().count().saturating_sub(1);
         let mut chars = s.chars().enumerate().peekable();
         while let Some((i, c)) = chars.next() {
@@ -210,15 +220,41 @@ impl Writer<'_> {
                     self.put(c);
                 }
                 spaces = true;
+            } else if is_break(c) {
+                if !breaks && c == '\n' {
+                    self.newline();
+                }
+                self.write_break(c);
+                breaks = true;
             } else {
+                if breaks {
+                    // go-yaml's write_indent after a quote indicator: a line break only at
+                    // indentation 0.
+                    if indent == 0 {
+                        self.newline();
+                    }
+                    self.pad(indent);
+                }
                 if c == '\'' {
                     self.put('\'');
                 }
                 self.put(c);
                 spaces = false;
+                breaks = false;
             }
         }
         self.put('\'');
+    }
+
+    /// Writes a line break character of the value: `\n` ends the line; U+2028 and U+2029 are
+    /// written as they are, and go-yaml counts the line as ended after them too.
+    fn write_break(&mut self, c: char) {
+        if c == '\n' {
+            self.newline();
+        } else {
+            self.out.push(c);
+            self.col = 0;
+        }
     }
 
     fn double_quoted(&mut self, s: &str, indent: usize, allow_breaks: bool) {
@@ -284,27 +320,88 @@ impl Writer<'_> {
         self.put(short);
     }
 
+    /// A literal block: `|`, an indentation indicator when the text starts with a space or a
+    /// line break, the chomping indicator, then the text line by line (empty lines are not
+    /// indented). A U+2028/U+2029 is a line break to go-yaml's writer: written as it is, with
+    /// what follows indented; when the text ends with one, what comes next follows it directly.
     fn literal(&mut self, s: &str, indent: usize) {
         self.put('|');
-        if s.starts_with([' ', '\n']) {
-            self.put_str("2");
+        if s.starts_with(' ') || s.starts_with(is_break) {
+            self.put_str(&INDENT.to_string());
         }
-        if !s.ends_with('\n') {
-            self.put('-');
-        } else if s == "\n" || s.ends_with("\n\n") {
-            self.put('+');
+        if let Some(chomping) = chomping_indicator(s) {
+            self.put(chomping);
         }
-        for line in s.split_inclusive('\n') {
-            self.newline();
-            let content = line.strip_suffix('\n').unwrap_or(line);
-            if !content.is_empty() {
-                self.pad(indent);
-                self.put_str(content);
+        self.newline();
+        let mut breaks = true;
+        for c in s.chars() {
+            if is_break(c) {
+                self.write_break(c);
+                breaks = true;
+            } else {
+                if breaks {
+                    self.pad(indent);
+                }
+                self.put(c);
+                breaks = false;
             }
         }
-        if s.ends_with('\n') {
-            self.newline();
+    }
+}
+
+/// go-yaml's chomping indicator for a literal block: `-` unless the text ends with a line
+/// break, `+` when it is only a line break or ends with two, none otherwise.
+fn chomping_indicator(s: &str) -> Option<char> {
+    let mut from_end = s.chars().rev();
+    match (from_end.next(), from_end.next()) {
+        (Some(last), _) if !is_break(last) => Some('-'),
+        (None, _) => Some('-'),
+        (Some(_), None) => Some('+'),
+        (Some(_), Some(before)) if is_break(before) => Some('+'),
+        _ => None,
+    }
+}
+
+/// A string as go-yaml v2 reads it back from the JSON text kustomize hands to
+/// `sigs.k8s.io/yaml.JSONToYAML`: Go's JSON encoding escapes every control character and line
+/// break except U+0085 (NEL), which it writes as it is, and go-yaml reads a raw NEL inside a
+/// double-quoted scalar as a line break and folds it. So a single NEL becomes a space, `n`
+/// NELs in a row become `n - 1` newlines, and spaces around them disappear (`a \u{85} b` is
+/// `a b`). Strings without NEL are unchanged.
+fn through_json(s: &str) -> Cow<'_, str> {
+    if !s.contains(NEL) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != ' ' && c != NEL {
+            out.push(c);
+            continue;
         }
+        let mut blanks = String::from(c);
+        while let Some(&next) = chars.peek().filter(|n| matches!(**n, ' ' | NEL)) {
+            blanks.push(next);
+            chars.next();
+        }
+        out.push_str(&fold_blanks(&blanks));
+    }
+    Cow::Owned(out)
+}
+
+/// U+0085 NEXT LINE, a line break to YAML 1.1.
+const NEL: char = '\u{85}';
+
+/// What go-yaml's double-quoted scanner makes of a run of spaces and raw line breaks (here
+/// only NEL): the spaces when there is no break; otherwise the spaces before the first break
+/// and after each break are dropped, and the first break folds into a space when no other
+/// break follows, each further break being a newline.
+fn fold_blanks(blanks: &str) -> String {
+    let breaks = blanks.chars().filter(|c| *c == NEL).count();
+    match breaks {
+        0 => blanks.to_owned(),
+        1 => " ".to_owned(),
+        n => "\n".repeat(n - 1),
     }
 }
 
@@ -358,9 +455,8 @@ fn analyze(s: &str) -> Allowed {
                 _ => false,
             };
         }
-        // Go-yaml v2 counts tabs as special; LS/PS are forced to double quotes as well, since
-        // YAML 1.1 readers treat them as line breaks inside quoted scalars.
-        if !is_printable(c) || matches!(c, '\u{2028}' | '\u{2029}') {
+        // Tabs, control characters, U+0085, U+FEFF and characters outside the BMP.
+        if !is_printable(c) {
             special = true;
         }
         if c == ' ' {
@@ -395,7 +491,7 @@ fn choose_style(s: &str, simple_key: bool) -> Style {
     let allowed = analyze(s);
     let mut style = if s.contains('\n') {
         Style::Literal
-    } else if reads_as_non_string(s) {
+    } else if go_yaml_v2_quotes(s) {
         Style::Double
     } else {
         Style::Plain
