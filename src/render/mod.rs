@@ -131,7 +131,13 @@ pub fn flux_kustomization(
     spec: &KustomizationSpec,
 ) -> Result<Kustomization, BuildError> {
     let mut kustomization = if has_kustomization_file(dir) {
-        target::load_kustomization(loader, dir)?
+        let mut existing = target::load_kustomization_as_flux(loader, dir)?;
+        // Flux sets this on a kustomization file with no resources so that kustomize does not
+        // refuse it as empty (its objects then carry origin annotations).
+        if existing.resources.is_empty() {
+            existing.build_metadata = vec!["originAnnotations".to_string()];
+        }
+        existing
     } else {
         generate_kustomization(loader, dir)?
     };
@@ -264,14 +270,18 @@ fn overlay_spec(k: &mut Kustomization, dir: &Path, spec: &KustomizationSpec) {
         }
         k.components.push(component.clone());
     }
-    for option in spec.build_metadata.iter().flatten() {
-        let name = match option {
-            BuildMetadataOption::OriginAnnotations => "originAnnotations",
-            BuildMetadataOption::TransformerAnnotations => "transformerAnnotations",
-        };
-        if !k.build_metadata.iter().any(|b| b == name) {
-            k.build_metadata.push(name.to_string());
-        }
+    // The Kustomization's buildMetadata replaces the file's, as in Flux.
+    let build_metadata: Vec<String> = spec
+        .build_metadata
+        .iter()
+        .flatten()
+        .map(|option| match option {
+            BuildMetadataOption::OriginAnnotations => "originAnnotations".to_string(),
+            BuildMetadataOption::TransformerAnnotations => "transformerAnnotations".to_string(),
+        })
+        .collect();
+    if !build_metadata.is_empty() {
+        k.build_metadata = build_metadata;
     }
 }
 
@@ -398,6 +408,52 @@ mod tests {
         assert_eq!(objects[0].label("team"), Some("platform"));
         let data = objects[0].as_map()["data"].clone();
         assert_eq!(data["patched"], "yes");
+    }
+
+    #[test]
+    fn the_root_kustomization_file_is_read_as_flux_reads_it() {
+        let dir = tempfile::tempdir().unwrap();
+        // No resources, an unknown field and generators only: Flux drops the field, sets
+        // originAnnotations so that kustomize does not refuse the file as empty, and builds.
+        write(
+            dir.path(),
+            "kustomization.yaml",
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nunknownField: 1\n\
+             configMapGenerator:\n- name: settings\n  literals: [a=b]\n",
+        );
+        let objects = build(dir.path(), dir.path(), &KustomizationSpec::default(), None).unwrap();
+        assert_eq!(objects.len(), 1);
+        assert!(
+            objects[0]
+                .annotation("config.kubernetes.io/origin")
+                .is_some(),
+            "{:?}",
+            objects[0]
+        );
+        // A file with nothing in it builds nothing, as in Flux.
+        write(dir.path(), "kustomization.yaml", "kind: Kustomization\n");
+        let objects = build(dir.path(), dir.path(), &KustomizationSpec::default(), None).unwrap();
+        assert!(objects.is_empty());
+    }
+
+    #[test]
+    fn the_kustomizations_build_metadata_replaces_the_files() {
+        let dir = tempfile::tempdir().unwrap();
+        write(
+            dir.path(),
+            "kustomization.yaml",
+            "resources: [a.yaml]\nbuildMetadata: [transformerAnnotations]\n",
+        );
+        write(dir.path(), "a.yaml", &cm("a"));
+        let spec: KustomizationSpec = serde_json::from_value(serde_json::json!({
+            "interval": "1m", "prune": true,
+            "sourceRef": {"kind": "GitRepository", "name": "repo"},
+            "buildMetadata": ["originAnnotations"]
+        }))
+        .unwrap();
+        let loader = Loader::new(dir.path(), LoadRestrictions::None).unwrap();
+        let kustomization = flux_kustomization(&loader, dir.path(), &spec);
+        assert_eq!(kustomization.unwrap().build_metadata, ["originAnnotations"]);
     }
 
     #[test]

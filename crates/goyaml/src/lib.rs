@@ -62,7 +62,7 @@ mod write;
 pub use key_order::go_key_order;
 
 use read::Reading;
-pub use read::{Booleans, DuplicateKeys, MAX_ALIAS_BYTES, MAX_DEPTH};
+pub use read::{Booleans, DuplicateKeys, MAX_ALIAS_BYTES, MAX_DEPTH, PathStep, PlainText};
 
 use serde_json::Value;
 
@@ -77,6 +77,17 @@ pub struct YamlError(pub String);
 /// scalars. Empty documents (and null ones) are dropped.
 pub fn parse_documents(text: &str) -> Result<Vec<Value>, YamlError> {
     read::parse_documents(text, reading(DuplicateKeys::Error, Booleans::Yaml12, true))
+}
+
+/// Parses like [`parse_documents`], and gives each document with its plain scalars that were
+/// not read as the strings they are written as (see [`PlainText`]), in document order.
+pub fn parse_documents_with_plain_texts(
+    text: &str,
+) -> Result<Vec<(Value, Vec<PlainText>)>, YamlError> {
+    read::parse_documents_with_plain_texts(
+        text,
+        reading(DuplicateKeys::Error, Booleans::Yaml12, true),
+    )
 }
 
 /// Parses like [`parse_documents`], but exactly as go-yaml v3 reads the text, without kyaml's

@@ -75,12 +75,26 @@ pub(super) struct Reading {
 
 /// Parses every document of `text`; documents that are empty or null are dropped.
 pub(super) fn parse_documents(text: &str, reading: Reading) -> Result<Vec<Value>, YamlError> {
+    Ok(build(text, reading, false)?.docs)
+}
+
+/// Parses like [`parse_documents`], with each document's [`PlainText`]s.
+pub(super) fn parse_documents_with_plain_texts(
+    text: &str,
+    reading: Reading,
+) -> Result<Vec<(Value, Vec<PlainText>)>, YamlError> {
+    let builder = build(text, reading, true)?;
+    Ok(builder.docs.into_iter().zip(builder.doc_texts).collect())
+}
+
+fn build(text: &str, reading: Reading, record_texts: bool) -> Result<Builder, YamlError> {
     let mut options = Options::default();
     options.emit_comments = false;
     let parser = Parser::new_from_str_with_options(text, options);
     let mut builder = Builder {
         duplicate_keys: reading.duplicate_keys,
         booleans: reading.booleans,
+        texts: record_texts.then(Vec::new),
         ..Builder::default()
     };
     for event in parser {
@@ -97,7 +111,7 @@ pub(super) fn parse_documents(text: &str, reading: Reading) -> Result<Vec<Value>
         };
         builder.event(event, &span)?;
     }
-    Ok(builder.docs)
+    Ok(builder)
 }
 
 /// A block scalar's value as go-yaml v3 reads it, and, for a folded one that kustomize prints
@@ -142,6 +156,26 @@ fn err_at(span: &Span, msg: impl std::fmt::Display) -> YamlError {
     ))
 }
 
+/// One step of a path into a document: a map key or a list index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PathStep {
+    /// A field of a map.
+    Key(String),
+    /// An element of a list.
+    Index(usize),
+}
+
+/// A plain scalar that was not read as the string it is written as (a null, a boolean, a
+/// number, a timestamp), with its text: what kyaml's node holds, where the value lost it
+/// (`~`, `0x1F`, `1.50`, or nothing at all for an empty value).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlainText {
+    /// Where the scalar is, from the document's root.
+    pub path: Vec<PathStep>,
+    /// The scalar as written.
+    pub text: String,
+}
+
 /// A map key waiting for its value.
 enum Key {
     Normal(String, usize),
@@ -168,6 +202,10 @@ struct Builder {
     duplicate_keys: DuplicateKeys,
     booleans: Booleans,
     docs: Vec<Value>,
+    /// The plain texts of the document being read, when they are recorded.
+    texts: Option<Vec<PlainText>>,
+    /// The plain texts of each document of `docs`, when they are recorded.
+    doc_texts: Vec<Vec<PlainText>>,
     stack: Vec<Frame>,
     /// Anchored values by anchor id (ids are small, dense and per stream).
     anchors: Vec<Option<(Value, Size)>>,
@@ -195,6 +233,25 @@ impl Builder {
                     return self.complete_key(key, anchor, span);
                 }
                 let value = scalar_value(&text, style, tag.as_deref(), span, self.booleans)?;
+                if style == ScalarStyle::Plain
+                    && tag.is_none()
+                    && self.texts.is_some()
+                    && value.as_str().is_none_or(|s| s != text)
+                {
+                    let path = self.path();
+                    // The parser hands an empty value over as `~`; its span tells them apart.
+                    let written = if span.start.index() == span.end.index() {
+                        String::new()
+                    } else {
+                        text.into_owned()
+                    };
+                    if let Some(texts) = &mut self.texts {
+                        texts.push(PlainText {
+                            path,
+                            text: written,
+                        });
+                    }
+                }
                 self.complete(value, anchor, span)
             }
             Event::Alias(id) => {
@@ -262,6 +319,21 @@ impl Builder {
         }
     }
 
+    /// Where the value being read goes, from the document's root.
+    fn path(&self) -> Vec<PathStep> {
+        self.stack
+            .iter()
+            .map(|frame| match frame {
+                Frame::Seq { items, .. } => PathStep::Index(items.len()),
+                Frame::Map {
+                    key: Some(Key::Normal(key, _)),
+                    ..
+                } => PathStep::Key(key.clone()),
+                Frame::Map { .. } => PathStep::Key("<<".to_string()),
+            })
+            .collect()
+    }
+
     fn expecting_key(&self) -> bool {
         matches!(self.stack.last(), Some(Frame::Map { key: None, .. }))
     }
@@ -309,8 +381,10 @@ impl Builder {
         }
         match self.stack.last_mut() {
             None => {
+                let texts = self.texts.as_mut().map(std::mem::take);
                 if !value.is_null() {
                     self.docs.push(value);
+                    self.doc_texts.extend(texts);
                 }
                 Ok(())
             }

@@ -868,3 +868,30 @@ proptest! {
         prop_assert_eq!(parse_documents(&text).unwrap(), vs, "{}", text);
     }
 }
+
+#[test]
+fn plain_texts_name_the_scalars_whose_value_lost_their_text() {
+    let docs = crate::parse_documents_with_plain_texts(
+        "---\n~\n---\na:\n  n: ~\n  e:\n  x: null\n  h: 0x1F\n  s: text\n  l: [1.50, 2, \"q\"]\n",
+    )
+    .unwrap();
+    assert_eq!(docs.len(), 1, "the null document is dropped with its texts");
+    let (value, texts) = &docs[0];
+    assert_eq!(value["a"]["h"], 31);
+    let key = |k: &str| crate::PathStep::Key(k.to_string());
+    let found: Vec<(Vec<crate::PathStep>, &str)> = texts
+        .iter()
+        .map(|t| (t.path.clone(), t.text.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        vec![
+            (vec![key("a"), key("n")], "~"),
+            (vec![key("a"), key("e")], ""),
+            (vec![key("a"), key("x")], "null"),
+            (vec![key("a"), key("h")], "0x1F"),
+            (vec![key("a"), key("l"), crate::PathStep::Index(0)], "1.50"),
+            (vec![key("a"), key("l"), crate::PathStep::Index(1)], "2"),
+        ]
+    );
+}

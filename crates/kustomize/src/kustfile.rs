@@ -628,6 +628,39 @@ impl Kustomization {
         Ok(kustomization)
     }
 
+    /// Parses a kustomization file as Flux's kustomize-controller reads the one at the root of
+    /// its build before it lays the Kustomization's fields over it and hands the result to
+    /// kustomize: the first YAML document, read as go-yaml v2 reads it (YAML 1.1), decoded
+    /// leniently (unknown fields are dropped, numbers and booleans given for strings become
+    /// text), and not refused when it sets nothing.
+    pub fn parse_as_flux(text: &str, file: &str) -> Result<Self, KustfileError> {
+        let docs = goyaml::parse_documents_yaml11(first_document(text)).map_err(|e| {
+            KustfileError::Syntax {
+                file: file.to_string(),
+                message: e.to_string(),
+            }
+        })?;
+        let value = docs
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| Value::Object(Default::default()));
+        if !value.is_object() {
+            return Err(KustfileError::Syntax {
+                file: file.to_string(),
+                message: "expected a map of kustomization fields".to_string(),
+            });
+        }
+        let value = go_json_nulls(canonical_field_names(value), false);
+        let mut kustomization: Kustomization = crate::gojson::from_value(&value, Mode::LENIENT)
+            .map_err(|e| KustfileError::Schema {
+                file: file.to_string(),
+                message: describe_schema_error(&e),
+            })?;
+        kustomization.check_kind(file)?;
+        kustomization.fold_deprecated_fields();
+        Ok(kustomization)
+    }
+
     /// Whether this file declares a Component.
     pub fn kustomization_kind(&self) -> KustomizationKind {
         if self.kind == "Component" {

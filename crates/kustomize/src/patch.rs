@@ -13,7 +13,7 @@ use super::kustfile::{Patch, PatchArgs, Selector};
 use super::loader::{LoadError, Loader, escape_name};
 use super::resource::{ResId, ResMap, Resource};
 use super::selector::{SelectorError, select};
-use super::smp::{SmpError, strategic_merge_with};
+use super::smp::{SmpError, drop_empty_nulls, strategic_merge_with};
 use super::smp_schema::SchemaSet;
 
 /// Why a patch could not be loaded or applied.
@@ -418,6 +418,8 @@ fn apply_smp_to_resource(
         resource.remember_id();
     }
     let gvk = resource.gvk();
+    let empty_nulls = std::mem::take(&mut resource.empty_nulls);
+    drop_empty_nulls(&mut resource.obj, &empty_nulls, &gvk, schemas);
     strategic_merge_with(&mut resource.obj, patch, &gvk, schemas).map_err(|source_err| {
         PatchError::Smp {
             patch: source.to_string(),

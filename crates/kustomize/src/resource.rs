@@ -4,6 +4,7 @@
 
 use std::collections::HashSet;
 
+use goyaml::PathStep;
 use serde_json::{Map, Value};
 
 /// A Kubernetes object as an order-preserving JSON map.
@@ -302,6 +303,9 @@ pub struct Resource {
     /// Names of the vars whose `objref` matched this resource in the kustomization that
     /// declared them (kustomize binds a var to its object layer by layer).
     pub ref_var_names: Vec<String>,
+    /// Fields written with no value (`replicas:` and nothing after it), which kustomize's
+    /// strategic merge drops where a written `null` stays; cleared once a merge ran.
+    pub empty_nulls: Vec<Vec<PathStep>>,
 }
 
 impl Resource {

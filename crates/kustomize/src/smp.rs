@@ -10,6 +10,7 @@
 //!   `$deleteFromPrimitiveList/...`) are not special to kustomize: they are merged like any
 //!   other field.
 
+use goyaml::PathStep;
 use serde_json::{Map, Value};
 
 use super::resource::{Gvk, Object, scalar_text};
@@ -745,6 +746,45 @@ fn append_base(
     Ok(items)
 }
 
+/// Removes the fields at `paths` that hold a null written with no text (`replicas:` and
+/// nothing after it), as kustomize's merge does to every such field it walks: it keeps a null
+/// written as `null` or `~` but drops an empty one. kustomize walks every map of the target
+/// and the elements of lists merged by key, not the elements of other lists, so a path through
+/// a list without merge keys is left alone.
+pub fn drop_empty_nulls(
+    target: &mut Object,
+    paths: &[Vec<PathStep>],
+    gvk: &Gvk,
+    schemas: SchemaSet<'_>,
+) {
+    let schema = schemas.for_kind(&gvk.api_version(), &gvk.kind);
+    for path in paths {
+        drop_empty_null(target, path, schema);
+    }
+}
+
+/// [`drop_empty_nulls`] for one path from the map `node`.
+fn drop_empty_null(node: &mut Object, path: &[PathStep], schema: Schema<'_>) {
+    let Some((PathStep::Key(name), rest)) = path.split_first() else {
+        return;
+    };
+    let schema = schema.field(name);
+    match (node.get_mut(name), rest) {
+        (Some(Value::Null), []) => {
+            node.shift_remove(name);
+        }
+        (Some(Value::Object(map)), _) => drop_empty_null(map, rest, schema),
+        (Some(Value::Array(items)), [PathStep::Index(index), rest @ ..]) => {
+            if schema.merge_keys().is_some()
+                && let Some(Value::Object(map)) = items.get_mut(*index)
+            {
+                drop_empty_null(map, rest, schema.elements());
+            }
+        }
+        _ => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1050,5 +1090,68 @@ mod tests {
             holder["spec"]["widget"]["spec"]["parts"],
             serde_json::json!([{"id": "z"}, {"id": "a"}])
         );
+    }
+
+    #[test]
+    fn empty_nulls_are_dropped_where_the_merge_walks_and_kept_elsewhere() {
+        let mut target = obj(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\n\
+            spec: {replicas: null, template: {spec: {affinity: {nodeAffinity: {a: null}},\
+            containers: [{name: c, args: null}], hostAliases: [{ip: null}]}}}\n",
+        );
+        let key = |k: &str| PathStep::Key(k.to_string());
+        let spec =
+            |rest: Vec<PathStep>| [vec![key("spec"), key("template"), key("spec")], rest].concat();
+        let paths = vec![
+            vec![key("spec"), key("replicas")],
+            spec(vec![key("affinity"), key("nodeAffinity"), key("a")]),
+            // containers are merged by name: their elements are walked.
+            spec(vec![key("containers"), PathStep::Index(0), key("args")]),
+            // hostAliases are merged by ip: walked too, but the path may also run out.
+            spec(vec![key("hostAliases"), PathStep::Index(3), key("ip")]),
+            // a path to a field that is not null is left alone.
+            vec![key("metadata"), key("name")],
+        ];
+        let gvk = Gvk {
+            group: "apps".into(),
+            version: "v1".into(),
+            kind: "Deployment".into(),
+        };
+        drop_empty_nulls(&mut target, &paths, &gvk, SchemaSet::builtin());
+        let value = Value::Object(target);
+        assert!(value["spec"].get("replicas").is_none());
+        assert_eq!(
+            value["spec"]["template"]["spec"]["affinity"]["nodeAffinity"],
+            serde_json::json!({})
+        );
+        assert!(
+            value["spec"]["template"]["spec"]["containers"][0]
+                .get("args")
+                .is_none()
+        );
+        assert_eq!(
+            value["spec"]["template"]["spec"]["hostAliases"][0]["ip"],
+            Value::Null
+        );
+        assert_eq!(value["metadata"]["name"], "web");
+    }
+
+    #[test]
+    fn empty_nulls_inside_lists_without_merge_keys_stay() {
+        let mut target = obj("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n\
+            other: {list: [{a: null}]}\n");
+        let paths = vec![vec![
+            PathStep::Key("other".into()),
+            PathStep::Key("list".into()),
+            PathStep::Index(0),
+            PathStep::Key("a".into()),
+        ]];
+        let gvk = Gvk {
+            group: String::new(),
+            version: "v1".into(),
+            kind: "ConfigMap".into(),
+        };
+        drop_empty_nulls(&mut target, &paths, &gvk, SchemaSet::builtin());
+        assert_eq!(target["other"]["list"][0]["a"], Value::Null);
     }
 }

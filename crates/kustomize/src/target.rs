@@ -141,8 +141,11 @@ pub fn build_kustomization(
     let mut objects: Vec<Object> = acc.resmap.into_vec().into_iter().map(|r| r.obj).collect();
     for obj in &mut objects {
         rewrite_annotations(obj);
-        obj.sort_keys();
-        obj.values_mut().for_each(yaml::sort_keys);
+        let mut value = Value::Object(std::mem::take(obj));
+        yaml::sort_keys(&mut value);
+        if let Value::Object(sorted) = value {
+            *obj = sorted;
+        }
     }
     Ok(objects)
 }
@@ -276,6 +279,22 @@ fn resolve_dir(loader: &Loader, dir: &Path) -> Result<PathBuf, BuildError> {
 
 /// Loads the one kustomization file of `dir`.
 pub fn load_kustomization(loader: &Loader, dir: &Path) -> Result<Kustomization, BuildError> {
+    let (text, file) = read_kustomization(loader, dir)?;
+    Ok(Kustomization::parse(&text, &file)?)
+}
+
+/// Loads the kustomization file of `dir` as Flux reads the one at the root of its build (see
+/// [`Kustomization::parse_as_flux`]).
+pub fn load_kustomization_as_flux(
+    loader: &Loader,
+    dir: &Path,
+) -> Result<Kustomization, BuildError> {
+    let (text, file) = read_kustomization(loader, dir)?;
+    Ok(Kustomization::parse_as_flux(&text, &file)?)
+}
+
+/// The text of the one kustomization file of `dir`, and the name it is shown by.
+fn read_kustomization(loader: &Loader, dir: &Path) -> Result<(String, String), BuildError> {
     let found: Vec<&str> = KUSTOMIZATION_FILE_NAMES
         .iter()
         .copied()
@@ -297,8 +316,7 @@ pub fn load_kustomization(loader: &Loader, dir: &Path) -> Result<Kustomization, 
         }
     };
     let text = loader.read_text(dir, name)?;
-    let file = loader.display(&dir.join(name));
-    Ok(Kustomization::parse(&text, &file)?)
+    Ok((text, loader.display(&dir.join(name))))
 }
 
 /// Whether a `resources`/`components` entry names a remote base.
@@ -887,20 +905,31 @@ fn plugin_kind(config: &Object, here: &str) -> Result<String, BuildError> {
 /// Parses a resource file: every document must be an object with a kind and a name; List
 /// kinds are expanded into their items.
 pub fn parse_resources(text: &str, file: &str) -> Result<Vec<Resource>, BuildError> {
-    let docs = yaml::parse_documents(text).map_err(|e| BuildError::Resource {
+    let docs = yaml::parse_documents_with_plain_texts(text).map_err(|e| BuildError::Resource {
         file: file.to_string(),
         message: e.to_string(),
     })?;
-    objects_to_resources(docs, file)
+    written_objects_to_resources(docs, file)
 }
 
 fn objects_to_resources(docs: Vec<Value>, file: &str) -> Result<Vec<Resource>, BuildError> {
+    let docs = docs.into_iter().map(|doc| (doc, Vec::new())).collect();
+    written_objects_to_resources(docs, file)
+}
+
+/// Resources of documents read with the text of their plain scalars (see
+/// [`yaml::PlainText`]): kustomize keeps an annotation's text as written (`0x1F`, `~`, an
+/// empty value) and drops fields written with no value when it merges a patch.
+fn written_objects_to_resources(
+    docs: Vec<(Value, Vec<yaml::PlainText>)>,
+    file: &str,
+) -> Result<Vec<Resource>, BuildError> {
     let invalid = |message: String| BuildError::Resource {
         file: file.to_string(),
         message,
     };
     let mut out = Vec::new();
-    for (index, doc) in docs.into_iter().enumerate() {
+    for (index, (doc, texts)) in docs.into_iter().enumerate() {
         let Value::Object(obj) = doc else {
             return Err(invalid(format!("document {index} is not a map of fields")));
         };
@@ -915,13 +944,19 @@ fn objects_to_resources(docs: Vec<Value>, file: &str) -> Result<Vec<Resource>, B
                 .and_then(Value::as_array)
                 .cloned()
                 .unwrap_or_default();
-            out.extend(objects_to_resources(items, file)?);
+            let items = items
+                .into_iter()
+                .enumerate()
+                .map(|(i, item)| (item, texts_under(&texts, i)))
+                .collect();
+            out.extend(written_objects_to_resources(items, file)?);
             continue;
         }
         if kind.is_empty() {
             return Err(invalid(format!("missing kind in document {index}")));
         }
         let mut resource = Resource::new(obj);
+        keep_written_texts(&mut resource, texts);
         stringify_annotations(&mut resource);
         if resource.name().is_empty() {
             return Err(invalid(format!(
@@ -931,6 +966,42 @@ fn objects_to_resources(docs: Vec<Value>, file: &str) -> Result<Vec<Resource>, B
         out.push(resource);
     }
     Ok(out)
+}
+
+/// The texts of the `index`th element of a List's `items`, from that element.
+fn texts_under(texts: &[yaml::PlainText], index: usize) -> Vec<yaml::PlainText> {
+    let prefix = [
+        yaml::PathStep::Key("items".to_string()),
+        yaml::PathStep::Index(index),
+    ];
+    texts
+        .iter()
+        .filter(|t| t.path.starts_with(&prefix))
+        .map(|t| yaml::PlainText {
+            path: t.path[prefix.len()..].to_vec(),
+            text: t.text.clone(),
+        })
+        .collect()
+}
+
+/// Annotations written as non-strings take their text as written (`0x1F` stays "0x1F", an
+/// empty value is ""), and fields written with no value are remembered for the merge.
+fn keep_written_texts(resource: &mut Resource, texts: Vec<yaml::PlainText>) {
+    for written in texts {
+        if let [
+            yaml::PathStep::Key(metadata),
+            yaml::PathStep::Key(annotations),
+            yaml::PathStep::Key(key),
+        ] = written.path.as_slice()
+            && metadata == "metadata"
+            && annotations == "annotations"
+        {
+            let key = key.clone();
+            resource.set_metadata_entry("annotations", &key, &written.text);
+        } else if written.text.is_empty() {
+            resource.empty_nulls.push(written.path);
+        }
+    }
 }
 
 /// Annotation values are strings: kustomize reads `port: 8080` or `happy: true` under

@@ -93,6 +93,7 @@ fn combine(old: &Resource, mut new: Resource, merge_data: bool) -> Resource {
         name_prefixes: old.name_prefixes.clone(),
         name_suffixes: old.name_suffixes.clone(),
         ref_var_names: old.ref_var_names.clone(),
+        empty_nulls: Vec::new(),
     }
 }
 
