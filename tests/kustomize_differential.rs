@@ -67,6 +67,7 @@ fixtures! {
     crds => "crds",
     empty_metadata => "empty-metadata",
     typed_metadata => "typed-metadata",
+    written_scalars => "written-scalars",
     generators => "generators",
     kustomization_field_case => "kustomization-field-case",
     kustomization_null_fields => "kustomization-null-fields",

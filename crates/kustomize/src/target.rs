@@ -984,11 +984,14 @@ fn texts_under(texts: &[yaml::PlainText], index: usize) -> Vec<yaml::PlainText> 
         .collect()
 }
 
-/// Annotations written as non-strings take their text as written (`0x1F` stays "0x1F", an
-/// empty value is ""), and fields written with no value are remembered for the merge.
+/// Annotations written as non-strings take their text as written (`0x1F` stays "0x1F"), and
+/// fields written with no value are remembered for the merge, which drops them (annotations
+/// too: one that survives comes out "").
 fn keep_written_texts(resource: &mut Resource, texts: Vec<yaml::PlainText>) {
     for written in texts {
-        if let [
+        if written.text.is_empty() {
+            resource.empty_nulls.push(written.path);
+        } else if let [
             yaml::PathStep::Key(metadata),
             yaml::PathStep::Key(annotations),
             yaml::PathStep::Key(key),
@@ -998,8 +1001,6 @@ fn keep_written_texts(resource: &mut Resource, texts: Vec<yaml::PlainText>) {
         {
             let key = key.clone();
             resource.set_metadata_entry("annotations", &key, &written.text);
-        } else if written.text.is_empty() {
-            resource.empty_nulls.push(written.path);
         }
     }
 }
@@ -1012,10 +1013,8 @@ fn stringify_annotations(resource: &mut Resource) {
         return;
     };
     if let Some(Value::Object(map)) = meta.get_mut("annotations") {
-        for value in map.values_mut() {
-            if !value.is_string() {
-                *value = Value::String(scalar_text(value));
-            }
+        for value in map.values_mut().filter(|v| !v.is_string() && !v.is_null()) {
+            *value = Value::String(scalar_text(value));
         }
     }
 }
@@ -1043,7 +1042,12 @@ fn rewrite_annotations(obj: &mut Object) {
         Some(Value::Null) => true,
         Some(Value::Object(annotations)) => {
             for value in annotations.values_mut().filter(|v| !v.is_string()) {
-                *value = Value::String(scalar_text(value));
+                let text = if value.is_null() {
+                    String::new()
+                } else {
+                    scalar_text(value)
+                };
+                *value = Value::String(text);
             }
             annotations.is_empty()
         }
@@ -1101,7 +1105,7 @@ mod tests {
         rewrite_annotations(&mut obj);
         assert_eq!(
             obj["metadata"]["annotations"],
-            serde_json::json!({"flag": "true", "port": "8080", "ratio": "1.5", "none": "null", "s": "x"})
+            serde_json::json!({"flag": "true", "port": "8080", "ratio": "1.5", "none": "", "s": "x"})
         );
         assert_eq!(
             obj["metadata"]["labels"],
