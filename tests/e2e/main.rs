@@ -1119,8 +1119,14 @@ async fn bad_input_is_refused_with_a_clear_condition_and_nothing_applied() {
             ("deploy/a.yaml", &config_map(ns, "a", "1")),
             (
                 "overlay/kustomization.yaml",
-                "resources: [../deploy]\nnamePrefx: x-\n",
+                "resources: [base]\nnamePrefx: dropped-as-flux-drops-it-\n",
             ),
+            // A base is read by kustomize itself, strictly: the typo is refused there.
+            (
+                "overlay/base/kustomization.yaml",
+                "resources: [cm.yaml]\nnamePrefx: x-\n",
+            ),
+            ("overlay/base/cm.yaml", &config_map(ns, "o", "1")),
             ("dup/one.yaml", &config_map(ns, "d", "1")),
             ("dup/two.yaml", &config_map(ns, "d", "2")),
         ],
@@ -1143,7 +1149,7 @@ async fn bad_input_is_refused_with_a_clear_condition_and_nothing_applied() {
             "overlay",
             json!({"path": "./overlay"}),
             "BuildFailed",
-            "overlay/kustomization.yaml: invalid Kustomization: unknown field `namePrefx`",
+            "overlay/base/kustomization.yaml: invalid Kustomization: unknown field `namePrefx`",
         ),
         (
             "duplicate",

@@ -195,18 +195,7 @@ fn go_g_float32(f: f64) -> String {
             exponent.unsigned_abs()
         );
     }
-    let point = exponent + 1;
-    if point <= 0 {
-        let zeros = "0".repeat(point.unsigned_abs() as usize);
-        format!("{sign}0.{zeros}{digits}")
-    } else {
-        let point = point as usize;
-        if digits.len() <= point {
-            format!("{sign}{digits}{}", "0".repeat(point - digits.len()))
-        } else {
-            format!("{sign}{}.{}", &digits[..point], &digits[point..])
-        }
-    }
+    format!("{sign}{}", crate::hash::plain_notation(&digits, exponent))
 }
 
 /// A whole float as an integer, as the JSON Go writes for it reads back.

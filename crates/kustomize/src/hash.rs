@@ -200,7 +200,7 @@ pub(crate) fn go_number(n: &serde_json::Number) -> String {
 }
 
 /// `digits` (d.ddd × 10^exponent) written without an exponent.
-fn plain_notation(digits: &str, exponent: i32) -> String {
+pub(crate) fn plain_notation(digits: &str, exponent: i32) -> String {
     let point = exponent + 1; // digits before the decimal point
     if point <= 0 {
         let zeros = "0".repeat(point.unsigned_abs() as usize);

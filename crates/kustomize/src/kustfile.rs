@@ -594,38 +594,17 @@ impl Kustomization {
     /// and `kind` is refused as empty, before they are checked; the deprecated fields are
     /// folded into their successors.
     pub fn parse(text: &str, file: &str) -> Result<Self, KustfileError> {
-        let docs = goyaml::parse_documents_last_key_wins(first_document(text)).map_err(|e| {
-            KustfileError::Syntax {
-                file: file.to_string(),
-                message: e.to_string(),
-            }
-        })?;
-        let value = docs
-            .into_iter()
-            .next()
-            .unwrap_or_else(|| Value::Object(Default::default()));
-        if !value.is_object() {
-            return Err(KustfileError::Syntax {
-                file: file.to_string(),
-                message: "expected a map of kustomization fields".to_string(),
-            });
-        }
-        let value = go_json_nulls(canonical_field_names(value), false);
-        let mut kustomization: Kustomization =
-            crate::gojson::from_value(&value, Mode::KUSTOMIZATION).map_err(|e| {
-                KustfileError::Schema {
-                    file: file.to_string(),
-                    message: describe_schema_error(&e),
-                }
-            })?;
+        let (kustomization, value) = Self::decode(
+            file,
+            goyaml::parse_documents_last_key_wins(first_document(text)),
+            Mode::KUSTOMIZATION,
+        )?;
         if value.as_object().is_some_and(sets_no_field) {
             return Err(KustfileError::Empty {
                 file: file.to_string(),
             });
         }
-        kustomization.check_kind(file)?;
-        kustomization.fold_deprecated_fields();
-        Ok(kustomization)
+        kustomization.checked(file)
     }
 
     /// Parses a kustomization file as Flux's kustomize-controller reads the one at the root of
@@ -634,11 +613,24 @@ impl Kustomization {
     /// leniently (unknown fields are dropped, numbers and booleans given for strings become
     /// text), and not refused when it sets nothing.
     pub fn parse_as_flux(text: &str, file: &str) -> Result<Self, KustfileError> {
-        let docs = goyaml::parse_documents_yaml11(first_document(text)).map_err(|e| {
-            KustfileError::Syntax {
-                file: file.to_string(),
-                message: e.to_string(),
-            }
+        let (kustomization, _) = Self::decode(
+            file,
+            goyaml::parse_documents_yaml11(first_document(text)),
+            Mode::LENIENT,
+        )?;
+        kustomization.checked(file)
+    }
+
+    /// The first of the parsed documents decoded in `mode`, and the map it was decoded from
+    /// (field names made canonical, nulls as Go's decoder reads them).
+    fn decode(
+        file: &str,
+        docs: Result<Vec<Value>, goyaml::YamlError>,
+        mode: Mode,
+    ) -> Result<(Self, Value), KustfileError> {
+        let docs = docs.map_err(|e| KustfileError::Syntax {
+            file: file.to_string(),
+            message: e.to_string(),
         })?;
         let value = docs
             .into_iter()
@@ -651,14 +643,19 @@ impl Kustomization {
             });
         }
         let value = go_json_nulls(canonical_field_names(value), false);
-        let mut kustomization: Kustomization = crate::gojson::from_value(&value, Mode::LENIENT)
-            .map_err(|e| KustfileError::Schema {
+        let kustomization =
+            crate::gojson::from_value(&value, mode).map_err(|e| KustfileError::Schema {
                 file: file.to_string(),
                 message: describe_schema_error(&e),
             })?;
-        kustomization.check_kind(file)?;
-        kustomization.fold_deprecated_fields();
-        Ok(kustomization)
+        Ok((kustomization, value))
+    }
+
+    /// The kind checked and the deprecated fields folded into their successors.
+    fn checked(mut self, file: &str) -> Result<Self, KustfileError> {
+        self.check_kind(file)?;
+        self.fold_deprecated_fields();
+        Ok(self)
     }
 
     /// Whether this file declares a Component.
