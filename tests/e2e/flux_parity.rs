@@ -273,6 +273,35 @@ async fn applied_kustomization_has_fluxs_status_and_events() {
     assert_eq!(status["history"][0]["totalReconciliations"], 1);
 }
 
+/// `deploy/kustomization.yaml` with no resources, a misspelt field and one generator: Flux
+/// reads the root file leniently and sets `originAnnotations` on it so that kustomize does not
+/// refuse it as empty.
+fn generator_only_root(ns: &str) -> Vec<(String, String)> {
+    vec![(
+        "deploy/kustomization.yaml".to_string(),
+        format!(
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n\
+             namespace: {ns}\nnamePrefx: typo-\nconfigMapGenerator:\n\
+             - name: settings\n  literals: [a=b]\n"
+        ),
+    )]
+}
+
+#[tokio::test]
+async fn root_kustomization_file_is_read_as_flux_reads_it() {
+    let status = assert_same_outcome(
+        "parity-root-file",
+        generator_only_root,
+        json!({}),
+        |status| ready_condition(status) == Some(("True", "ReconciliationSucceeded")),
+    )
+    .await;
+    assert_eq!(
+        status["inventory"]["entries"].as_array().map(Vec::len),
+        Some(1)
+    );
+}
+
 #[tokio::test]
 async fn missing_dependency_has_fluxs_status_and_events() {
     assert_same_outcome(

@@ -22,11 +22,28 @@ pub enum LoadRestrictions {
     None,
 }
 
+/// An I/O error as a reason in a sentence: the operating system's text without Rust's
+/// `(os error N)` suffix, lower-cased as Go prints it (`no such file or directory`).
+pub fn io_reason(error: &std::io::Error) -> String {
+    let text = error.to_string();
+    let text = match text.rfind(" (os error ") {
+        Some(at) if text.ends_with(')') => &text[..at],
+        _ => text.as_str(),
+    };
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) if chars.clone().next().is_some_and(char::is_lowercase) => {
+            first.to_lowercase().chain(chars).collect()
+        }
+        _ => text.to_string(),
+    }
+}
+
 /// Why a path could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
     /// The path does not exist or cannot be read.
-    #[error("{path}: {source}")]
+    #[error("{path}: {}", io_reason(source))]
     Io {
         /// The path as named, relative to the root.
         path: String,
@@ -581,5 +598,15 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(!err.contains('\u{1b}'), "{err:?}");
+    }
+
+    #[test]
+    fn io_errors_read_as_sentences_without_rusts_error_codes() {
+        let missing = std::fs::read("/nonexistent/kustomization.yaml").unwrap_err();
+        assert_eq!(io_reason(&missing), "no such file or directory");
+        let custom = std::io::Error::other("is a directory, not a file");
+        assert_eq!(io_reason(&custom), "is a directory, not a file");
+        let named = std::io::Error::other("URL not allowed");
+        assert_eq!(io_reason(&named), "URL not allowed");
     }
 }
