@@ -177,11 +177,7 @@ fn go_g_float32(f: f64) -> String {
         }
         .to_string();
     }
-    let sci = format!("{single:e}");
-    let (mantissa, exponent) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
-    let exponent: i32 = exponent.parse().unwrap_or(0);
-    let sign = if mantissa.starts_with('-') { "-" } else { "" };
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let (sign, digits, exponent) = crate::hash::shortest_digits(&format!("{single:e}"));
     if !(-4..6).contains(&exponent) {
         let (first, rest) = digits.split_at(1);
         let fraction = if rest.is_empty() {

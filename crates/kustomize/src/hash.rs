@@ -170,13 +170,7 @@ pub(crate) fn go_number(n: &serde_json::Number) -> String {
     if f == 0.0 {
         return if f.is_sign_negative() { "-0" } else { "0" }.to_string();
     }
-    // Shortest round-trip digits and decimal exponent, from Rust's `{:e}`.
-    let sci = format!("{f:e}");
-    let (mantissa, exponent) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
-    let exponent: i32 = exponent.parse().unwrap_or(0);
-    let negative = mantissa.starts_with('-');
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    let sign = if negative { "-" } else { "" };
+    let (sign, digits, exponent) = shortest_digits(&format!("{f:e}"));
     let abs = f.abs();
     if (1e-6..1e21).contains(&abs) {
         format!("{sign}{}", plain_notation(&digits, exponent))
@@ -197,6 +191,15 @@ pub(crate) fn go_number(n: &serde_json::Number) -> String {
         };
         format!("{sign}{first}{fraction}e{exp_sign}{exp_text}")
     }
+}
+
+/// The sign, shortest round-trip digits and decimal exponent of a float, from the text of
+/// Rust's `{:e}` (which gives the shortest digits for f32 and f64 alike).
+pub(crate) fn shortest_digits(scientific: &str) -> (&'static str, String, i32) {
+    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((scientific, "0"));
+    let sign = if mantissa.starts_with('-') { "-" } else { "" };
+    let digits = mantissa.chars().filter(char::is_ascii_digit).collect();
+    (sign, digits, exponent.parse().unwrap_or(0))
 }
 
 /// `digits` (d.ddd × 10^exponent) written without an exponent.
