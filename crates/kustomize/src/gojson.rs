@@ -179,15 +179,10 @@ fn go_g_float32(f: f64) -> String {
     }
     let (sign, digits, exponent) = crate::hash::shortest_digits(&format!("{single:e}"));
     if !(-4..6).contains(&exponent) {
-        let (first, rest) = digits.split_at(1);
-        let fraction = if rest.is_empty() {
-            String::new()
-        } else {
-            format!(".{rest}")
-        };
         let exp_sign = if exponent < 0 { '-' } else { '+' };
         return format!(
-            "{sign}{first}{fraction}e{exp_sign}{:02}",
+            "{sign}{}e{exp_sign}{:02}",
+            crate::hash::mantissa(&digits),
             exponent.unsigned_abs()
         );
     }

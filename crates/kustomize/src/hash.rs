@@ -175,12 +175,6 @@ pub(crate) fn go_number(n: &serde_json::Number) -> String {
     if (1e-6..1e21).contains(&abs) {
         format!("{sign}{}", plain_notation(&digits, exponent))
     } else {
-        let (first, rest) = digits.split_at(1);
-        let fraction = if rest.is_empty() {
-            String::new()
-        } else {
-            format!(".{rest}")
-        };
         let exp_sign = if exponent < 0 { '-' } else { '+' };
         let exp_abs = exponent.unsigned_abs();
         // Go pads the exponent to two digits, then json strips the pad of `e-0X`.
@@ -189,7 +183,7 @@ pub(crate) fn go_number(n: &serde_json::Number) -> String {
         } else {
             exp_abs.to_string()
         };
-        format!("{sign}{first}{fraction}e{exp_sign}{exp_text}")
+        format!("{sign}{}e{exp_sign}{exp_text}", mantissa(&digits))
     }
 }
 
@@ -200,6 +194,14 @@ pub(crate) fn shortest_digits(scientific: &str) -> (&'static str, String, i32) {
     let sign = if mantissa.starts_with('-') { "-" } else { "" };
     let digits = mantissa.chars().filter(char::is_ascii_digit).collect();
     (sign, digits, exponent.parse().unwrap_or(0))
+}
+
+/// `digits` as the mantissa of exponent notation: `d` or `d.ddd`.
+pub(crate) fn mantissa(digits: &str) -> String {
+    match digits.split_at_checked(1) {
+        Some((first, rest)) if !rest.is_empty() => format!("{first}.{rest}"),
+        _ => digits.to_string(),
+    }
 }
 
 /// `digits` (d.ddd × 10^exponent) written without an exponent.
