@@ -99,6 +99,14 @@ pub struct ControllerFlags {
     #[arg(long, default_value = "")]
     pub default_kubeconfig_service_account: String,
 
+    /// Allow the `user.exec` section in kubeconfigs provided for remote apply.
+    #[arg(long, default_value_t = false, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub insecure_kubeconfig_exec: bool,
+
+    /// Allow kubeconfigs provided for remote apply to disable TLS verification.
+    #[arg(long, default_value_t = false, action = ArgAction::Set, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub insecure_kubeconfig_tls: bool,
+
     /// Secret holding age keys used when a Kustomization has no decryption secretRef.
     #[arg(long, default_value = "")]
     pub sops_age_secret: String,
@@ -161,14 +169,14 @@ impl ControllerFlags {
     /// Refuses flags whose behaviour is not built, so that nothing is silently ignored.
     pub fn validate(&self) -> Result<(), UnsupportedFlag> {
         let refuse = |flag, why| Err(UnsupportedFlag { flag, why });
-        if !self.default_service_account.is_empty() {
-            return refuse("default-service-account", "service account impersonation");
-        }
         if !self.default_decryption_service_account.is_empty() {
             return refuse("default-decryption-service-account", "SOPS decryption");
         }
         if !self.default_kubeconfig_service_account.is_empty() {
-            return refuse("default-kubeconfig-service-account", "remote clusters");
+            return refuse(
+                "default-kubeconfig-service-account",
+                "remote clusters through spec.kubeConfig.configMapRef",
+            );
         }
         if let Some(gate) = self.feature_gates.enabled_unsupported().next() {
             return refuse("feature-gates", gate);
@@ -342,10 +350,21 @@ mod tests {
 
     #[test]
     fn unbuilt_behaviour_is_refused_by_name() {
-        let flags = parse(&["--default-service-account=deployer"]).unwrap();
+        let flags = parse(&["--default-kubeconfig-service-account=deployer"]).unwrap();
         let err = flags.validate().unwrap_err();
-        assert_eq!(err.flag, "default-service-account");
-        assert!(err.to_string().contains("--default-service-account"));
+        assert_eq!(err.flag, "default-kubeconfig-service-account");
+        assert!(
+            err.to_string()
+                .contains("--default-kubeconfig-service-account")
+        );
+        let flags = parse(&[
+            "--default-service-account=deployer",
+            "--insecure-kubeconfig-exec",
+            "--insecure-kubeconfig-tls=true",
+        ])
+        .unwrap();
+        assert!(flags.validate().is_ok());
+        assert!(flags.insecure_kubeconfig_exec && flags.insecure_kubeconfig_tls);
         let flags = parse(&[
             "--override-manager=kubectl-edit",
             "--override-manager=a,b",

@@ -11,6 +11,7 @@
 pub mod api;
 pub mod apply;
 pub mod client;
+pub mod cluster;
 pub mod controller;
 pub mod flags;
 pub mod health;

@@ -12,8 +12,8 @@ use tokio::sync::Semaphore;
 use super::events::EventSink;
 use super::interrupts::Interrupts;
 use crate::api::Kustomization;
-use crate::apply::{AppliedObjects, LiveVersions};
-use crate::health::wait::HealthWatches;
+use crate::apply::AppliedObjects;
+use crate::cluster::{ClusterKey, Clusters};
 use crate::metrics::Metrics;
 use crate::source::ArtifactFetcher;
 
@@ -68,8 +68,10 @@ pub struct Settings {
 /// State shared by all reconciles. Nothing in it is mutated by a reconcile except the
 /// per-object failure counts used for error backoff.
 pub struct Context {
-    /// Client for the controller's own objects and for applying.
+    /// Client for the controller's own objects (Kustomizations, sources, Secrets, events).
     pub client: Client,
+    /// Clients for applying: the controller's own, impersonating ones and remote ones.
+    pub clusters: Clusters,
     /// Downloads source artifacts.
     pub fetcher: ArtifactFetcher,
     /// Records events.
@@ -78,24 +80,22 @@ pub struct Context {
     pub metrics: Metrics,
     /// Settings from the flags.
     pub settings: Settings,
-    /// The watches health checks share.
-    pub health_watches: HealthWatches,
     /// Health checks a new reconcile request may cancel.
     pub interrupts: std::sync::Arc<Interrupts>,
     /// Permits for the working part of a reconcile (`--concurrent`).
     pub work_permits: std::sync::Arc<Semaphore>,
     /// The watch cache of Kustomizations (dependency cycles are looked for in it).
     pub kustomizations: Store<Kustomization>,
-    /// The versions of managed objects, from one metadata watch per kind applied.
-    pub live_versions: std::sync::Arc<LiveVersions>,
     failures: Mutex<HashMap<ObjectRef<Kustomization>, u32>>,
-    applied: Mutex<HashMap<ObjectRef<Kustomization>, AppliedObjects>>,
+    applied: Mutex<HashMap<ObjectRef<Kustomization>, (ClusterKey, AppliedObjects)>>,
 }
 
 impl Context {
     /// A context for reconciles.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         client: Client,
+        clusters: Clusters,
         fetcher: ArtifactFetcher,
         events: EventSink,
         metrics: Metrics,
@@ -105,8 +105,7 @@ impl Context {
     ) -> Self {
         Context {
             kustomizations,
-            health_watches: HealthWatches::new(client.clone()),
-            live_versions: LiveVersions::new(client.clone()),
+            clusters,
             work_permits: std::sync::Arc::new(Semaphore::new(settings.concurrent.max(1))),
             interrupts,
             client,
@@ -119,23 +118,26 @@ impl Context {
         }
     }
 
-    /// What the last apply of `ks` recorded of its objects (taken: a reconcile that fails
-    /// before its apply leaves nothing behind that could be stale).
-    pub fn take_applied(&self, ks: &Kustomization) -> AppliedObjects {
+    /// What the last apply of `ks` on `cluster` recorded of its objects (taken: a reconcile
+    /// that fails before its apply leaves nothing behind that could be stale). Records made
+    /// on another cluster or as another identity are dropped.
+    pub fn take_applied(&self, ks: &Kustomization, cluster: &ClusterKey) -> AppliedObjects {
         self.applied
             .lock()
             .ok()
             .and_then(|mut applied| applied.remove(&ObjectRef::from_obj(ks)))
+            .filter(|(key, _)| key == cluster)
+            .map(|(_, records)| records)
             .unwrap_or_default()
     }
 
-    /// Keeps what an apply of `ks` recorded, for its next reconcile.
-    pub fn put_applied(&self, ks: &Kustomization, records: AppliedObjects) {
+    /// Keeps what an apply of `ks` on `cluster` recorded, for its next reconcile.
+    pub fn put_applied(&self, ks: &Kustomization, cluster: &ClusterKey, records: AppliedObjects) {
         if let Ok(mut applied) = self.applied.lock() {
             if records.is_empty() {
                 applied.remove(&ObjectRef::from_obj(ks));
             } else {
-                applied.insert(ObjectRef::from_obj(ks), records);
+                applied.insert(ObjectRef::from_obj(ks), (cluster.clone(), records));
             }
         }
     }

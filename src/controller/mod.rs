@@ -34,6 +34,7 @@ use crate::api::names::{
     RECONCILE_REQUESTED_AT_ANNOTATION, RECONCILE_WATCH_ENABLED, RECONCILE_WATCH_LABEL,
 };
 use crate::api::source::{DEFAULT_SOURCE_VERSION, artifact_of};
+use crate::cluster::{ClusterSettings, Clusters, KubeConfigPolicy};
 use crate::flags::ControllerFlags;
 use crate::http::{self, Readiness};
 use crate::leader::{self, Candidate};
@@ -68,7 +69,8 @@ pub enum RunError {
 /// Runs the controller until SIGTERM or SIGINT.
 pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
     let config = kube::Config::infer().await?;
-    let client = crate::client::build(config, flags.kube_api_qps, flags.kube_api_burst).await?;
+    let client =
+        crate::client::build(config.clone(), flags.kube_api_qps, flags.kube_api_burst).await?;
     let metrics = Metrics::default();
     let readiness = Readiness::default();
     http::serve_probes(&flags.health_addr, readiness.clone()).await?;
@@ -140,8 +142,22 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
         settings.cancel_health_check_on_new_revision,
     ));
     let (kustomizations, cache_writer) = reflector::store();
+    let clusters = Clusters::new(
+        client.clone(),
+        config,
+        ClusterSettings {
+            default_service_account: flags.default_service_account.clone(),
+            kubeconfig_policy: KubeConfigPolicy {
+                allow_exec: flags.insecure_kubeconfig_exec,
+                allow_insecure_tls: flags.insecure_kubeconfig_tls,
+            },
+            qps: flags.kube_api_qps,
+            burst: flags.kube_api_burst,
+        },
+    );
     let context = Arc::new(Context::new(
         client.clone(),
+        clusters,
         fetcher,
         events,
         metrics,

@@ -31,6 +31,7 @@ use crate::apply::{
     Action, AppliedObjects, Applier, ApplyError, ApplyOptions, ChangeSet, IgnoreRules, ObjectId,
     Owner, stale_objects,
 };
+use crate::cluster::TargetCluster;
 use crate::health::cel::HealthCheckExprs;
 use crate::health::wait::{Target, WaitError, WaitOptions};
 use crate::manifest::Object;
@@ -53,6 +54,9 @@ pub enum ReconcileError {
     /// Objects could not be pruned during finalization.
     #[error("finalizing failed: {0}")]
     Finalize(#[from] ApplyError),
+    /// No client could be made to prune with during finalization.
+    #[error("finalizing failed: {0}")]
+    FinalizeClient(#[from] crate::cluster::ClusterError),
 }
 
 /// The prefix Flux gives errors that no retry can fix.
@@ -374,7 +378,6 @@ async fn run_pipeline(
 ) -> Result<(), Failure> {
     let exprs = HealthCheckExprs::new(ks.spec.health_check_exprs.as_deref().unwrap_or(&[]))
         .map_err(|e| Failure::terminal(reason::INVALID_CEL_EXPRESSION, e))?;
-    refuse_unsupported_fields(ks)?;
     let artifact = get_artifact(ks, ctx).await?;
     let revision = artifact.revision.clone();
     run.revision = Some(revision.clone());
@@ -410,6 +413,7 @@ async fn run_pipeline(
     let dir = build_dir(ks, workdir.path())?;
     status.last_attempted_revision = Some(revision.clone());
     status::mark_step(ks, status, &with_timeout("Building manifests"));
+    let cluster = target_cluster(ks, ctx).await?;
     let keys = decryption_keys(ks, ctx).await?;
     // The build masks what it decrypted out of its own errors; from here on, every failure
     // is masked with `secrets` before it is reported.
@@ -442,6 +446,7 @@ async fn run_pipeline(
         status,
         run,
         Applying {
+            cluster: &cluster,
             objects,
             exprs: &exprs,
             timeout,
@@ -466,6 +471,7 @@ async fn run_pipeline(
 
 /// What the apply, prune and health stages work on.
 struct Applying<'a> {
+    cluster: &'a TargetCluster,
     objects: Vec<Object>,
     exprs: &'a HealthCheckExprs,
     timeout: Duration,
@@ -483,6 +489,7 @@ async fn apply_prune_and_check(
     applying: Applying<'_>,
 ) -> Result<(), Failure> {
     let Applying {
+        cluster,
         objects,
         exprs,
         timeout,
@@ -494,16 +501,16 @@ async fn apply_prune_and_check(
     refuse_encrypted_secrets(&objects)?;
     let jobs_with_ttl = jobs_with_ttl(&objects);
     let applier = Applier::new(
-        ctx.client.clone(),
+        cluster.client.clone(),
         owner(ks),
         ctx.settings.concurrent_ssa,
-        apply_options(ks, ctx)?,
+        apply_options(ks, ctx, cluster)?,
         timeout,
-        ctx.take_applied(ks),
+        ctx.take_applied(ks, &cluster.key),
     );
     let applied = apply(&applier, objects, timeout).await;
     // Each record is a fact about one object, kept whether the apply succeeded or not.
-    ctx.put_applied(ks, applier.take_records());
+    ctx.put_applied(ks, &cluster.key, applier.take_records());
     let changes = applied?;
     tracing::debug!(kustomization = %ks.name_any(), namespace = ks.namespace().unwrap_or_default(), objects = changes.0.len(), unchanged_by_watch = applier.confirmed_by_watch(), "objects confirmed unchanged by their watched resourceVersion, without a request");
     if !changes.0.is_empty() {
@@ -554,6 +561,7 @@ async fn apply_prune_and_check(
         ctx,
         status,
         HealthCheck {
+            cluster,
             applier: &applier,
             changes: &changes,
             jobs_with_ttl,
@@ -633,23 +641,14 @@ fn jobs_with_ttl(objects: &[Object]) -> HashSet<ObjectId> {
         .collect()
 }
 
-/// Fields whose behaviour this controller does not have yet. Ignoring them would apply to
-/// the wrong cluster, as the wrong identity, or over ignored fields, so
-/// the Kustomization fails instead, naming the field.
-fn refuse_unsupported_fields(ks: &Kustomization) -> Result<(), Failure> {
-    let spec = &ks.spec;
-    let non_empty = |s: &Option<String>| s.as_deref().is_some_and(|s| !s.is_empty());
-    let unsupported = [
-        ("kubeConfig", spec.kube_config.is_some()),
-        ("serviceAccountName", non_empty(&spec.service_account_name)),
-    ];
-    match unsupported.into_iter().find(|(_, used)| *used) {
-        Some((field, _)) => Err(Failure::unsupported(
-            reason::RECONCILIATION_FAILED,
-            &format!("spec.{field} is"),
-        )),
-        None => Ok(()),
-    }
+/// The cluster and identity `ks`'s objects are handled with (`spec.kubeConfig`,
+/// `spec.serviceAccountName`, `--default-service-account`), as Flux's controller builds its
+/// client: after the source is fetched, before the build.
+async fn target_cluster(ks: &Kustomization, ctx: &Context) -> Result<TargetCluster, Failure> {
+    ctx.clusters
+        .for_kustomization(ks)
+        .await
+        .map_err(|e| Failure::new(reason::RECONCILIATION_FAILED, e.to_string()))
 }
 
 /// Looks up the source and its artifact, enforcing the cross-namespace policy, with Flux's
@@ -916,7 +915,11 @@ async fn apply(
 }
 
 /// The apply options of a Kustomization: its spec and the controller's flags.
-fn apply_options(ks: &Kustomization, ctx: &Context) -> Result<ApplyOptions, Failure> {
+fn apply_options(
+    ks: &Kustomization,
+    ctx: &Context,
+    cluster: &TargetCluster,
+) -> Result<ApplyOptions, Failure> {
     let ignore = IgnoreRules::compile(ks.spec.ignore.as_deref().unwrap_or_default())
         .map_err(|e| Failure::new(reason::RECONCILIATION_FAILED, e.to_string()))?;
     for path in ignore.not_pointers() {
@@ -929,13 +932,14 @@ fn apply_options(ks: &Kustomization, ctx: &Context) -> Result<ApplyOptions, Fail
         override_managers_before_dry_run: ctx.settings.override_managers_before_dry_run.clone(),
         migrate_api_version: ctx.settings.migrate_api_version,
         custom_stage_kinds: ctx.settings.custom_apply_stage_kinds.clone(),
-        live_versions: Some(ctx.live_versions.clone()),
+        live_versions: cluster.live_versions.clone(),
         trust_live_versions: !status::reconcile_requested(ks),
     })
 }
 
 /// What the health stage works on.
 struct HealthCheck<'a> {
+    cluster: &'a TargetCluster,
     applier: &'a Applier,
     changes: &'a ChangeSet,
     jobs_with_ttl: HashSet<ObjectId>,
@@ -993,7 +997,8 @@ async fn check_health(
         jobs_with_ttl: check.jobs_with_ttl,
     };
     let mut interruptible = ctx.interrupts.register(ObjectRef::from_obj(ks));
-    let outcome = ctx
+    let outcome = check
+        .cluster
         .health_watches
         .wait(
             check.applier.resolver(),
@@ -1230,8 +1235,32 @@ async fn finalize(
     if delete && ks.spec.suspend != Some(true) {
         let status = ks.status.clone().unwrap_or_default();
         let inventory = previous_inventory(&status);
+        if !account_exists(ks, ctx).await {
+            // As Flux does: with the account gone, nothing can be deleted as that account;
+            // the objects are named and left, and the Kustomization goes.
+            let objects: Vec<String> = inventory.iter().map(ObjectId::describe).collect();
+            let message = format!("unable to prune objects: \n{}", objects.join("\n"));
+            tracing::error!(kustomization = %ks.name_any(), namespace = ks.namespace().unwrap_or_default(), error = "skipping pruning, failed to find account to impersonate", "{message}");
+            ctx.events
+                .publish(
+                    ks,
+                    Severity::Error,
+                    ready_reason(&status, "error"),
+                    &message,
+                    events::metadata(
+                        ks,
+                        status.last_applied_revision.as_deref(),
+                        status.last_applied_origin_revision.as_deref(),
+                        false,
+                    ),
+                )
+                .await;
+            remove_finalizer(api, ks).await?;
+            return Ok(Requeue::await_change());
+        }
+        let cluster = ctx.clusters.for_kustomization(ks).await?;
         let applier = Applier::new(
-            ctx.client.clone(),
+            cluster.client.clone(),
             owner(ks),
             ctx.settings.concurrent_ssa,
             ApplyOptions {
@@ -1254,18 +1283,11 @@ async fn finalize(
         if !changes.0.is_empty() {
             // Flux's event carries the reason Ready has at that point, and the revision last
             // applied.
-            let ready_reason = status
-                .conditions
-                .as_deref()
-                .and_then(|c| {
-                    crate::api::condition::find_condition(c, crate::api::names::condition::READY)
-                })
-                .map_or("info", |c| c.reason.as_str());
             ctx.events
                 .publish(
                     ks,
                     Severity::Info,
-                    ready_reason,
+                    ready_reason(&status, "info"),
                     &changes.prune_summary(),
                     events::metadata(
                         ks,
@@ -1279,6 +1301,28 @@ async fn finalize(
     }
     remove_finalizer(api, ks).await?;
     Ok(Requeue::await_change())
+}
+
+/// The reason Ready has, or `otherwise` (Flux's events fall back to their severity).
+fn ready_reason<'a>(status: &'a KustomizationStatus, otherwise: &'a str) -> &'a str {
+    status
+        .conditions
+        .as_deref()
+        .and_then(|c| crate::api::condition::find_condition(c, crate::api::names::condition::READY))
+        .map_or(otherwise, |c| c.reason.as_str())
+}
+
+/// Whether the account `ks` is handled as still exists (always, when it names none), read
+/// with the controller's own client in the Kustomization's namespace as Flux reads it.
+async fn account_exists(ks: &Kustomization, ctx: &Context) -> bool {
+    let Some(name) = ctx.clusters.service_account(ks) else {
+        return true;
+    };
+    let namespace = ks.namespace().unwrap_or_default();
+    Api::<k8s_openapi::api::core::v1::ServiceAccount>::namespaced(ctx.client.clone(), &namespace)
+        .get(name)
+        .await
+        .is_ok()
 }
 
 #[cfg(test)]
@@ -1311,26 +1355,6 @@ mod tests {
         assert_eq!(
             reconcile_timeout(&ks("10m", Some("10s"))),
             Duration::from_secs(30)
-        );
-    }
-
-    #[test]
-    fn unbuilt_fields_are_refused_by_name() {
-        let mut k = ks("1m", None);
-        assert!(refuse_unsupported_fields(&k).is_ok());
-        k.spec.service_account_name = Some("deployer".into());
-        let failure = refuse_unsupported_fields(&k).unwrap_err();
-        assert_eq!(failure.reason, reason::RECONCILIATION_FAILED);
-        assert_eq!(
-            failure.message,
-            "spec.serviceAccountName is not supported by this controller yet"
-        );
-        k.spec.kube_config = Some(Default::default());
-        assert!(
-            refuse_unsupported_fields(&k)
-                .unwrap_err()
-                .message
-                .contains("spec.kubeConfig")
         );
     }
 
