@@ -5,10 +5,19 @@ set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 state="$repo/target/test-controlplane"
 
-bash "$repo/tests/controlplane/down.sh" "$state" >/dev/null 2>&1 || true
-trap 'bash "$repo/tests/controlplane/down.sh" "$state" >/dev/null 2>&1 || true' EXIT
+remote="$repo/target/test-controlplane-remote"
+
+down() {
+  bash "$repo/tests/controlplane/down.sh" "$state" >/dev/null 2>&1 || true
+  bash "$repo/tests/controlplane/down.sh" "$remote" >/dev/null 2>&1 || true
+}
+down
+trap down EXIT
 KC_TEST_KUBECONFIG="$(bash "$repo/tests/controlplane/up.sh" "$state")"
 export KC_TEST_KUBECONFIG
+# A second, bare API server: the remote cluster of the spec.kubeConfig tests.
+KC_TEST_REMOTE_KUBECONFIG="$(KC_APISERVER_ONLY=1 bash "$repo/tests/controlplane/up.sh" "$remote")"
+export KC_TEST_REMOTE_KUBECONFIG
 # The reference kustomize that tests/kustomize_differential.rs compares our builds with (also
 # built on first use, from the Go module proxy).
 if [[ -z "${KC_DIFF_KUSTOMIZE:-}" ]]; then

@@ -34,6 +34,7 @@ pub use live_versions::LiveVersions;
 pub use order::{sort_for_apply, stage, stage_of_kind};
 pub use resolve::{ResolveError, Resolver};
 
+use crate::client::api_message;
 use crate::manifest::Object;
 use plan::Planned;
 
@@ -242,14 +243,6 @@ impl fmt::Display for PartialApply {
             writeln!(f, "{} {}", change.id.describe(), change.action)?;
         }
         Ok(())
-    }
-}
-
-/// The API server's message, without the Rust error around it.
-fn api_message(error: &kube::Error) -> String {
-    match error {
-        kube::Error::Api(status) => status.message.clone(),
-        other => other.to_string(),
     }
 }
 

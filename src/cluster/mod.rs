@@ -53,7 +53,10 @@ pub struct ClusterKey {
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
     /// The kubeconfig Secret could not be read.
-    #[error("unable to read KubeConfig secret '{secret}' error: {source}")]
+    #[error(
+        "unable to read KubeConfig secret '{secret}' error: {}",
+        crate::client::api_message(source)
+    )]
     ReadSecret {
         /// `namespace/name`.
         secret: String,
@@ -82,7 +85,7 @@ pub enum ClusterError {
     )]
     ConfigMapRef,
     /// A client could not be built from a valid configuration.
-    #[error("failed to build kube client: {0}")]
+    #[error("{}", crate::client::api_message(.0))]
     Client(kube::Error),
 }
 

@@ -31,6 +31,7 @@ use crate::apply::{
     Action, AppliedObjects, Applier, ApplyError, ApplyOptions, ChangeSet, IgnoreRules, ObjectId,
     Owner, stale_objects,
 };
+use crate::client::api_message;
 use crate::cluster::TargetCluster;
 use crate::health::cel::HealthCheckExprs;
 use crate::health::wait::{Target, WaitError, WaitOptions};
@@ -73,8 +74,12 @@ struct Failure {
 /// What follows a failure.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum FailureKind {
-    /// Retried after `retryInterval`, with an error event.
-    Retry,
+    /// Retried after `retryInterval`, with an error event: `event` when Flux's differs from
+    /// the condition's message, else that message.
+    Retry {
+        /// The event's message.
+        event: Option<String>,
+    },
     /// Something else must happen first (a dependency, the source): checked again after
     /// `retry_in`, with an informational `event` when there is one, as Flux does.
     Wait {
@@ -101,7 +106,7 @@ impl Failure {
         Failure {
             reason,
             message: message.into(),
-            kind: FailureKind::Retry,
+            kind: FailureKind::Retry { event: None },
         }
     }
 
@@ -308,6 +313,10 @@ pub async fn reconcile(
             Duration::ZERO
         }
         Err(failure) => {
+            let event = match &failure.kind {
+                FailureKind::Retry { event: Some(event) } => event.as_str(),
+                _ => failure.message.as_str(),
+            };
             status::mark_failed(&ks, &mut status, failure.reason, &failure.message);
             write_status(&api, &ks, &status).await?;
             let retry_in = ks
@@ -327,13 +336,7 @@ pub async fn reconcile(
                 failure.message
             );
             ctx.events
-                .publish(
-                    &ks,
-                    Severity::Error,
-                    failure.reason,
-                    &failure.message,
-                    metadata(false),
-                )
+                .publish(&ks, Severity::Error, failure.reason, event, metadata(false))
                 .await;
             retry_in
         }
@@ -396,7 +399,7 @@ async fn run_pipeline(
     status::write(api, ks, status).await.map_err(|e| {
         Failure::new(
             reason::RECONCILIATION_FAILED,
-            format!("failed to update status: {e}"),
+            format!("failed to update status: {}", api_message(&e)),
         )
     })?;
 
@@ -645,10 +648,17 @@ fn jobs_with_ttl(objects: &[Object]) -> HashSet<ObjectId> {
 /// `spec.serviceAccountName`, `--default-service-account`), as Flux's controller builds its
 /// client: after the source is fetched, before the build.
 async fn target_cluster(ks: &Kustomization, ctx: &Context) -> Result<TargetCluster, Failure> {
+    // Flux's condition has the error; its event has what the reconcile returned.
     ctx.clusters
         .for_kustomization(ks)
         .await
-        .map_err(|e| Failure::new(reason::RECONCILIATION_FAILED, e.to_string()))
+        .map_err(|e| Failure {
+            reason: reason::RECONCILIATION_FAILED,
+            message: e.to_string(),
+            kind: FailureKind::Retry {
+                event: Some(format!("failed to build kube client: {e}")),
+            },
+        })
 }
 
 /// Looks up the source and its artifact, enforcing the cross-namespace policy, with Flux's
@@ -700,8 +710,9 @@ async fn get_artifact(ks: &Kustomization, ctx: &Context) -> Result<Artifact, Fai
             return Err(Failure::new(
                 reason::ARTIFACT_FAILED,
                 format!(
-                    "unable to get source '{namespace}/{}': {e}",
-                    source_ref.name
+                    "unable to get source '{namespace}/{}': {}",
+                    source_ref.name,
+                    api_message(&e)
                 ),
             ));
         }
@@ -986,7 +997,10 @@ async fn check_health(
     status::write(api, ks, status).await.map_err(|e| {
         Failure::new(
             reason::RECONCILIATION_FAILED,
-            format!("unable to update the healthy status to progressing: {e}"),
+            format!(
+                "unable to update the healthy status to progressing: {}",
+                api_message(&e)
+            ),
         )
     })?;
 
@@ -1232,9 +1246,11 @@ async fn finalize(
         DeletionPolicy::Delete | DeletionPolicy::WaitForTermination => true,
         DeletionPolicy::Orphan => false,
     };
-    if delete && ks.spec.suspend != Some(true) {
-        let status = ks.status.clone().unwrap_or_default();
-        let inventory = previous_inventory(&status);
+    let status = ks.status.clone().unwrap_or_default();
+    let inventory = previous_inventory(&status);
+    // As Flux decides it: with nothing in the inventory, no client is made (a Kustomization
+    // whose kubeconfig Secret never existed can still go).
+    if delete && ks.spec.suspend != Some(true) && !inventory.is_empty() {
         if !account_exists(ks, ctx).await {
             // As Flux does: with the account gone, nothing can be deleted as that account;
             // the objects are named and left, and the Kustomization goes.
@@ -1477,7 +1493,7 @@ mod tests {
             "Deployment/apps/web dry-run failed (Invalid): spec.replicas: Invalid value: \"*****\""
         );
         assert_eq!(failure.reason, reason::RECONCILIATION_FAILED);
-        assert_eq!(failure.kind, FailureKind::Retry);
+        assert_eq!(failure.kind, FailureKind::Retry { event: None });
         let untouched = Failure::new(reason::PRUNE_FAILED, "prune failed").redacted(&secrets);
         assert_eq!(untouched.message, "prune failed");
     }

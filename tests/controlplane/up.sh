@@ -16,6 +16,8 @@
 # - Concurrent callers are serialised with flock on STATE_DIR/lock.
 #
 # stdout: the kubeconfig path (only that). Everything else goes to stderr.
+# With KC_APISERVER_ONLY=1 only etcd and kube-apiserver run: a second, bare cluster that the
+# tests use as the remote cluster of spec.kubeConfig.
 # Environment: KC_READY_TIMEOUT (seconds to wait for /readyz, default 120),
 #              KC_LOCK_TIMEOUT (seconds to wait for another up.sh, default 3600),
 #              K8S_VERSION, SOURCE_CONTROLLER_VERSION, KC_TEST_CACHE (see install-binaries.sh).
@@ -72,6 +74,9 @@ readyz() {
 
 # Every process of the cluster, in start order (stopped in reverse).
 PROCESSES=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+if [[ "${KC_APISERVER_ONLY:-}" == 1 ]]; then
+  PROCESSES=(etcd kube-apiserver)
+fi
 
 healthy() {
   local name
@@ -249,7 +254,9 @@ start_control_plane() {
     sleep 0.5
   done
   log "control plane ready on https://127.0.0.1:$apiserver_port (etcd on $etcd_client)"
-  start_workload_controllers
+  if [[ "${KC_APISERVER_ONLY:-}" != 1 ]]; then
+    start_workload_controllers
+  fi
 }
 
 # kube-controller-manager, kube-scheduler and kwok, with client limits high enough that the

@@ -200,9 +200,21 @@ async fn assert_same_outcome(
     spec: Value,
     settled: fn(&Value) -> bool,
 ) -> Value {
+    assert_same_outcome_after(test, files, spec, settled, async |_, _| {}).await
+}
+
+/// [`assert_same_outcome`], with `prepare` run in the test namespace first.
+async fn assert_same_outcome_after(
+    test: &str,
+    files: fn(&str) -> Vec<(String, String)>,
+    spec: Value,
+    settled: fn(&Value) -> bool,
+    prepare: impl AsyncFn(&kube::Client, &str),
+) -> Value {
     let controllers = controllers();
     let client = support::client().await;
     let ns = TestNamespace::new(&client, test).await;
+    prepare(&client, ns.name()).await;
     create_git_repository(&client, ns.name(), "repo").await;
     create_labelled_kustomization(
         &client,
@@ -517,4 +529,59 @@ async fn objects_applied_by_flux_are_left_unchanged_by_ours() {
         ours_outcome.status["inventory"], flux_outcome.status["inventory"],
         "same inventory"
     );
+}
+
+/// `deploy/a.yaml`, a ConfigMap in `ns`, and `deploy/c.yaml`, one in `default`.
+fn one_config_map_outside(ns: &str) -> Vec<(String, String)> {
+    vec![
+        ("deploy/a.yaml".to_string(), config_map(ns, "a", "1")),
+        ("deploy/c.yaml".to_string(), config_map("default", "c", "1")),
+    ]
+}
+
+#[tokio::test]
+async fn forbidden_object_of_a_tenant_has_fluxs_status_and_events() {
+    let status = assert_same_outcome_after(
+        "parity-forbidden",
+        one_config_map_outside,
+        json!({"serviceAccountName": "tenant"}),
+        |status| ready_condition(status).is_some_and(|(s, _)| s == "False"),
+        async |client, ns| super::tenancy::grant(client, ns, "tenant", &["*"]).await,
+    )
+    .await;
+    let ready = status["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == "Ready"))
+        .cloned()
+        .unwrap_or_default();
+    let message = ready["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("forbidden") && message.contains("system:serviceaccount:"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn missing_kubeconfig_secret_has_fluxs_status_and_events() {
+    assert_same_outcome(
+        "parity-kubeconfig-missing",
+        two_config_maps,
+        json!({"kubeConfig": {"secretRef": {"name": "absent"}}}),
+        |status| ready_condition(status).is_some_and(|(s, _)| s == "False"),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn kubeconfig_secret_without_its_key_has_fluxs_status_and_events() {
+    assert_same_outcome_after(
+        "parity-kubeconfig-key",
+        two_config_maps,
+        json!({"kubeConfig": {"secretRef": {"name": "spoke"}}}),
+        |status| ready_condition(status).is_some_and(|(s, _)| s == "False"),
+        async |client, ns| {
+            super::tenancy::kubeconfig_secret(client, ns, "spoke", "config", "apiVersion: v1").await
+        },
+    )
+    .await;
 }

@@ -9,6 +9,7 @@ mod health;
 mod hostile;
 #[path = "../support/mod.rs"]
 mod support;
+mod tenancy;
 
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};

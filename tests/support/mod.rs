@@ -23,50 +23,79 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 /// Env var naming a kubeconfig to use instead of starting the local control plane.
 pub const KUBECONFIG_ENV: &str = "KC_TEST_KUBECONFIG";
 
+/// Env var naming the kubeconfig of a second cluster, the remote one of `spec.kubeConfig`.
+pub const REMOTE_KUBECONFIG_ENV: &str = "KC_TEST_REMOTE_KUBECONFIG";
+
 /// Path of the admin kubeconfig for the test cluster; starts the control plane on first use
 /// (once per process; `up.sh` itself serialises concurrent test binaries with a file lock).
 pub fn kubeconfig_path() -> PathBuf {
     static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        if let Some(path) = std::env::var_os(KUBECONFIG_ENV).filter(|v| !v.is_empty()) {
-            return PathBuf::from(path);
-        }
-        let script = repo_root().join("tests/controlplane/up.sh");
-        eprintln!(
-            "support: starting the test control plane with {} (the first run builds kube-apiserver \
-             and takes a while; set {KUBECONFIG_ENV} to use an existing cluster)",
+    PATH.get_or_init(|| control_plane(KUBECONFIG_ENV, None))
+        .clone()
+}
+
+/// Path of the admin kubeconfig of the remote test cluster (a bare etcd and kube-apiserver
+/// in `<repo>/.controlplane-remote`), started on first use like [`kubeconfig_path`].
+pub fn remote_kubeconfig_path() -> PathBuf {
+    static PATH: OnceLock<PathBuf> = OnceLock::new();
+    PATH.get_or_init(|| control_plane(REMOTE_KUBECONFIG_ENV, Some(".controlplane-remote")))
+        .clone()
+}
+
+/// The kubeconfig named by `env_var`, or the one of a control plane `up.sh` starts (in
+/// `state_dir`, bare, when given).
+fn control_plane(env_var: &str, bare_state_dir: Option<&str>) -> PathBuf {
+    if let Some(path) = std::env::var_os(env_var).filter(|v| !v.is_empty()) {
+        return PathBuf::from(path);
+    }
+    let script = repo_root().join("tests/controlplane/up.sh");
+    eprintln!(
+        "support: starting a test control plane with {} (the first run builds kube-apiserver \
+         and takes a while; set {env_var} to use an existing cluster)",
+        script.display()
+    );
+    let mut command = Command::new("bash");
+    command.arg(&script).stdin(Stdio::null());
+    if let Some(dir) = bare_state_dir {
+        command
+            .arg(repo_root().join(dir))
+            .env("KC_APISERVER_ONLY", "1");
+    }
+    let output = command
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let tail = tail_lines(&stderr, 40);
+    if !output.status.success() {
+        panic!(
+            "{} failed ({}); tests need an API server. Last lines of its stderr:\n{tail}",
+            script.display(),
+            output.status
+        );
+    }
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let path = PathBuf::from(stdout.lines().last().unwrap_or("").trim());
+    if !path.is_file() {
+        panic!(
+            "{} did not print a kubeconfig path (stdout: {stdout:?}); stderr tail:\n{tail}",
             script.display()
         );
-        let output = Command::new("bash")
-            .arg(&script)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let tail = tail_lines(&stderr, 40);
-        if !output.status.success() {
-            panic!(
-                "{} failed ({}); tests need an API server. Last lines of its stderr:\n{tail}",
-                script.display(),
-                output.status
-            );
-        }
-        let stdout = String::from_utf8_lossy(&output.stdout);
-        let path = PathBuf::from(stdout.lines().last().unwrap_or("").trim());
-        if !path.is_file() {
-            panic!(
-                "{} did not print a kubeconfig path (stdout: {stdout:?}); stderr tail:\n{tail}",
-                script.display()
-            );
-        }
-        path
-    })
-    .clone()
+    }
+    path
 }
 
 /// A client with admin rights on the test cluster.
 pub async fn client() -> kube::Client {
-    let path = kubeconfig_path();
+    client_for(&kubeconfig_path()).await
+}
+
+/// A client with admin rights on the remote test cluster.
+#[allow(dead_code)]
+pub async fn remote_client() -> kube::Client {
+    client_for(&remote_kubeconfig_path()).await
+}
+
+async fn client_for(path: &std::path::Path) -> kube::Client {
     let kubeconfig = Kubeconfig::read_from(&path)
         .unwrap_or_else(|e| panic!("cannot read kubeconfig {}: {e}", path.display()));
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
