@@ -96,7 +96,7 @@ pub async fn remote_client() -> kube::Client {
 }
 
 async fn client_for(path: &std::path::Path) -> kube::Client {
-    let kubeconfig = Kubeconfig::read_from(&path)
+    let kubeconfig = Kubeconfig::read_from(path)
         .unwrap_or_else(|e| panic!("cannot read kubeconfig {}: {e}", path.display()));
     let config = kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
         .await
