@@ -172,12 +172,6 @@ impl ControllerFlags {
         if !self.default_decryption_service_account.is_empty() {
             return refuse("default-decryption-service-account", "SOPS decryption");
         }
-        if !self.default_kubeconfig_service_account.is_empty() {
-            return refuse(
-                "default-kubeconfig-service-account",
-                "remote clusters through spec.kubeConfig.configMapRef",
-            );
-        }
         if let Some(gate) = self.feature_gates.enabled_unsupported().next() {
             return refuse("feature-gates", gate);
         }
@@ -350,15 +344,16 @@ mod tests {
 
     #[test]
     fn unbuilt_behaviour_is_refused_by_name() {
-        let flags = parse(&["--default-kubeconfig-service-account=deployer"]).unwrap();
+        let flags = parse(&["--default-decryption-service-account=deployer"]).unwrap();
         let err = flags.validate().unwrap_err();
-        assert_eq!(err.flag, "default-kubeconfig-service-account");
+        assert_eq!(err.flag, "default-decryption-service-account");
         assert!(
             err.to_string()
-                .contains("--default-kubeconfig-service-account")
+                .contains("--default-decryption-service-account")
         );
         let flags = parse(&[
             "--default-service-account=deployer",
+            "--default-kubeconfig-service-account=spoke",
             "--insecure-kubeconfig-exec",
             "--insecure-kubeconfig-tls=true",
         ])

@@ -11,11 +11,18 @@
 //! changes, so a reconcile costs no TLS set-up or priority-and-fairness probe.
 
 pub mod kubeconfig;
+pub mod provider;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use k8s_openapi::api::core::v1::Secret;
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
+use kube::api::PostParams;
+use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client};
 use sha2::{Digest, Sha256};
 
@@ -37,13 +44,15 @@ pub struct TargetCluster {
     pub live_versions: Option<Arc<LiveVersions>>,
     /// Which cluster and identity this is, to tell records made on another apart.
     pub key: ClusterKey,
+    /// When the client's credentials (a requested token) must be renewed.
+    renew_at: Option<Instant>,
 }
 
 /// A cluster and the identity used on it.
 #[derive(Clone, Debug, Default, Hash, PartialEq, Eq)]
 pub struct ClusterKey {
-    /// `namespace/name` of the kubeconfig Secret, and the digest of the kubeconfig; none for
-    /// the controller's own cluster.
+    /// The kubeconfig Secret or cluster ConfigMap (`secret ns/name`, `configmap ns/name`) and
+    /// the digest of what it says; none for the controller's own cluster.
     pub kubeconfig: Option<(String, [u8; 32])>,
     /// The impersonated user, if any.
     pub user: Option<String>,
@@ -79,11 +88,28 @@ pub enum ClusterError {
         /// What is wrong with it.
         source: KubeConfigError,
     },
-    /// `spec.kubeConfig.configMapRef` names a provider that is not built.
+    /// Neither reference is set (the CRD's validation normally refuses it).
     #[error(
-        "spec.kubeConfig.configMapRef is not supported by this controller yet: use spec.kubeConfig.secretRef"
+        "invalid .spec.kubeConfig, neither .spec.kubeConfig.configMapRef nor .spec.kubeConfig.secretRef is set"
     )]
-    ConfigMapRef,
+    NoReference,
+    /// The cluster ConfigMap could not be read.
+    #[error(
+        "failed to get configmap {config_map}: {}",
+        crate::client::api_message(source)
+    )]
+    ReadConfigMap {
+        /// `namespace/name`.
+        config_map: String,
+        /// The API server's answer.
+        source: kube::Error,
+    },
+    /// The cluster ConfigMap or a token is not usable.
+    #[error("{0}")]
+    Provider(#[from] provider::ProviderError),
+    /// No token could be had for the remote cluster.
+    #[error("failed to get access token for cluster: {0}")]
+    AccessToken(String),
     /// A client could not be built from a valid configuration.
     #[error("{}", crate::client::api_message(.0))]
     Client(kube::Error),
@@ -94,6 +120,9 @@ pub enum ClusterError {
 pub struct ClusterSettings {
     /// `--default-service-account`.
     pub default_service_account: String,
+    /// `--default-kubeconfig-service-account`: whose token is sent to a cluster named by a
+    /// ConfigMap that names no account.
+    pub default_kubeconfig_service_account: String,
     /// `--insecure-kubeconfig-exec`, `--insecure-kubeconfig-tls`.
     pub kubeconfig_policy: KubeConfigPolicy,
     /// `--kube-api-qps`.
@@ -121,6 +150,7 @@ impl Clusters {
                 live_versions: Some(LiveVersions::new(client.clone())),
                 client,
                 key: ClusterKey::default(),
+                renew_at: None,
             },
             own_config: config,
             settings,
@@ -161,7 +191,13 @@ impl Clusters {
             };
         };
         let Some(secret_ref) = &reference.secret_ref else {
-            return Err(ClusterError::ConfigMapRef);
+            return match &reference.config_map_ref {
+                Some(config_map) => {
+                    self.named_by_config_map(namespace, &config_map.name, user)
+                        .await
+                }
+                None => Err(ClusterError::NoReference),
+            };
         };
         let secret = format!("{namespace}/{}", secret_ref.name);
         let data = Api::<Secret>::namespaced(self.own.client.clone(), namespace)
@@ -197,7 +233,7 @@ impl Clusters {
         text: &[u8],
         digest: [u8; 32],
     ) -> Result<TargetCluster, ClusterError> {
-        let slot = (secret.clone(), user.clone());
+        let slot = (format!("secret {secret}"), user.clone());
         if let Some(found) = self.lookup(&slot, Some(&digest)) {
             return Ok(found);
         }
@@ -207,7 +243,124 @@ impl Clusters {
                 secret: secret.clone(),
                 source,
             })?;
-        self.make(slot, config, user, Some((secret, digest))).await
+        self.make(slot, config, user, Some(digest), None).await
+    }
+
+    /// A cluster named by a ConfigMap, reached with a token of the ServiceAccount it names
+    /// (or `--default-kubeconfig-service-account`, or the controller's own), as Flux's
+    /// `generic` provider reaches it.
+    async fn named_by_config_map(
+        &self,
+        namespace: &str,
+        name: &str,
+        user: Option<String>,
+    ) -> Result<TargetCluster, ClusterError> {
+        let config_map = format!("{namespace}/{name}");
+        let data = Api::<ConfigMap>::namespaced(self.own.client.clone(), namespace)
+            .get(name)
+            .await
+            .map_err(|source| ClusterError::ReadConfigMap {
+                config_map: config_map.clone(),
+                source,
+            })?
+            .data
+            .unwrap_or_default();
+        let reference = provider::read_config_map(&data)?;
+        let account = reference.service_account.clone().or_else(|| {
+            Some(self.settings.default_kubeconfig_service_account.clone())
+                .filter(|name| !name.is_empty())
+        });
+        let mut hasher = Sha256::new();
+        for part in [
+            reference.url.as_str(),
+            reference.ca.as_deref().unwrap_or(""),
+            &reference.audiences.join("\n"),
+            account.as_deref().unwrap_or(""),
+        ] {
+            hasher.update(part.as_bytes());
+            hasher.update([0]);
+        }
+        let digest: [u8; 32] = hasher.finalize().into();
+        let slot = (format!("configmap {config_map}"), user.clone());
+        if let Some(found) = self.lookup(&slot, Some(&digest)) {
+            return Ok(found);
+        }
+        let token = self
+            .service_account_token(namespace, account.as_deref(), &reference.audiences)
+            .await?;
+        let claims = provider::token_claims(&token)?;
+        let config = token_client_config(&reference, &token).await?;
+        let now = jiff_now_seconds();
+        let lifetime = claims.expires_at - claims.issued_at.unwrap_or(now);
+        let renew_in = (claims.expires_at - now).min(lifetime * 4 / 5).max(0);
+        let renew_at = Instant::now() + Duration::from_secs(u64::try_from(renew_in).unwrap_or(0));
+        self.make(slot, config, user, Some(digest), Some(renew_at))
+            .await
+    }
+
+    /// A token for `account` in `namespace` (or, with none, for the controller's own
+    /// ServiceAccount) with `audiences`, from the TokenRequest API of the controller's cluster.
+    async fn service_account_token(
+        &self,
+        namespace: &str,
+        account: Option<&str>,
+        audiences: &[String],
+    ) -> Result<String, ClusterError> {
+        let (namespace, name, whose) = match account {
+            Some(name) => {
+                let found = Api::<ServiceAccount>::namespaced(self.own.client.clone(), namespace)
+                    .get(name)
+                    .await
+                    .map_err(|e| {
+                        ClusterError::AccessToken(format!(
+                            "failed to get service account '{namespace}/{name}': {}",
+                            crate::client::api_message(&e)
+                        ))
+                    })?;
+                let provider = found
+                    .metadata
+                    .annotations
+                    .as_ref()
+                    .and_then(|a| a.get(provider::CREDENTIAL_PROVIDER_ANNOTATION));
+                if let Some(provider) = provider.filter(|p| p.as_str() != "kubernetes") {
+                    return Err(provider::ProviderError::CredentialProvider {
+                        account: format!("{namespace}/{name}"),
+                        provider: provider.clone(),
+                    }
+                    .into());
+                }
+                (namespace.to_string(), name.to_string(), "service account")
+            }
+            None => {
+                let (namespace, name) = own_service_account()?;
+                (namespace, name, "controller service account")
+            }
+        };
+        let request = TokenRequest {
+            spec: TokenRequestSpec {
+                audiences: audiences.to_vec(),
+                ..TokenRequestSpec::default()
+            },
+            ..TokenRequest::default()
+        };
+        let issued = Api::<ServiceAccount>::namespaced(self.own.client.clone(), &namespace)
+            .create_token_request(&name, &PostParams::default(), &request)
+            .await
+            .map_err(|e| {
+                ClusterError::AccessToken(format!(
+                    "failed to create kubernetes token for {whose} '{namespace}/{name}': {}",
+                    crate::client::api_message(&e)
+                ))
+            })?;
+        issued
+            .status
+            .map(|status| status.token)
+            .filter(|token| !token.is_empty())
+            .ok_or_else(|| {
+                ClusterError::AccessToken(format!(
+                    "the token request for {whose} '{namespace}/{name}' returned no token"
+                ))
+            })
     }
 
     async fn impersonating_locally(&self, user: String) -> Result<TargetCluster, ClusterError> {
@@ -215,7 +368,7 @@ impl Clusters {
         if let Some(found) = self.lookup(&slot, None) {
             return Ok(found);
         }
-        self.make(slot, self.own_config.clone(), Some(user), None)
+        self.make(slot, self.own_config.clone(), Some(user), None, None)
             .await
     }
 
@@ -228,6 +381,7 @@ impl Clusters {
         cache
             .get(slot)
             .filter(|found| found.key.kubeconfig.as_ref().map(|(_, d)| d) == digest)
+            .filter(|found| found.renew_at.is_none_or(|at| Instant::now() < at))
             .cloned()
     }
 
@@ -236,8 +390,10 @@ impl Clusters {
         slot: (String, Option<String>),
         mut config: kube::Config,
         user: Option<String>,
-        kubeconfig: Option<(String, [u8; 32])>,
+        digest: Option<[u8; 32]>,
+        renew_at: Option<Instant>,
     ) -> Result<TargetCluster, ClusterError> {
+        let kubeconfig = digest.map(|digest| (slot.0.clone(), digest));
         config.auth_info.impersonate.clone_from(&user);
         let client = crate::client::build(config, self.settings.qps, self.settings.burst)
             .await
@@ -247,9 +403,59 @@ impl Clusters {
             live_versions: None,
             client,
             key: ClusterKey { kubeconfig, user },
+            renew_at,
         };
         let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
         cache.insert(slot, target.clone());
         Ok(target)
     }
+}
+
+/// The client configuration for a cluster URL, CA and bearer token.
+async fn token_client_config(
+    reference: &provider::ClusterReference,
+    token: &str,
+) -> Result<kube::Config, ClusterError> {
+    let ca = reference
+        .ca
+        .as_ref()
+        .map(|pem| base64::engine::general_purpose::STANDARD.encode(pem));
+    let kubeconfig: Kubeconfig = serde_json::from_value(serde_json::json!({
+        "clusters": [{"name": "remote", "cluster": {
+            "server": reference.url,
+            "certificate-authority-data": ca,
+        }}],
+        "users": [{"name": "remote", "user": {"token": token}}],
+        "contexts": [{"name": "remote", "context": {"cluster": "remote", "user": "remote"}}],
+        "current-context": "remote",
+    }))
+    .map_err(|e| ClusterError::AccessToken(format!("cannot make a client configuration: {e}")))?;
+    kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
+        .await
+        .map_err(|e| {
+            ClusterError::AccessToken(format!(
+                "cannot make a client configuration for {}: {e}",
+                reference.url
+            ))
+        })
+}
+
+/// Where a pod's ServiceAccount token is mounted.
+const TOKEN_FILE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/token";
+
+/// `(namespace, name)` of the controller's own ServiceAccount, from its mounted token.
+fn own_service_account() -> Result<(String, String), ClusterError> {
+    let token = std::fs::read_to_string(TOKEN_FILE).map_err(|e| {
+        ClusterError::AccessToken(format!(
+            "failed to create provider access token for the controller: failed to read service account token file {TOKEN_FILE}: {e}"
+        ))
+    })?;
+    let claims = provider::token_claims(token.trim())?;
+    let subject = claims.subject.unwrap_or_default();
+    Ok(provider::service_account_of(&subject)?)
+}
+
+/// Seconds since the epoch, now.
+fn jiff_now_seconds() -> i64 {
+    k8s_openapi::jiff::Timestamp::now().as_second()
 }

@@ -147,6 +147,7 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
         config,
         ClusterSettings {
             default_service_account: flags.default_service_account.clone(),
+            default_kubeconfig_service_account: flags.default_kubeconfig_service_account.clone(),
             kubeconfig_policy: KubeConfigPolicy {
                 allow_exec: flags.insecure_kubeconfig_exec,
                 allow_insecure_tls: flags.insecure_kubeconfig_tls,

@@ -354,3 +354,109 @@ fn kubeconfig_with_exec_user(kubeconfig: &str) -> String {
     }
     serde_json::to_string(&config).expect("kubeconfig JSON")
 }
+
+/// The server URL and PEM CA certificate of the local test cluster's kubeconfig.
+fn local_server_and_ca() -> (String, String) {
+    use base64::Engine;
+    let text = std::fs::read_to_string(support::kubeconfig_path()).expect("kubeconfig");
+    let config: Value = serde_saphyr::from_str(&text).expect("kubeconfig YAML");
+    let cluster = &config["clusters"][0]["cluster"];
+    let ca = base64::engine::general_purpose::STANDARD
+        .decode(
+            cluster["certificate-authority-data"]
+                .as_str()
+                .expect("CA data"),
+        )
+        .expect("CA base64");
+    (
+        cluster["server"].as_str().expect("server").to_string(),
+        String::from_utf8(ca).expect("PEM"),
+    )
+}
+
+#[tokio::test]
+async fn a_cluster_named_by_a_config_map_is_reached_with_a_service_account_token() {
+    controller();
+    let client = support::client().await;
+    let tenant = TestNamespace::new(&client, "generic-provider").await;
+    let other = TestNamespace::new(&client, "generic-provider-other").await;
+    let (ns, elsewhere) = (tenant.name(), other.name());
+    // The "remote" cluster is the local one, reached with a token of `spoke` (whose Role
+    // allows everything in `ns` only) for the API server's own audience.
+    grant(&client, ns, "spoke", &["*"]).await;
+    let (server, ca) = local_server_and_ca();
+    let config_maps = Api::<ConfigMap>::namespaced(client.clone(), ns);
+    for (name, provider) in [("generic", "generic"), ("cloud", "aws")] {
+        let config_map: ConfigMap = serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": ns},
+            "data": {
+                "provider": provider,
+                "address": server,
+                "ca.crt": ca,
+                "audiences": "https://kubernetes.default.svc.cluster.local",
+                "serviceAccountName": "spoke",
+            },
+        }))
+        .expect("config map");
+        config_maps
+            .create(&PostParams::default(), &config_map)
+            .await
+            .expect("create cluster config map");
+    }
+    create_git_repository(&client, ns, "repo").await;
+    publish(
+        &client,
+        ns,
+        1,
+        &[("deploy/a.yaml", config_map(ns, "a", "1"))],
+    )
+    .await;
+    create_kustomization(
+        &client,
+        ns,
+        "generic",
+        "repo",
+        json!({"kubeConfig": {"configMapRef": {"name": "generic"}}}),
+    )
+    .await;
+    wait_ready_message(&client, ns, "generic", ConditionStatus::True, &revision(1)).await;
+    assert_eq!(
+        config_map_names(&client, ns).await,
+        ["a", "cloud", "generic"]
+    );
+
+    // The token's identity is what RBAC judges: outside `ns`, the apply is forbidden.
+    publish(
+        &client,
+        ns,
+        2,
+        &[
+            ("deploy/a.yaml", config_map(ns, "a", "2")),
+            ("deploy/c.yaml", config_map(elsewhere, "c", "2")),
+        ],
+    )
+    .await;
+    let message =
+        wait_ready_message(&client, ns, "generic", ConditionStatus::False, "forbidden").await;
+    assert!(
+        message.contains(&format!("system:serviceaccount:{ns}:spoke")),
+        "{message}"
+    );
+
+    create_kustomization(
+        &client,
+        ns,
+        "cloud",
+        "repo",
+        json!({"kubeConfig": {"configMapRef": {"name": "cloud"}}}),
+    )
+    .await;
+    wait_ready_message(
+        &client,
+        ns,
+        "cloud",
+        ConditionStatus::False,
+        "provider 'aws' is not supported by this controller yet",
+    )
+    .await;
+}
