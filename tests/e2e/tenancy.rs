@@ -334,6 +334,53 @@ async fn a_remote_cluster_gets_the_objects_and_the_local_one_the_status() {
         "{message}"
     );
 
+    // With an account too, requests on the remote cluster impersonate it there: its Role
+    // (on the remote cluster) allows `ns` only. The account also exists locally, where Flux
+    // looks for it before pruning on deletion.
+    grant(&remote, ns, "tenant", &["*"]).await;
+    grant(&client, ns, "tenant", &["*"]).await;
+    create_kustomization(
+        &client,
+        ns,
+        "spoke-tenant",
+        "repo",
+        json!({"path": "./tenant", "serviceAccountName": "tenant",
+               "kubeConfig": {"secretRef": {"name": "spoke", "key": "value.yaml"}}}),
+    )
+    .await;
+    publish(
+        &client,
+        ns,
+        3,
+        &[
+            (
+                "deploy/ns.yaml",
+                format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {ns}\n"),
+            ),
+            ("deploy/a.yaml", config_map(ns, "a", "2")),
+            ("tenant/t.yaml", config_map(ns, "t", "3")),
+            ("tenant/d.yaml", config_map("default", "d", "3")),
+        ],
+    )
+    .await;
+    let message = wait_ready_message(
+        &client,
+        ns,
+        "spoke-tenant",
+        ConditionStatus::False,
+        "forbidden",
+    )
+    .await;
+    assert!(
+        message.contains(&format!("system:serviceaccount:{ns}:tenant"))
+            && message.contains("ConfigMap/default/d"),
+        "{message}"
+    );
+    assert!(
+        remote_config_map(&remote, ns, "t").await.is_none(),
+        "nothing applied"
+    );
+
     delete_and_wait_gone(&client, ns, "spoke").await;
     assert!(
         remote_config_map(&remote, ns, "a").await.is_none(),
