@@ -20,6 +20,7 @@ pub mod namereference;
 pub mod openapi;
 pub mod patch;
 pub mod regular_file;
+pub mod remote;
 pub mod replacements;
 pub mod resource;
 pub mod selector;
@@ -30,6 +31,7 @@ pub mod transformers;
 pub mod vars;
 
 pub use loader::LoadRestrictions;
+pub use remote::{ClonedRepo, RemoteError, RemoteFetcher, RepoSpec};
 pub use resource::Object;
 pub use target::{BuildError, BuildOptions, build};
 mod sort;

@@ -5,12 +5,19 @@
 //! must also lie under the directory of the kustomization that names them; directories of
 //! bases and components may still be elsewhere under the root. Flux builds with
 //! [`LoadRestrictions::None`] on a filesystem confined to the artifact root.
+//!
+//! With a [`RemoteFetcher`] ([`Loader::with_remote_fetcher`]), files named by http(s) URL are
+//! fetched instead of refused, and remote bases are built from a loader rooted at their
+//! clone ([`Loader::for_clone`]), which never reads outside the clone.
 
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use zeroize::Zeroizing;
+
+use crate::remote::{self, ClonedRepo, MAX_REMOTE_FETCHES, RemoteError, RemoteFetcher, RepoSpec};
 
 /// Which files a kustomization may read.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -74,6 +81,24 @@ pub enum LoadError {
         /// The root, as shown to users.
         root: String,
     },
+    /// A file named by http(s) URL could not be fetched.
+    #[error("could not fetch '{url}': {source}")]
+    Fetch {
+        /// The URL as written (escaped).
+        url: String,
+        /// Why.
+        source: RemoteError,
+    },
+    /// The build already fetched as many remote repositories and files as it may.
+    #[error(
+        "'{url}' would be remote fetch number {}: a build fetches at most {} remote repositories and files",
+        MAX_REMOTE_FETCHES + 1,
+        MAX_REMOTE_FETCHES
+    )]
+    TooManyFetches {
+        /// The URL that was not fetched (escaped).
+        url: String,
+    },
     /// The path is a file outside the kustomization's directory (`RootOnly`).
     #[error(
         "security; file '{path}' is not in or below '{dir}' (files must be under the kustomization's directory)"
@@ -105,6 +130,24 @@ pub struct Loader {
     root: PathBuf,
     restrictions: LoadRestrictions,
     in_memory: InMemoryFiles,
+    remote: Remote,
+}
+
+/// The fetcher of remote resources, and how many fetches the build has made (shared by the
+/// loaders of remote bases).
+#[derive(Clone, Default)]
+struct Remote {
+    fetcher: Option<Arc<dyn RemoteFetcher>>,
+    fetches: Arc<AtomicUsize>,
+}
+
+impl std::fmt::Debug for Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.fetcher {
+            Some(_) => write!(f, "RemoteFetcher"),
+            None => write!(f, "None"),
+        }
+    }
 }
 
 /// File contents served instead of the files on disk (decrypted sources: their plaintext
@@ -141,6 +184,76 @@ impl Loader {
             root,
             restrictions,
             in_memory: InMemoryFiles::default(),
+            remote: Remote::default(),
+        })
+    }
+
+    /// This loader, reading remote resources through `fetcher`: http(s) URLs named as files
+    /// are fetched, and builds may clone remote bases and components. Without one, every
+    /// URL is refused by name.
+    pub fn with_remote_fetcher(mut self, fetcher: Arc<dyn RemoteFetcher>) -> Self {
+        self.remote = Remote {
+            fetcher: Some(fetcher),
+            fetches: Arc::default(),
+        };
+        self
+    }
+
+    /// The fetcher of remote resources, if any.
+    pub fn remote_fetcher(&self) -> Option<&Arc<dyn RemoteFetcher>> {
+        self.remote.fetcher.as_ref()
+    }
+
+    /// A loader for a remote base cloned at `clone` (resolved now): confined to the clone,
+    /// with files restricted to each kustomization's own directory (kustomize never relaxes
+    /// this for clones), sharing this loader's fetcher and fetch count.
+    pub fn for_clone(&self, clone: &Path) -> Result<Loader, LoadError> {
+        let mut loader = Loader::new(clone, LoadRestrictions::RootOnly)?;
+        loader.remote = self.remote.clone();
+        Ok(loader)
+    }
+
+    /// Counts one more remote fetch, refusing it past [`MAX_REMOTE_FETCHES`].
+    fn count_fetch(&self, url: &str) -> Result<(), LoadError> {
+        let before = self.remote.fetches.fetch_add(1, Ordering::Relaxed);
+        if before >= MAX_REMOTE_FETCHES {
+            return Err(LoadError::TooManyFetches {
+                url: escape_name(url),
+            });
+        }
+        Ok(())
+    }
+
+    /// The bytes of the http(s) URL `url` (at most `limit`), through the fetcher.
+    pub fn fetch(&self, url: &str, limit: u64) -> Result<Vec<u8>, LoadError> {
+        let failed = |source| LoadError::Fetch {
+            url: escape_name(url),
+            source,
+        };
+        let Some(fetcher) = &self.remote.fetcher else {
+            return Err(LoadError::Remote {
+                name: escape_name(url),
+            });
+        };
+        self.count_fetch(url)?;
+        let bytes = fetcher.fetch_file(url).map_err(failed)?;
+        if bytes.len() as u64 > limit {
+            return Err(failed(RemoteError::TooLarge { limit }));
+        }
+        Ok(bytes)
+    }
+
+    /// Clones the repository of `spec` through the fetcher.
+    pub fn clone_repo(&self, spec: &RepoSpec) -> Result<ClonedRepo, LoadError> {
+        let Some(fetcher) = &self.remote.fetcher else {
+            return Err(LoadError::Remote {
+                name: escape_name(&spec.raw),
+            });
+        };
+        self.count_fetch(&spec.raw)?;
+        fetcher.clone_repo(spec).map_err(|source| LoadError::Fetch {
+            url: escape_name(&spec.raw),
+            source,
         })
     }
 
@@ -182,7 +295,13 @@ impl Loader {
     /// root, so an error never reveals whether something outside the root exists. Anything
     /// but a regular file or a directory (FIFOs, sockets, devices) is refused by its type,
     /// without being opened.
+    ///
+    /// With a fetcher, a name that looks like a URL is looked up as a local path like any
+    /// other, as kustomize does (the build decides whether it names a repository).
     pub fn entry(&self, dir: &Path, name: &str) -> Result<Entry, LoadError> {
+        if self.remote.fetcher.is_some() {
+            return self.entry_path(dir, name);
+        }
         let remote = || LoadError::Remote {
             name: escape_name(name),
         };
@@ -299,7 +418,13 @@ impl Loader {
 
     /// Reads the file `name` named by the kustomization in `dir`, refusing anything but a
     /// regular file and any file of more than `limit` bytes (checked while reading).
+    ///
+    /// With a fetcher, an http(s) URL is fetched instead (kustomize applies no load
+    /// restriction to those).
     pub fn read_limited(&self, dir: &Path, name: &str, limit: u64) -> Result<Vec<u8>, LoadError> {
+        if self.remote.fetcher.is_some() && remote::is_remote_file(name) {
+            return self.fetch(name, limit);
+        }
         let path = match self.entry(dir, name)? {
             Entry::File(path) => path,
             Entry::Dir(path) => {
@@ -322,8 +447,15 @@ impl Loader {
     /// Reads the file `name` as UTF-8 text.
     pub fn read_text(&self, dir: &Path, name: &str) -> Result<String, LoadError> {
         let bytes = self.read(dir, name)?;
+        let shown = || {
+            if self.remote.fetcher.is_some() && remote::is_remote_file(name) {
+                escape_name(name)
+            } else {
+                self.display(&lexical_join(dir, name))
+            }
+        };
         String::from_utf8(bytes).map_err(|_| LoadError::Io {
-            path: self.display(&lexical_join(dir, name)),
+            path: shown(),
             source: std::io::Error::new(std::io::ErrorKind::InvalidData, "not valid UTF-8"),
         })
     }

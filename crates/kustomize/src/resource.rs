@@ -219,6 +219,10 @@ pub struct PluginId {
 pub struct Origin {
     /// The file a resource was read from.
     pub path: String,
+    /// The repository (clone URL) a resource or configuration came from, when remote.
+    pub repo: String,
+    /// The ref of that repository, when the URL named one.
+    pub git_ref: String,
     /// The file that configured the generator or transformer.
     pub configured_in: String,
     /// The generator or transformer.
@@ -264,6 +268,8 @@ impl Origin {
             }
         };
         put(&mut map, "path", &self.path);
+        put(&mut map, "repo", &self.repo);
+        put(&mut map, "ref", &self.git_ref);
         put(&mut map, "configuredIn", &self.configured_in);
         if let Some(plugin) = &self.configured_by {
             let mut by = Map::new();

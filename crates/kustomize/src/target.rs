@@ -4,6 +4,7 @@
 //! dropping local-config objects and sorting.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -11,6 +12,7 @@ use super::config::TransformerConfig;
 use super::kustfile::{KUSTOMIZATION_FILE_NAMES, Kustomization, KustomizationKind, Var};
 use super::loader::{Entry, LoadError, LoadRestrictions, Loader};
 use super::openapi::OpenApiChoice;
+use super::remote::{self, RemoteError, RemoteFetcher, RepoSpec, RepoSpecError};
 use super::resource::{Object, Origin, PluginId, ResMap, Resource, scalar_text};
 use super::{
     budget, generators, gojson, kustfile, namereference, patch, replacements, sort, transformers,
@@ -19,10 +21,25 @@ use super::{
 use goyaml as yaml;
 
 /// Options of a build.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct BuildOptions {
     /// Which files kustomizations may read (the loader is always confined to the root).
     pub load_restrictions: LoadRestrictions,
+    /// Reads remote resources (git repositories and http(s) files named by URL) as kustomize
+    /// does. `None`, the default, refuses every remote entry by name.
+    pub remote_fetcher: Option<Arc<dyn RemoteFetcher>>,
+}
+
+impl std::fmt::Debug for BuildOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BuildOptions")
+            .field("load_restrictions", &self.load_restrictions)
+            .field(
+                "remote_fetcher",
+                &self.remote_fetcher.as_ref().map(|_| "RemoteFetcher"),
+            )
+            .finish()
+    }
 }
 
 /// Why a build failed. Messages name the kustomization (directory relative to the root)
@@ -76,6 +93,47 @@ pub enum BuildError {
         /// The bound.
         limit: usize,
     },
+    /// A `resources` entry is neither a file nor a base: why it is not a file, then why it
+    /// is not a base (kustomize's wording, `accumulation err='...'`).
+    #[error("{dir}: accumulation err='{file_error}': {source}")]
+    Accumulation {
+        /// The kustomization directory.
+        dir: String,
+        /// Why the entry is not a file (naming it).
+        file_error: String,
+        /// Why it is not a base either.
+        source: Box<BuildError>,
+    },
+    /// A name that looks like a URL does not parse as a repository URL.
+    #[error("'{url}' is not a repository URL kustomize can clone: {source}")]
+    NotRepository {
+        /// The entry as written (escaped).
+        url: String,
+        /// Why.
+        source: RepoSpecError,
+    },
+    /// A remote base names a repository URL already being built (kustomize's wording).
+    #[error("{dir}: cycle detected: URI '{url}' referenced by previous URI '{previous}'")]
+    RepoCycle {
+        /// The kustomization directory (inside its clone).
+        dir: String,
+        /// The URL that would be cloned again (escaped).
+        url: String,
+        /// The URL of the remote base being built that starts with it (escaped).
+        previous: String,
+    },
+    /// Building a cloned remote base or component failed.
+    #[error("{dir}: in remote {kind} '{url}': {source}")]
+    InRemote {
+        /// The kustomization that names the remote entry.
+        dir: String,
+        /// `base` or `component`.
+        kind: &'static str,
+        /// The entry as written (escaped).
+        url: String,
+        /// The error, with paths relative to the root of the clone.
+        source: Box<BuildError>,
+    },
     /// A step of the build failed.
     #[error("{context}: {source}")]
     Step {
@@ -97,14 +155,22 @@ fn step<E: std::error::Error + Send + Sync + 'static>(
 
 /// Builds the kustomization in `dir`, reading files only under `root`, and returns the
 /// objects in kustomize's order (FIFO unless the kustomization sets `sortOptions`).
+///
+/// With [`BuildOptions::remote_fetcher`], remote `resources` and `components` are fetched
+/// through it (see [`crate::remote`]).
 pub fn build(root: &Path, dir: &Path, options: &BuildOptions) -> Result<Vec<Object>, BuildError> {
-    let loader = Loader::new(root, options.load_restrictions)?;
+    let mut loader = Loader::new(root, options.load_restrictions)?;
+    if let Some(fetcher) = &options.remote_fetcher {
+        loader = loader.with_remote_fetcher(Arc::clone(fetcher));
+    }
     let dir = resolve_dir(&loader, dir)?;
     let kustomization = load_kustomization(&loader, &dir)?;
     build_kustomization(&loader, &dir, kustomization)
 }
 
 /// Builds `dir` with an already loaded (and possibly amended) top-level `kustomization`.
+/// Remote entries are fetched when `loader` has a fetcher
+/// ([`Loader::with_remote_fetcher`]), and refused otherwise.
 pub fn build_kustomization(
     loader: &Loader,
     dir: &Path,
@@ -119,10 +185,14 @@ pub fn build_kustomization(
         dir: dir.to_path_buf(),
         kustfile: kustomization_file_name(dir).to_string(),
         kustomization,
-        top: dir,
+        frame: OriginFrame {
+            base: dir.to_path_buf(),
+            ..OriginFrame::default()
+        },
         record: metadata.any(),
         openapi: &openapi,
         visiting: vec![dir.to_path_buf()],
+        repos: Vec::new(),
     };
     target.consider_openapi()?;
     target.accumulate(&mut acc)?;
@@ -345,8 +415,8 @@ struct Target<'a> {
     /// File name of the kustomization file in `dir`.
     kustfile: String,
     kustomization: Kustomization,
-    /// The top-level kustomization's directory, which origins are relative to.
-    top: &'a Path,
+    /// How origins of this kustomization's files are recorded.
+    frame: OriginFrame,
     /// Whether origins and transformations are recorded (`buildMetadata`).
     record: bool,
     /// The build's OpenAPI choice (the first kustomization with `openapi` sets it).
@@ -354,6 +424,62 @@ struct Target<'a> {
     /// The directories being accumulated, from the top-level kustomization down to `dir`
     /// (for cycle detection and the nesting bound).
     visiting: Vec<PathBuf>,
+    /// The URLs of the remote bases and components being accumulated, outermost first (for
+    /// kustomize's repository cycle check).
+    repos: Vec<String>,
+}
+
+/// How kustomize records origins in one kustomization tree (its running `Origin`): the
+/// repository and ref of the remote base the files come from (empty for local files), and
+/// the path a resolved directory, `base`, is recorded as; files are recorded by their path
+/// relative to `base`, joined onto `prefix`.
+#[derive(Clone, Debug, Default)]
+struct OriginFrame {
+    repo: String,
+    git_ref: String,
+    base: PathBuf,
+    prefix: String,
+}
+
+impl OriginFrame {
+    /// The frame of a remote base or component cloned for `spec`, rooted at `base`.
+    fn remote(spec: &RepoSpec, base: PathBuf) -> Self {
+        OriginFrame {
+            repo: spec.clone_url(),
+            git_ref: spec.git_ref.clone(),
+            base,
+            prefix: spec.origin_path(),
+        }
+    }
+
+    /// The path `path` (resolved) is recorded as.
+    fn path_of(&self, path: &Path) -> String {
+        let relative = relative_path(&self.base, path);
+        if self.prefix.is_empty() {
+            relative
+        } else {
+            remote::go_join(&self.prefix, &relative)
+        }
+    }
+
+    /// An origin at `path` (as recorded) in this frame's repository.
+    fn origin(&self, path: String) -> Origin {
+        Origin {
+            path,
+            repo: self.repo.clone(),
+            git_ref: self.git_ref.clone(),
+            ..Origin::default()
+        }
+    }
+}
+
+/// Why a `resources` entry could not be read as a file, kept while it is tried as a base.
+struct FileAttempt {
+    /// The reason, naming the entry.
+    message: String,
+    /// The error itself when the file was read but is not YAML: kustomize then reports only
+    /// it if the entry is not a base either (unless cloning timed out).
+    malformed: Option<BuildError>,
 }
 
 /// The most kustomization directories nested inside one another (bases of bases, components
@@ -362,21 +488,44 @@ struct Target<'a> {
 pub const MAX_KUSTOMIZATION_DEPTH: usize = 32;
 
 impl Target<'_> {
-    /// `path` relative to the top-level kustomization, as origins name files.
-    fn relative_to_top(&self, path: &Path) -> String {
-        relative_path(self.top, path)
+    /// The origin of a resource read from the local file `path` (resolved).
+    fn file_origin(&self, path: &Path) -> Origin {
+        self.frame.origin(self.frame.path_of(path))
     }
 
-    /// This kustomization's file, relative to the top-level kustomization.
-    fn kustfile_from_top(&self) -> String {
-        self.relative_to_top(&self.dir.join(&self.kustfile))
+    /// The origin of a resource fetched from the http(s) URL `url`: kustomize records a URL
+    /// that parses as a repository URL as one, any other joined onto this directory's path.
+    fn url_origin(&self, url: &str) -> Origin {
+        match RepoSpec::parse(url) {
+            Ok(spec) => OriginFrame::remote(&spec, PathBuf::new()).origin(spec.origin_path()),
+            Err(_) => {
+                let here = self.frame.path_of(&self.dir);
+                self.frame.origin(remote::go_join(&here, url))
+            }
+        }
+    }
+
+    /// The origin of what this kustomization file configures: its path and repository.
+    fn kustfile_origin(&self) -> Origin {
+        self.frame
+            .origin(self.frame.path_of(&self.dir.join(&self.kustfile)))
+    }
+
+    /// The origin kustomize records for the builtin `kind` configured by this kustomization.
+    fn builtin_origin(&self, kind: &str) -> Origin {
+        let file = self.kustfile_origin();
+        Origin {
+            repo: file.repo,
+            git_ref: file.git_ref,
+            ..Origin::builtin(file.path, kind)
+        }
     }
 
     /// Records that the builtin transformer `kind`, configured by this kustomization, ran
     /// over every resource (`times` for transformers configured once per entry).
     fn record_builtin(&self, resmap: &mut ResMap, kind: &str, times: usize) {
         if self.record && times > 0 {
-            let origin = Origin::builtin(self.kustfile_from_top(), kind);
+            let origin = self.builtin_origin(kind);
             record_transformation(resmap, &origin, times);
         }
     }
@@ -415,6 +564,7 @@ impl Target<'_> {
             .iter()
             .chain(&k.components)
             .find(|e| is_remote(e))
+            .filter(|_| self.loader.remote_fetcher().is_none())
         {
             return Err(unsupported(format!(
                 "remote resource '{}' is not supported: only files inside the source artifact can be built",
@@ -462,26 +612,223 @@ impl Target<'_> {
     ) -> Result<(), BuildError> {
         for entry in entries {
             self.refuse_empty(entry, "resources")?;
+            if self.loader.remote_fetcher().is_some() {
+                self.accumulate_resource_or_remote(acc, entry)?;
+                continue;
+            }
             match self.loader.entry(&self.dir, entry)? {
-                Entry::File(path) => {
-                    let text = self.loader.read_text(&self.dir, entry)?;
-                    let file = self.loader.display(&self.dir.join(entry));
-                    let origin = self
-                        .record
-                        .then(|| Origin::file(self.relative_to_top(&path)));
-                    for mut resource in parse_resources(&text, &file)? {
-                        resource.origin = origin.clone();
-                        acc.resmap
-                            .append(resource)
-                            .map_err(step(|| format!("{file}: merging resources")))?;
-                    }
-                }
+                Entry::File(path) => self.accumulate_file(acc, entry, &path)?,
                 Entry::Dir(_) => {
                     self.accumulate_directory(acc, entry, KustomizationKind::Kustomization)?
                 }
             }
         }
         Ok(())
+    }
+
+    /// Appends the resources of the local file `entry` (resolved to `path`).
+    fn accumulate_file(
+        &self,
+        acc: &mut Accumulator,
+        entry: &str,
+        path: &Path,
+    ) -> Result<(), BuildError> {
+        let text = self.loader.read_text(&self.dir, entry)?;
+        let file = self.loader.display(&self.dir.join(entry));
+        let origin = self.record.then(|| self.file_origin(path));
+        append_resources(acc, parse_resources(&text, &file)?, origin, &file)
+    }
+
+    /// kustomize's reading of a `resources` entry when remote resources may be fetched: the
+    /// entry is tried as a file first (an http(s) URL is fetched), then as a base (a URL
+    /// that parses as a repository URL is cloned, even if a local directory has its name;
+    /// anything else is a local directory).
+    fn accumulate_resource_or_remote(
+        &self,
+        acc: &mut Accumulator,
+        entry: &str,
+    ) -> Result<(), BuildError> {
+        if remote::is_remote_file(entry) {
+            return self.accumulate_url(acc, entry);
+        }
+        let local = self.loader.entry(&self.dir, entry);
+        let as_file = |reason: String| FileAttempt {
+            message: format!("accumulating resources from '{}': {reason}", escape(entry)),
+            malformed: None,
+        };
+        match (local, RepoSpec::parse(entry)) {
+            (Ok(Entry::File(path)), _) => self.accumulate_file(acc, entry, &path),
+            (Ok(Entry::Dir(path)), Ok(spec)) => {
+                let reason = format!("{}: is a directory", self.loader.display(&path));
+                let attempt = as_file(reason);
+                self.accumulate_remote(acc, spec, KustomizationKind::Kustomization, Some(attempt))
+            }
+            (Err(error), Ok(spec)) => {
+                let attempt = as_file(error.to_string());
+                self.accumulate_remote(acc, spec, KustomizationKind::Kustomization, Some(attempt))
+            }
+            (Ok(Entry::Dir(_)), Err(_)) => {
+                self.accumulate_directory(acc, entry, KustomizationKind::Kustomization)
+            }
+            (Err(error), Err(not_repository)) if is_remote(entry) => {
+                Err(BuildError::Accumulation {
+                    dir: self.here(),
+                    file_error: as_file(error.to_string()).message,
+                    source: Box::new(BuildError::NotRepository {
+                        url: escape(entry),
+                        source: not_repository,
+                    }),
+                })
+            }
+            (Err(error), Err(_)) => Err(error.into()),
+        }
+    }
+
+    /// A `resources` entry that is an http(s) URL: the file it names, unless the server
+    /// says it has none (kustomize's `ErrHTTP`: the build stops) or what it answers is not
+    /// YAML; then the repository it names, when it parses as a repository URL.
+    fn accumulate_url(&self, acc: &mut Accumulator, url: &str) -> Result<(), BuildError> {
+        let shown = escape(url);
+        let context = || format!("{}: accumulating resources from '{shown}'", self.here());
+        let as_repository = RepoSpec::parse(url);
+        let attempt = match self.loader.fetch(url, crate::loader::MAX_FILE_SIZE) {
+            Ok(bytes) => match resources_from_bytes(bytes, &shown) {
+                Ok(resources) => {
+                    let origin = self.record.then(|| self.url_origin(url));
+                    return append_resources(acc, resources, origin, &shown);
+                }
+                Err((error, malformed)) => FileAttempt {
+                    message: format!("accumulating resources from '{shown}': {error}"),
+                    malformed: malformed.then_some(error),
+                },
+            },
+            Err(LoadError::Fetch {
+                source: source @ RemoteError::Http { .. },
+                ..
+            }) => {
+                if as_repository.is_err() {
+                    return Err(BuildError::Step {
+                        context: context(),
+                        source: Box::new(source),
+                    });
+                }
+                FileAttempt {
+                    message: format!(
+                        "accumulating resources from '{shown}': URL is a git repository"
+                    ),
+                    malformed: None,
+                }
+            }
+            Err(error @ LoadError::TooManyFetches { .. }) => return Err(error.into()),
+            Err(error) => FileAttempt {
+                message: format!("accumulating resources from '{shown}': {error}"),
+                malformed: None,
+            },
+        };
+        match as_repository {
+            Ok(spec) => {
+                self.accumulate_remote(acc, spec, KustomizationKind::Kustomization, Some(attempt))
+            }
+            Err(not_repository) => Err(match attempt.malformed {
+                Some(error) => error,
+                None => BuildError::Accumulation {
+                    dir: self.here(),
+                    file_error: attempt.message,
+                    source: Box::new(BuildError::NotRepository {
+                        url: shown,
+                        source: not_repository,
+                    }),
+                },
+            }),
+        }
+    }
+
+    /// Clones the repository of `spec` and accumulates the kustomization at its path, with
+    /// a loader confined to the clone (kustomize's `newLoaderAtGitClone`). `attempt` is why
+    /// a `resources` entry was not a file (`None` for components).
+    fn accumulate_remote(
+        &self,
+        acc: &mut Accumulator,
+        spec: RepoSpec,
+        expected: KustomizationKind,
+        attempt: Option<FileAttempt>,
+    ) -> Result<(), BuildError> {
+        let url = escape(&spec.raw);
+        if let Some(previous) = self.repos.iter().rev().find(|p| p.starts_with(&spec.raw)) {
+            return Err(BuildError::RepoCycle {
+                dir: self.here(),
+                url,
+                previous: escape(previous),
+            });
+        }
+        if self.visiting.len() >= MAX_KUSTOMIZATION_DEPTH {
+            return Err(BuildError::TooDeep {
+                dir: self.here(),
+                limit: MAX_KUSTOMIZATION_DEPTH,
+            });
+        }
+        let clone = match self.loader.clone_repo(&spec) {
+            Ok(clone) => clone,
+            Err(error) => {
+                let timed_out = matches!(
+                    error,
+                    LoadError::Fetch {
+                        source: RemoteError::Timeout { .. },
+                        ..
+                    }
+                );
+                return Err(match attempt {
+                    Some(FileAttempt {
+                        malformed: Some(malformed),
+                        ..
+                    }) if !timed_out => malformed,
+                    Some(attempt) => BuildError::Accumulation {
+                        dir: self.here(),
+                        file_error: attempt.message,
+                        source: Box::new(error.into()),
+                    },
+                    None => BuildError::Step {
+                        context: self.ctx("components"),
+                        source: Box::new(error),
+                    },
+                });
+            }
+        };
+        let kind = match expected {
+            KustomizationKind::Component => "component",
+            KustomizationKind::Kustomization => "base",
+        };
+        let in_remote = |source: BuildError| BuildError::InRemote {
+            dir: self.here(),
+            kind,
+            url: url.clone(),
+            source: Box::new(source),
+        };
+        let loader = self
+            .loader
+            .for_clone(&clone.dir)
+            .map_err(|e| in_remote(e.into()))?;
+        // The path inside the repository is relative to its root even when written `//`-
+        // rooted; symlinks leaving the clone are refused by the loader.
+        let inside = spec.kust_root_path.trim_start_matches('/');
+        let dir = match loader.entry(loader.root(), inside) {
+            Ok(Entry::Dir(dir)) => dir,
+            Ok(Entry::File(file)) => {
+                return Err(in_remote(BuildError::Kustomization(format!(
+                    "{}: is a file; a remote {kind} must be a directory holding a kustomization",
+                    loader.display(&file)
+                ))));
+            }
+            Err(error) => return Err(in_remote(error.into())),
+        };
+        let kustomization = load_kustomization(&loader, &dir).map_err(in_remote)?;
+        let frame = OriginFrame::remote(&spec, dir.clone());
+        let mut repos = self.repos.clone();
+        repos.push(spec.raw.clone());
+        let built = self.accumulate_sub(acc, &loader, dir, kustomization, expected, frame, repos);
+        // The checkout is removed once everything in it has been read.
+        drop(clone);
+        built.map_err(in_remote)
     }
 
     /// Refuses to accumulate `candidate` when it is, or contains, a directory already being
@@ -536,6 +883,12 @@ impl Target<'_> {
         entry: &str,
         expected: KustomizationKind,
     ) -> Result<(), BuildError> {
+        // kustomize's loader takes anything that parses as a repository URL for one.
+        if self.loader.remote_fetcher().is_some()
+            && let Ok(spec) = RepoSpec::parse(entry)
+        {
+            return self.accumulate_remote(acc, spec, expected, None);
+        }
         let dir = match self.loader.entry(&self.dir, entry)? {
             Entry::Dir(dir) => dir,
             Entry::File(file) => {
@@ -548,17 +901,35 @@ impl Target<'_> {
         };
         self.refuse_cycle(&dir)?;
         let kustomization = load_kustomization(self.loader, &dir)?;
+        let (frame, repos) = (self.frame.clone(), self.repos.clone());
+        self.accumulate_sub(acc, self.loader, dir, kustomization, expected, frame, repos)
+    }
+
+    /// Accumulates the kustomization of `dir`, read through `loader`, as a base (merged
+    /// into `acc`) or a component (applied to `acc`).
+    #[allow(clippy::too_many_arguments)]
+    fn accumulate_sub(
+        &self,
+        acc: &mut Accumulator,
+        loader: &Loader,
+        dir: PathBuf,
+        kustomization: Kustomization,
+        expected: KustomizationKind,
+        frame: OriginFrame,
+        repos: Vec<String>,
+    ) -> Result<(), BuildError> {
         let mut visiting = self.visiting.clone();
         visiting.push(dir.clone());
         let sub = Target {
-            loader: self.loader,
+            loader,
             kustfile: kustomization_file_name(&dir).to_string(),
             dir,
             kustomization,
-            top: self.top,
+            frame,
             record: self.record,
             openapi: self.openapi,
             visiting,
+            repos,
         };
         sub.consider_openapi()?;
         let kind = sub.kustomization.kustomization_kind();
@@ -623,10 +994,7 @@ impl Target<'_> {
     fn run_generators(&self, acc: &mut Accumulator) -> Result<(), BuildError> {
         let k = &self.kustomization;
         let defaults = k.generator_options.as_ref();
-        let builtin = |kind: &str| {
-            self.record
-                .then(|| Origin::builtin(self.kustfile_from_top(), kind))
-        };
+        let builtin = |kind: &str| self.record.then(|| self.builtin_origin(kind));
         for args in &k.config_map_generator {
             let ctx = || self.ctx(&format!("configMapGenerator '{}'", args.name));
             let mut generated =
@@ -821,7 +1189,7 @@ impl Target<'_> {
         field: &str,
     ) -> Result<Vec<(Object, Option<Origin>)>, BuildError> {
         let mut configs: Vec<(Object, Option<Origin>)> = Vec::new();
-        let plugin_origin = |config: &Object, configured_in: String| {
+        let plugin_origin = |config: &Object, source: &Origin| {
             let meta = |key: &str| {
                 config
                     .get("metadata")
@@ -837,15 +1205,17 @@ impl Target<'_> {
                     .unwrap_or("")
                     .to_string()
             };
-            Origin::plugin(
-                configured_in,
-                PluginId {
-                    api_version: text("apiVersion"),
-                    kind: text("kind"),
-                    name: meta("name"),
-                    namespace: meta("namespace"),
-                },
-            )
+            let plugin = PluginId {
+                api_version: text("apiVersion"),
+                kind: text("kind"),
+                name: meta("name"),
+                namespace: meta("namespace"),
+            };
+            Origin {
+                repo: source.repo.clone(),
+                git_ref: source.git_ref.clone(),
+                ..Origin::plugin(source.path.clone(), plugin)
+            }
         };
         for entry in entries {
             let inline = yaml::parse_documents(entry)
@@ -857,7 +1227,7 @@ impl Target<'_> {
                     for resource in objects_to_resources(docs, &shown)? {
                         let origin = self
                             .record
-                            .then(|| plugin_origin(&resource.obj, self.kustfile_from_top()));
+                            .then(|| plugin_origin(&resource.obj, &self.kustfile_origin()));
                         configs.push((resource.obj, origin));
                     }
                 }
@@ -868,7 +1238,7 @@ impl Target<'_> {
                         let origin = resource
                             .origin
                             .as_ref()
-                            .map(|o| plugin_origin(&resource.obj, o.path.clone()));
+                            .map(|o| plugin_origin(&resource.obj, o));
                         configs.push((resource.obj, origin));
                     }
                 }
@@ -900,6 +1270,45 @@ fn plugin_kind(config: &Object, here: &str) -> Result<String, BuildError> {
         .ok_or_else(|| {
             BuildError::Kustomization(format!("{here}: plugin configuration without kind"))
         })
+}
+
+/// A name as shown in messages (see [`super::loader::escape_name`]).
+fn escape(name: &str) -> String {
+    super::loader::escape_name(name)
+}
+
+/// Appends `resources` read from `file` to `acc`, each with `origin`.
+fn append_resources(
+    acc: &mut Accumulator,
+    resources: Vec<Resource>,
+    origin: Option<Origin>,
+    file: &str,
+) -> Result<(), BuildError> {
+    for mut resource in resources {
+        resource.origin = origin.clone();
+        acc.resmap
+            .append(resource)
+            .map_err(step(|| format!("{file}: merging resources")))?;
+    }
+    Ok(())
+}
+
+/// The resources of a fetched file shown as `file`, or the error and whether it is one of
+/// the bytes not being YAML at all (rather than of documents that are not objects).
+fn resources_from_bytes(bytes: Vec<u8>, file: &str) -> Result<Vec<Resource>, (BuildError, bool)> {
+    let malformed = |message: String| {
+        (
+            BuildError::Resource {
+                file: file.to_string(),
+                message,
+            },
+            true,
+        )
+    };
+    let text = String::from_utf8(bytes).map_err(|_| malformed("not valid UTF-8".into()))?;
+    let docs =
+        yaml::parse_documents_with_plain_texts(&text).map_err(|e| malformed(e.to_string()))?;
+    written_objects_to_resources(docs, file).map_err(|e| (e, false))
 }
 
 /// Parses a resource file: every document must be an object with a kind and a name; List
