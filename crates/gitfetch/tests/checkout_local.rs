@@ -1,0 +1,263 @@
+//! Checkouts of repositories on this machine (`file://` URLs and paths), compared with what
+//! `git archive` writes for the same commit.
+
+mod support;
+
+use std::path::PathBuf;
+
+use gitfetch::{GitError, checkout};
+use support::{Node, Repos, dest, options, snapshot};
+
+#[test]
+fn head_branch_tags_and_commits_match_git_archive() {
+    let repos = Repos::new();
+    let url = repos.file_url("repo");
+    let cases = [
+        ("", repos.main.clone(), Some("HEAD")),
+        ("HEAD", repos.main.clone(), Some("HEAD")),
+        ("main", repos.main.clone(), Some("refs/heads/main")),
+        ("feature", repos.feature.clone(), Some("refs/heads/feature")),
+        (
+            "refs/heads/feature",
+            repos.feature.clone(),
+            Some("refs/heads/feature"),
+        ),
+        (
+            "heads/feature",
+            repos.feature.clone(),
+            Some("refs/heads/feature"),
+        ),
+        ("v1", repos.first.clone(), Some("refs/tags/v1")),
+        ("light", repos.first.clone(), Some("refs/tags/light")),
+        // A tag wins over a branch of the same name, as with `git fetch`.
+        ("both", repos.feature.clone(), Some("refs/tags/both")),
+        (
+            "refs/heads/both",
+            repos.main.clone(),
+            Some("refs/heads/both"),
+        ),
+        // A commit that is at no branch head, in full and abbreviated.
+        (repos.first.as_str(), repos.first.clone(), None),
+        (&repos.first[..7], repos.first.clone(), None),
+        (&repos.first[..4], repos.first.clone(), None),
+    ];
+    for (git_ref, commit, reference) in cases {
+        let (_tmp, dest) = dest();
+        let done = checkout(&url, git_ref, &dest, &options())
+            .unwrap_or_else(|e| panic!("checkout of {git_ref:?}: {e}"));
+        assert_eq!(done.commit, commit, "commit of {git_ref:?}");
+        assert_eq!(done.reference.as_deref(), reference, "ref of {git_ref:?}");
+        assert_eq!(
+            snapshot(&dest),
+            repos.archive("repo", &commit),
+            "files of {git_ref:?}"
+        );
+        assert!(!dest.join(".git").exists());
+    }
+}
+
+#[test]
+fn a_plain_path_works_like_a_file_url() {
+    let repos = Repos::new();
+    let (_tmp, dest) = dest();
+    let path = repos.path("repo");
+    let done = checkout(path.to_str().expect("utf-8"), "v1", &dest, &options()).expect("checkout");
+    assert_eq!(done.commit, repos.first);
+    assert_eq!(snapshot(&dest), repos.archive("repo", "v1"));
+}
+
+#[test]
+fn executable_bits_and_symlinks_are_kept() {
+    let repos = Repos::new();
+    let (_tmp, dest) = dest();
+    checkout(&repos.file_url("repo"), "main", &dest, &options()).expect("checkout");
+    let tree = snapshot(&dest);
+    assert!(matches!(
+        tree.get("run.sh"),
+        Some(Node::File {
+            executable: true,
+            ..
+        })
+    ));
+    assert!(matches!(
+        tree.get("README.md"),
+        Some(Node::File {
+            executable: false,
+            ..
+        })
+    ));
+    assert_eq!(
+        tree.get("link"),
+        Some(&Node::Link(PathBuf::from("dir/a.txt")))
+    );
+    assert_eq!(
+        std::fs::read_to_string(dest.join("link")).expect("read through link"),
+        "a\n"
+    );
+}
+
+#[test]
+fn the_byte_limit_is_enforced_and_named() {
+    let repos = Repos::new();
+    let url = repos.file_url("repo");
+    let (_tmp, first) = dest();
+    let total = checkout(&url, "main", &first, &options())
+        .expect("checkout")
+        .bytes;
+    assert!(total > 0);
+
+    let (_tmp, exact) = dest();
+    let mut opts = options();
+    opts.max_bytes = total;
+    assert_eq!(
+        checkout(&url, "main", &exact, &opts)
+            .expect("at the limit")
+            .bytes,
+        total
+    );
+
+    let (_tmp, over) = dest();
+    opts.max_bytes = total - 1;
+    let err = checkout(&url, "main", &over, &opts).expect_err("over the limit");
+    assert!(
+        matches!(err, GitError::TooLarge { limit, .. } if limit == total - 1),
+        "{err}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!("limit of {} bytes", total - 1)),
+        "{text}"
+    );
+    assert!(text.contains(&url) && text.contains("\"main\""), "{text}");
+}
+
+#[test]
+fn a_missing_ref_is_named() {
+    let repos = Repos::new();
+    let url = repos.file_url("repo");
+    for git_ref in [
+        "nope",
+        "deadbeef",
+        "0123456789abcdef0123456789abcdef01234567",
+    ] {
+        let (_tmp, dest) = dest();
+        let err = checkout(&url, git_ref, &dest, &options()).expect_err("missing ref");
+        assert!(matches!(err, GitError::RefNotFound { .. }), "{err}");
+        let text = err.to_string();
+        assert_eq!(text, format!("{git_ref:?} was not found in {url}"));
+    }
+}
+
+#[test]
+fn a_ref_git_would_refuse_is_refused() {
+    let repos = Repos::new();
+    let (_tmp, dest) = dest();
+    let err = checkout(&repos.file_url("repo"), "a..b", &dest, &options()).expect_err("bad ref");
+    assert!(matches!(err, GitError::InvalidRef { .. }), "{err}");
+}
+
+#[test]
+fn a_tree_id_is_not_a_commit() {
+    let repos = Repos::new();
+    let tree = support::git(&repos.path("repo"), &["rev-parse", "main^{tree}"]);
+    let (_tmp, dest) = dest();
+    let err = checkout(&repos.file_url("repo"), &tree, &dest, &options()).expect_err("a tree");
+    assert!(matches!(err, GitError::NotACommit { .. }), "{err}");
+}
+
+#[test]
+fn a_missing_repository_is_an_error_naming_it() {
+    let repos = Repos::new();
+    let url = repos.file_url("absent");
+    let (_tmp, dest) = dest();
+    let err = checkout(&url, "", &dest, &options()).expect_err("no repository");
+    assert!(matches!(err, GitError::Repository { .. }), "{err}");
+    assert!(err.to_string().contains(&url), "{err}");
+}
+
+#[test]
+fn a_destination_with_files_is_refused() {
+    let repos = Repos::new();
+    let (_tmp, dest) = dest();
+    std::fs::create_dir_all(&dest).expect("mkdir");
+    std::fs::write(dest.join("x"), "x").expect("write");
+    let err = checkout(&repos.file_url("repo"), "", &dest, &options()).expect_err("not empty");
+    assert!(matches!(err, GitError::DestinationNotEmpty { .. }), "{err}");
+}
+
+#[test]
+fn an_existing_empty_destination_is_used() {
+    let repos = Repos::new();
+    let (_tmp, dest) = dest();
+    std::fs::create_dir_all(&dest).expect("mkdir");
+    checkout(&repos.file_url("repo"), "", &dest, &options()).expect("checkout");
+    assert_eq!(snapshot(&dest), repos.archive("repo", "main"));
+}
+
+#[test]
+fn submodules_are_checked_out_recursively_when_asked() {
+    let repos = Repos::new();
+    let url = repos.file_url("nested");
+    let mut opts = options();
+    opts.submodules = true;
+    let (_tmp, dest) = dest();
+    let done = checkout(&url, "", &dest, &opts).expect("checkout");
+    assert_eq!(
+        std::fs::read_to_string(dest.join("inner/modules/sub/sub.txt")).expect("nested file"),
+        "in the submodule\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dest.join("inner/top.txt")).expect("top"),
+        "top\n"
+    );
+    let paths: Vec<_> = done.submodules.iter().map(|s| s.path.as_str()).collect();
+    assert_eq!(paths, ["inner", "inner/modules/sub"]);
+    let sub_commit = support::git(&repos.path("sub"), &["rev-parse", "HEAD"]);
+    assert_eq!(done.submodules[1].commit, sub_commit);
+    assert_eq!(done.submodules[1].url, repos.file_url("sub"));
+    assert!(!dest.join("inner/.git").exists());
+    // The bytes of the submodules count.
+    let (_tmp2, small) = support::dest();
+    opts.max_bytes = done.bytes - 1;
+    let err = checkout(&url, "", &small, &opts).expect_err("over the limit");
+    assert!(
+        err.to_string()
+            .contains(&format!("limit of {} bytes", done.bytes - 1)),
+        "{err}"
+    );
+}
+
+#[test]
+fn without_submodules_their_directories_are_left_empty() {
+    let repos = Repos::new();
+    let (_tmp, dest) = dest();
+    let done = checkout(&repos.file_url("super"), "", &dest, &options()).expect("checkout");
+    assert!(done.submodules.is_empty());
+    let tree = snapshot(&dest);
+    assert_eq!(tree.get("modules/sub"), Some(&Node::Dir));
+    assert!(!tree.keys().any(|k| k.starts_with("modules/sub/")));
+    assert_eq!(tree, repos.archive("super", "HEAD"));
+}
+
+#[test]
+fn a_submodule_without_a_url_is_an_error() {
+    let repos = Repos::new();
+    let sup = repos.path("super");
+    support::git(
+        &sup,
+        &[
+            "config",
+            "-f",
+            ".gitmodules",
+            "--unset",
+            "submodule.modules/sub.url",
+        ],
+    );
+    support::git(&sup, &["commit", "-q", "-am", "no url"]);
+    let mut opts = options();
+    opts.submodules = true;
+    let (_tmp, dest) = dest();
+    let err = checkout(&repos.file_url("super"), "", &dest, &opts).expect_err("no url");
+    assert!(matches!(err, GitError::SubmoduleConfig { .. }), "{err}");
+    assert!(err.to_string().contains("\"modules/sub\""), "{err}");
+}
