@@ -2,8 +2,9 @@
 //!
 //! ## Purity
 //!
-//! Pure: files in, objects out. No Kubernetes client, no global state; builds may run in
-//! parallel.
+//! Pure: files in, objects out. No Kubernetes client, no network code, no global state;
+//! builds may run in parallel. Remote resources are read only through a
+//! [`RemoteFetcher`] the embedding program passes in ([`BuildOptions::remote_fetcher`]).
 
 pub mod budget;
 pub mod config;

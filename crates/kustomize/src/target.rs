@@ -55,7 +55,8 @@ pub enum BuildError {
     /// The kustomization file is not valid.
     #[error(transparent)]
     Kustfile(#[from] super::kustfile::KustfileError),
-    /// A feature Flux builds without (remote bases, helm, exec plugins).
+    /// A feature Flux builds without (helm, exec plugins; remote bases when no fetcher is
+    /// given).
     #[error("{dir}: {message}")]
     Unsupported {
         /// The kustomization directory.
@@ -185,10 +186,7 @@ pub fn build_kustomization(
         dir: dir.to_path_buf(),
         kustfile: kustomization_file_name(dir).to_string(),
         kustomization,
-        frame: OriginFrame {
-            base: dir.to_path_buf(),
-            ..OriginFrame::default()
-        },
+        frame: OriginFrame::default(),
         record: metadata.any(),
         openapi: &openapi,
         visiting: vec![dir.to_path_buf()],
@@ -280,25 +278,6 @@ fn kustomization_file_name(dir: &Path) -> &'static str {
 /// by name when it is read, rather than silently skipped.
 fn names_something(path: &Path) -> bool {
     path.symlink_metadata().is_ok()
-}
-
-/// `to` relative to the directory `from`, lexically (both absolute and resolved).
-fn relative_path(from: &Path, to: &Path) -> String {
-    let from: Vec<_> = from.components().collect();
-    let to_parts: Vec<_> = to.components().collect();
-    let common = from
-        .iter()
-        .zip(&to_parts)
-        .take_while(|(a, b)| a == b)
-        .count();
-    let mut out = PathBuf::new();
-    for _ in common..from.len() {
-        out.push("..");
-    }
-    for part in &to_parts[common..] {
-        out.push(part.as_os_str());
-    }
-    out.to_string_lossy().into_owned()
 }
 
 /// What a kustomization and everything below it has accumulated.
@@ -431,41 +410,38 @@ struct Target<'a> {
 
 /// How kustomize records origins in one kustomization tree (its running `Origin`): the
 /// repository and ref of the remote base the files come from (empty for local files), and
-/// the path a resolved directory, `base`, is recorded as; files are recorded by their path
-/// relative to `base`, joined onto `prefix`.
+/// the path recorded for the kustomization's directory. Paths are joined lexically from the
+/// entries as written (a symlinked directory is recorded by its link's name), relative to
+/// the top-level kustomization or to the root of the repository.
 #[derive(Clone, Debug, Default)]
 struct OriginFrame {
     repo: String,
     git_ref: String,
-    base: PathBuf,
-    prefix: String,
+    dir: String,
 }
 
 impl OriginFrame {
-    /// The frame of a remote base or component cloned for `spec`, rooted at `base`.
-    fn remote(spec: &RepoSpec, base: PathBuf) -> Self {
+    /// The frame of a remote base or component cloned for `spec`.
+    fn remote(spec: &RepoSpec) -> Self {
         OriginFrame {
             repo: spec.clone_url(),
             git_ref: spec.git_ref.clone(),
-            base,
-            prefix: spec.origin_path(),
+            dir: spec.origin_path(),
         }
     }
 
-    /// The path `path` (resolved) is recorded as.
-    fn path_of(&self, path: &Path) -> String {
-        let relative = relative_path(&self.base, path);
-        if self.prefix.is_empty() {
-            relative
-        } else {
-            remote::go_join(&self.prefix, &relative)
+    /// The frame of the directory `entry` names in this frame's directory.
+    fn enter(&self, entry: &str) -> Self {
+        OriginFrame {
+            dir: remote::go_join(&self.dir, entry),
+            ..self.clone()
         }
     }
 
-    /// An origin at `path` (as recorded) in this frame's repository.
-    fn origin(&self, path: String) -> Origin {
+    /// The origin of `entry`, named in this frame's directory.
+    fn origin(&self, entry: &str) -> Origin {
         Origin {
-            path,
+            path: remote::go_join(&self.dir, entry),
             repo: self.repo.clone(),
             git_ref: self.git_ref.clone(),
             ..Origin::default()
@@ -488,27 +464,23 @@ struct FileAttempt {
 pub const MAX_KUSTOMIZATION_DEPTH: usize = 32;
 
 impl Target<'_> {
-    /// The origin of a resource read from the local file `path` (resolved).
-    fn file_origin(&self, path: &Path) -> Origin {
-        self.frame.origin(self.frame.path_of(path))
+    /// The origin of a resource read from the local file `entry`.
+    fn file_origin(&self, entry: &str) -> Origin {
+        self.frame.origin(entry)
     }
 
     /// The origin of a resource fetched from the http(s) URL `url`: kustomize records a URL
     /// that parses as a repository URL as one, any other joined onto this directory's path.
     fn url_origin(&self, url: &str) -> Origin {
         match RepoSpec::parse(url) {
-            Ok(spec) => OriginFrame::remote(&spec, PathBuf::new()).origin(spec.origin_path()),
-            Err(_) => {
-                let here = self.frame.path_of(&self.dir);
-                self.frame.origin(remote::go_join(&here, url))
-            }
+            Ok(spec) => OriginFrame::remote(&spec).origin(""),
+            Err(_) => self.frame.origin(url),
         }
     }
 
     /// The origin of what this kustomization file configures: its path and repository.
     fn kustfile_origin(&self) -> Origin {
-        self.frame
-            .origin(self.frame.path_of(&self.dir.join(&self.kustfile)))
+        self.frame.origin(&self.kustfile)
     }
 
     /// The origin kustomize records for the builtin `kind` configured by this kustomization.
@@ -617,7 +589,7 @@ impl Target<'_> {
                 continue;
             }
             match self.loader.entry(&self.dir, entry)? {
-                Entry::File(path) => self.accumulate_file(acc, entry, &path)?,
+                Entry::File(_) => self.accumulate_file(acc, entry)?,
                 Entry::Dir(_) => {
                     self.accumulate_directory(acc, entry, KustomizationKind::Kustomization)?
                 }
@@ -626,16 +598,11 @@ impl Target<'_> {
         Ok(())
     }
 
-    /// Appends the resources of the local file `entry` (resolved to `path`).
-    fn accumulate_file(
-        &self,
-        acc: &mut Accumulator,
-        entry: &str,
-        path: &Path,
-    ) -> Result<(), BuildError> {
+    /// Appends the resources of the local file `entry`.
+    fn accumulate_file(&self, acc: &mut Accumulator, entry: &str) -> Result<(), BuildError> {
         let text = self.loader.read_text(&self.dir, entry)?;
         let file = self.loader.display(&self.dir.join(entry));
-        let origin = self.record.then(|| self.file_origin(path));
+        let origin = self.record.then(|| self.file_origin(entry));
         append_resources(acc, parse_resources(&text, &file)?, origin, &file)
     }
 
@@ -657,7 +624,7 @@ impl Target<'_> {
             malformed: None,
         };
         match (local, RepoSpec::parse(entry)) {
-            (Ok(Entry::File(path)), _) => self.accumulate_file(acc, entry, &path),
+            (Ok(Entry::File(_)), _) => self.accumulate_file(acc, entry),
             (Ok(Entry::Dir(path)), Ok(spec)) => {
                 let reason = format!("{}: is a directory", self.loader.display(&path));
                 let attempt = as_file(reason);
@@ -822,7 +789,7 @@ impl Target<'_> {
             Err(error) => return Err(in_remote(error.into())),
         };
         let kustomization = load_kustomization(&loader, &dir).map_err(in_remote)?;
-        let frame = OriginFrame::remote(&spec, dir.clone());
+        let frame = OriginFrame::remote(&spec);
         let mut repos = self.repos.clone();
         repos.push(spec.raw.clone());
         let built = self.accumulate_sub(acc, &loader, dir, kustomization, expected, frame, repos);
@@ -901,7 +868,7 @@ impl Target<'_> {
         };
         self.refuse_cycle(&dir)?;
         let kustomization = load_kustomization(self.loader, &dir)?;
-        let (frame, repos) = (self.frame.clone(), self.repos.clone());
+        let (frame, repos) = (self.frame.enter(entry), self.repos.clone());
         self.accumulate_sub(acc, self.loader, dir, kustomization, expected, frame, repos)
     }
 
@@ -1217,32 +1184,33 @@ impl Target<'_> {
                 ..Origin::plugin(source.path.clone(), plugin)
             }
         };
+        // As kustomize: the inline configurations first, in order, then those of the files
+        // and directories, in order.
+        let mut paths: Vec<String> = Vec::new();
         for entry in entries {
             let inline = yaml::parse_documents(entry)
                 .ok()
                 .filter(|docs| !docs.is_empty() && docs.iter().all(Value::is_object));
-            match inline {
-                Some(docs) => {
-                    let shown = self.ctx(&format!("inline entry of {field}"));
-                    for resource in objects_to_resources(docs, &shown)? {
-                        let origin = self
-                            .record
-                            .then(|| plugin_origin(&resource.obj, &self.kustfile_origin()));
-                        configs.push((resource.obj, origin));
-                    }
-                }
-                None => {
-                    let mut acc = Accumulator::default();
-                    self.accumulate_resources(&mut acc, std::slice::from_ref(entry))?;
-                    for resource in acc.resmap.into_vec() {
-                        let origin = resource
-                            .origin
-                            .as_ref()
-                            .map(|o| plugin_origin(&resource.obj, o));
-                        configs.push((resource.obj, origin));
-                    }
-                }
+            let Some(docs) = inline else {
+                paths.push(entry.clone());
+                continue;
+            };
+            let shown = self.ctx(&format!("inline entry of {field}"));
+            for resource in objects_to_resources(docs, &shown)? {
+                let origin = self
+                    .record
+                    .then(|| plugin_origin(&resource.obj, &self.kustfile_origin()));
+                configs.push((resource.obj, origin));
             }
+        }
+        let mut acc = Accumulator::default();
+        self.accumulate_resources(&mut acc, &paths)?;
+        for resource in acc.resmap.into_vec() {
+            let origin = resource
+                .origin
+                .as_ref()
+                .map(|o| plugin_origin(&resource.obj, o));
+            configs.push((resource.obj, origin));
         }
         for (config, _) in &configs {
             let api_version = config

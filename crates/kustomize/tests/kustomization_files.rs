@@ -113,3 +113,70 @@ fn an_entry_naming_an_ancestor_is_a_cycle_named_at_the_innermost_kustomization()
         assert!(err.contains(message), "{dir}: {err}");
     }
 }
+
+fn build_yaml(root: &Path, dir: &str) -> String {
+    match kustomize::build(root, &root.join(dir), &kustomize::BuildOptions::default()) {
+        Ok(objects) => goyaml::mappings_to_yaml_stream(objects.iter()),
+        Err(e) => panic!("{dir}: {e}"),
+    }
+}
+
+#[test]
+fn inline_plugin_configurations_run_before_those_read_from_files() {
+    let (_keep, root) = tempdir();
+    let prefix = |name: &str, prefix: &str| {
+        format!(
+            "apiVersion: builtin\nkind: PrefixSuffixTransformer\nmetadata:\n  name: {name}\n\
+             prefix: {prefix}\nfieldSpecs: [{{path: metadata/name}}]\n"
+        )
+    };
+    let kustomization = format!(
+        "resources: [cm.yaml]\ntransformers:\n- file.yaml\n- |-\n{}",
+        prefix("inline", "inline-")
+            .lines()
+            .map(|l| format!("  {l}\n"))
+            .collect::<String>()
+    );
+    write(
+        &root,
+        &[
+            ("app/kustomization.yaml", &kustomization),
+            ("app/file.yaml", &prefix("file", "file-")),
+            ("app/cm.yaml", CONFIG_MAP),
+        ],
+    );
+    // kustomize v5.8 runs the inline entry first, whatever the order of the list.
+    assert_eq!(
+        build_yaml(&root, "app"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: file-inline-a\n"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn origins_name_directories_as_the_entries_do_not_as_symlinks_resolve() {
+    let (_keep, root) = tempdir();
+    write(
+        &root,
+        &[
+            (
+                "app/kustomization.yaml",
+                "resources: [linked, ./other/../other/]\nbuildMetadata: [originAnnotations]\n",
+            ),
+            (
+                "app/real/kustomization.yaml",
+                "resources: [cm.yaml]\nnamePrefix: p-\n",
+            ),
+            ("app/real/cm.yaml", CONFIG_MAP),
+            ("app/other/kustomization.yaml", "resources: [cm.yaml]\n"),
+            ("app/other/cm.yaml", CONFIG_MAP),
+        ],
+    );
+    std::os::unix::fs::symlink("real", root.join("app/linked")).expect("symlink");
+    let yaml = build_yaml(&root, "app");
+    let origins: Vec<&str> = yaml
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("path: "))
+        .collect();
+    assert_eq!(origins, ["linked/cm.yaml", "other/cm.yaml"], "{yaml}");
+}
