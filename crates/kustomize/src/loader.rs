@@ -218,7 +218,7 @@ impl Loader {
         let before = self.remote.fetches.fetch_add(1, Ordering::Relaxed);
         if before >= MAX_REMOTE_FETCHES {
             return Err(LoadError::TooManyFetches {
-                url: escape_name(url),
+                url: shown_url(url),
             });
         }
         Ok(())
@@ -227,12 +227,12 @@ impl Loader {
     /// The bytes of the http(s) URL `url` (at most `limit`), through the fetcher.
     pub fn fetch(&self, url: &str, limit: u64) -> Result<Vec<u8>, LoadError> {
         let failed = |source| LoadError::Fetch {
-            url: escape_name(url),
+            url: shown_url(url),
             source,
         };
         let Some(fetcher) = &self.remote.fetcher else {
             return Err(LoadError::Remote {
-                name: escape_name(url),
+                name: shown_url(url),
             });
         };
         self.count_fetch(url)?;
@@ -247,12 +247,12 @@ impl Loader {
     pub fn clone_repo(&self, spec: &RepoSpec) -> Result<ClonedRepo, LoadError> {
         let Some(fetcher) = &self.remote.fetcher else {
             return Err(LoadError::Remote {
-                name: escape_name(&spec.raw),
+                name: shown_url(&spec.raw),
             });
         };
         self.count_fetch(&spec.raw)?;
         fetcher.clone_repo(spec).map_err(|source| LoadError::Fetch {
-            url: escape_name(&spec.raw),
+            url: shown_url(&spec.raw),
             source,
         })
     }
@@ -449,7 +449,7 @@ impl Loader {
         let bytes = self.read(dir, name)?;
         let shown = || {
             if self.remote.fetcher.is_some() && remote::is_remote_file(name) {
-                escape_name(name)
+                shown_url(name)
             } else {
                 self.display(&lexical_join(dir, name))
             }
@@ -531,6 +531,12 @@ pub fn escape_name(name: &str) -> String {
         }
     }
     out
+}
+
+/// A URL as shown in messages: its password redacted ([`remote::redact_url`]) and control
+/// characters escaped ([`escape_name`]).
+pub fn shown_url(url: &str) -> String {
+    escape_name(&remote::redact_url(url))
 }
 
 /// Joins `name` onto `dir` and removes `.` and `..` components without touching the disk.

@@ -524,6 +524,30 @@ pub(crate) fn go_join(a: &str, b: &str) -> String {
     }
 }
 
+/// `url` with the password of its user information replaced by `xxxxx`
+/// (`https://user:xxxxx@host/org/repo`), as Go's `URL.Redacted` shows it, for messages.
+/// Anything else is returned unchanged.
+pub fn redact_url(url: &str) -> String {
+    let Some(scheme_end) = url.find("://") else {
+        return url.to_string();
+    };
+    let authority_start = scheme_end + 3;
+    let rest = &url[authority_start..];
+    let authority_len = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..authority_len];
+    let Some(at) = authority.rfind('@') else {
+        return url.to_string();
+    };
+    let Some(colon) = authority[..at].find(':') else {
+        return url.to_string();
+    };
+    format!(
+        "{}xxxxx{}",
+        &url[..authority_start + colon + 1],
+        &url[authority_start + at..]
+    )
+}
+
 /// Whether kustomize reads `name` as a file over HTTP: Go's URL parser accepts it and its
 /// scheme is `http` or `https` (in any case).
 pub fn is_remote_file(name: &str) -> bool {
@@ -1456,6 +1480,30 @@ mod tests {
         assert_eq!(go_join("", "a/./b"), "a/b");
         assert_eq!(go_join("dev", "../base/pod.yaml"), "base/pod.yaml");
         assert_eq!(go_join("notCloned", ""), "notCloned");
+    }
+
+    #[test]
+    fn passwords_in_urls_are_redacted_for_messages() {
+        for (url, shown) in [
+            (
+                "https://user:token@example.com/org/repo//dir?ref=v1",
+                "https://user:xxxxx@example.com/org/repo//dir?ref=v1",
+            ),
+            (
+                "https://u:p@ss@example.com/a.yaml",
+                "https://u:xxxxx@example.com/a.yaml",
+            ),
+            (
+                "https://user@example.com/org/repo",
+                "https://user@example.com/org/repo",
+            ),
+            ("git@github.com:org/repo", "git@github.com:org/repo"),
+            ("https://example.com/a:b@c", "https://example.com/a:b@c"),
+            ("https://é:é@é", "https://é:xxxxx@é"),
+            ("base/../x", "base/../x"),
+        ] {
+            assert_eq!(redact_url(url), shown, "{url}");
+        }
     }
 
     #[test]

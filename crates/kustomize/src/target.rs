@@ -1240,9 +1240,10 @@ fn plugin_kind(config: &Object, here: &str) -> Result<String, BuildError> {
         })
 }
 
-/// A name as shown in messages (see [`super::loader::escape_name`]).
+/// An entry as shown in messages: a URL's password redacted, control characters escaped
+/// (see [`super::loader::shown_url`]).
 fn escape(name: &str) -> String {
-    super::loader::escape_name(name)
+    super::loader::shown_url(name)
 }
 
 /// Appends `resources` read from `file` to `acc`, each with `origin`.

@@ -485,6 +485,10 @@ fn fetcher_errors_are_reported_with_the_url() {
                 "file:///srv/broken",
                 Repo::Fails("fatal: '/srv/broken' does not appear to be a git repository".into()),
             )
+            .failing_repo(
+                "https://user:secret@example.com/org/private",
+                Repo::Fails("authentication failed".into()),
+            )
             .file("https://example.com/missing.yaml", Err(404))
             .file(
                 "https://example.com/org/repo/notyaml",
@@ -507,6 +511,10 @@ fn fetcher_errors_are_reported_with_the_url() {
         (
             "resources: [file:///srv/broken]",
             "app: accumulation err='accumulating resources from 'file:///srv/broken': app/file:/srv/broken: no such file or directory': could not fetch 'file:///srv/broken': fatal: '/srv/broken' does not appear to be a git repository",
+        ),
+        (
+            "components: ['https://user:secret@example.com/org/private//c?ref=v1']",
+            "app: components: could not fetch 'https://user:xxxxx@example.com/org/private//c?ref=v1': authentication failed",
         ),
         (
             "components: [file:///srv/broken//comp]",
