@@ -13,6 +13,10 @@ use crate::submodules::{self, Submodule};
 use crate::url::{self, Location, redact, scrub};
 use crate::worktree::{self, Budget, WriteError};
 
+/// How many bytes more than the checkout may still write a fetched pack may hold: room for
+/// tree objects and pack framing, which the checkout does not write.
+const PACK_SLACK: u64 = 1 << 20;
+
 /// What one top-level checkout shares with its submodules.
 pub(crate) struct Context<'a> {
     pub(crate) cancel: &'a Cancel,
@@ -89,7 +93,7 @@ pub(crate) fn checkout_into(
     })?;
 
     let (source, resolved) = obtain(ctx, &location, &wanted)
-        .map_err(|failure| failure.into_error(target.url, &label, ctx.cancel, ctx.timeout))?;
+        .map_err(|failure| failure.into_error(target.url, &label, ctx))?;
     let repo = source.repo();
     let tree = repo
         .find_commit(resolved.commit)
@@ -114,12 +118,13 @@ enum Obtain {
 }
 
 impl Obtain {
-    fn into_error(self, url: &str, label: &str, cancel: &Cancel, timeout: Duration) -> GitError {
+    fn into_error(self, url: &str, label: &str, ctx: &Context<'_>) -> GitError {
+        let (cancel, timeout, limit) = (ctx.cancel, ctx.timeout, ctx.budget.limit());
         let shown = redact(url);
         let git_ref = label.to_string();
         match self {
-            // An interrupted transfer is reported by the caller as the timeout it is.
-            _ if cancel.is_cancelled() => GitError::Timeout {
+            // An interrupted transfer is reported as the timeout it is.
+            _ if cancel.timed_out() => GitError::Timeout {
                 url: shown,
                 git_ref,
                 timeout: crate::error::go_duration(timeout),
@@ -135,6 +140,11 @@ impl Obtain {
                 message: scrub(&message, url),
             },
             Obtain::Fetch(FetchFailure::Resolve(e)) => resolve_error(e, url, label),
+            Obtain::Fetch(FetchFailure::TooLarge) => GitError::TooLarge {
+                url: shown,
+                git_ref,
+                limit,
+            },
         }
     }
 }
@@ -177,8 +187,10 @@ fn obtain(
             Ok((Source::Local(repo), resolved))
         }
         Location::Remote(url) => {
-            let fetched =
-                remote::fetch(url, wanted, ctx.timeout, ctx.cancel).map_err(Obtain::Fetch)?;
+            // The pack may be somewhat larger than the files it holds (trees, framing).
+            let pack_limit = ctx.budget.remaining().saturating_add(PACK_SLACK);
+            let fetched = remote::fetch(url, wanted, ctx.timeout, pack_limit, ctx.cancel)
+                .map_err(Obtain::Fetch)?;
             let resolved = fetched.resolved.clone();
             Ok((Source::Fetched(fetched), resolved))
         }

@@ -11,25 +11,40 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
-/// The interrupt flag of one operation, shared with the thread doing it.
+/// The interrupt flag of one operation, shared with the thread doing it, and why it was
+/// raised.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Cancel {
-    flag: Arc<AtomicBool>,
+    /// Raised to stop the work: at the timeout, or by a limit the work passed.
+    abort: Arc<AtomicBool>,
+    /// Raised with `abort` when the timeout passed.
+    timed_out: Arc<AtomicBool>,
 }
 
 impl Cancel {
-    /// Whether the caller gave up waiting.
+    /// Whether the work was told to stop.
     pub(crate) fn is_cancelled(&self) -> bool {
-        self.flag.load(Ordering::Relaxed)
+        self.abort.load(Ordering::Relaxed)
+    }
+
+    /// Whether the caller gave up waiting.
+    pub(crate) fn timed_out(&self) -> bool {
+        self.timed_out.load(Ordering::Relaxed)
     }
 
     /// The flag itself, as gitoxide takes it.
     pub(crate) fn flag(&self) -> &AtomicBool {
-        &self.flag
+        &self.abort
     }
 
-    fn cancel(&self) {
-        self.flag.store(true, Ordering::Relaxed);
+    /// Tells the work to stop because a limit was passed.
+    pub(crate) fn abort(&self) {
+        self.abort.store(true, Ordering::Relaxed);
+    }
+
+    fn time_out(&self) {
+        self.timed_out.store(true, Ordering::Relaxed);
+        self.abort.store(true, Ordering::Relaxed);
     }
 }
 
@@ -64,7 +79,7 @@ where
     match rx.recv_timeout(timeout) {
         Ok(answer) => Ok(answer),
         Err(mpsc::RecvTimeoutError::Timeout) => {
-            cancel.cancel();
+            cancel.time_out();
             Err(Stopped::TimedOut)
         }
         Err(mpsc::RecvTimeoutError::Disconnected) => Err(Stopped::Lost),

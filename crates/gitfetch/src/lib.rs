@@ -5,6 +5,7 @@ mod checkout;
 mod deadline;
 mod error;
 mod http;
+mod meter;
 mod refname;
 mod remote;
 mod resolve;

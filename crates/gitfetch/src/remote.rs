@@ -17,6 +17,7 @@ use gix::remote::fetch::{Shallow, Tags};
 use gix::remote::ref_map;
 
 use crate::deadline::Cancel;
+use crate::meter::PackMeter;
 use crate::refname::{self, Wanted};
 use crate::resolve::{self, ResolveError, Resolved};
 
@@ -34,6 +35,8 @@ pub(crate) enum FetchFailure {
     Transport(String),
     /// The remote has no such ref, or the commit could not be found.
     Resolve(ResolveError),
+    /// The pack the remote sent passed the limit.
+    TooLarge,
 }
 
 /// The refspecs of a fetch of everything a commit id may be reachable from.
@@ -43,10 +46,13 @@ const ALL_REFS: [&str; 2] = [
 ];
 
 /// Fetches what `wanted` needs from `url`, giving up when `cancel` is raised.
+///
+/// The packs received may add up to `pack_limit` bytes; past that the fetch stops.
 pub(crate) fn fetch(
     url: &gix::Url,
     wanted: &Wanted,
     timeout: Duration,
+    pack_limit: u64,
     cancel: &Cancel,
 ) -> Result<Fetched, FetchFailure> {
     crate::tls::install_crypto_provider();
@@ -54,6 +60,7 @@ pub(crate) fn fetch(
         url,
         timeout,
         cancel,
+        meter: PackMeter::new(pack_limit, cancel),
     };
     match wanted {
         Wanted::Head => session.by_name("HEAD"),
@@ -80,9 +87,9 @@ pub(crate) fn fetch(
             }
             match direct {
                 Ok(fetched) => Ok(fetched),
-                Err(FetchFailure::Resolve(ResolveError::NotACommit)) => {
-                    Err(FetchFailure::Resolve(ResolveError::NotACommit))
-                }
+                Err(
+                    e @ (FetchFailure::TooLarge | FetchFailure::Resolve(ResolveError::NotACommit)),
+                ) => Err(e),
                 Err(_) => {
                     let (repo, dir) = session.everything()?;
                     let commit =
@@ -105,6 +112,8 @@ struct Session<'a> {
     url: &'a gix::Url,
     timeout: Duration,
     cancel: &'a Cancel,
+    /// Counts the bytes of every pack of this fetch.
+    meter: PackMeter,
 }
 
 impl Session<'_> {
@@ -199,10 +208,11 @@ impl Session<'_> {
         } else {
             prepare
         };
-        let outcome = prepare
-            .receive(gix::progress::Discard, self.cancel.flag())
-            .map_err(transport)?;
-        Ok(Some(outcome.ref_map))
+        let outcome = prepare.receive(self.meter.clone(), self.cancel.flag());
+        if self.meter.exceeded() {
+            return Err(FetchFailure::TooLarge);
+        }
+        Ok(Some(outcome.map_err(transport)?.ref_map))
     }
 }
 

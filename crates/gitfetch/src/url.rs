@@ -49,7 +49,10 @@ pub(crate) fn redact(url: &str) -> String {
 }
 
 /// Removes from `text` every trace of the credentials in `url`: the URL itself is replaced
-/// by its redacted form, and the user information and password elsewhere are dropped.
+/// by its redacted form, the user information is dropped, and the secret (the password,
+/// or an `http(s)` user name, which is often a token) is replaced wherever it appears, as
+/// written in the URL and percent-decoded. Secrets shorter than 4 characters are only
+/// removed as part of the URL, so that a message is not riddled with replacements.
 pub(crate) fn scrub(text: &str, url: &str) -> String {
     let Some((start, end)) = secret_span(url) else {
         return text.to_string();
@@ -58,17 +61,46 @@ pub(crate) fn scrub(text: &str, url: &str) -> String {
     let mut out = text.replace(url, &redact(url));
     out = out.replace(userinfo, "");
     let credentials = userinfo.trim_end_matches('@');
-    if let Some((user, password)) = credentials.split_once(':') {
-        if !password.is_empty() {
-            out = out.replace(password, "<redacted>");
+    let secret = match credentials.split_once(':') {
+        Some((_, password)) => password,
+        None if is_http(url) => credentials,
+        None => "",
+    };
+    let mut user = None;
+    if let Some((name, _)) = credentials.split_once(':').filter(|_| is_http(url)) {
+        user = Some(name);
+    }
+    for value in [Some(secret), user].into_iter().flatten() {
+        for form in [value.to_string(), percent_decode(value)] {
+            if form.chars().count() >= 4 {
+                out = out.replace(&form, "<redacted>");
+            }
         }
-        if !user.is_empty() && is_http(url) {
-            out = out.replace(user, "<redacted>");
-        }
-    } else if !credentials.is_empty() {
-        out = out.replace(credentials, "<redacted>");
     }
     out
+}
+
+/// `%XX` escapes decoded; the input as it is when they do not make UTF-8.
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok());
+        match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| text.to_string())
 }
 
 /// The byte range of `user[:password]@` in `url` when it must not be shown.
@@ -185,8 +217,23 @@ mod tests {
         let url = "https://alice:s3cret@example.com/r.git";
         let text = format!("failed to reach {url:?}; auth alice:s3cret@ said s3cret");
         let out = scrub(&text, url);
-        assert!(!out.contains("s3cret"), "{out}");
+        assert!(!out.contains("s3cret") && !out.contains("alice"), "{out}");
         assert!(out.contains("example.com/r.git"), "{out}");
+
+        let url = "https://ghp_token123@example.com/r.git";
+        let out = scrub("user ghp_token123 refused", url);
+        assert_eq!(out, "user <redacted> refused");
+
+        let url = "https://u:p%40ssword@example.com/r.git";
+        let out = scrub("password p@ssword or p%40ssword", url);
+        assert_eq!(out, "password <redacted> or <redacted>");
+
+        // Short secrets go with the URL only; other text keeps its letters.
+        let url = "https://a:b@example.com/r.git";
+        assert_eq!(
+            scrub(&format!("a b at {url}"), url),
+            "a b at https://example.com/r.git"
+        );
     }
 
     #[test]

@@ -39,6 +39,11 @@ impl Budget {
         self.used
     }
 
+    /// The bytes that may still be written.
+    pub(crate) fn remaining(&self) -> u64 {
+        self.limit - self.used
+    }
+
     /// The limit.
     pub(crate) fn limit(&self) -> u64 {
         self.limit

@@ -261,3 +261,75 @@ fn a_submodule_without_a_url_is_an_error() {
     assert!(matches!(err, GitError::SubmoduleConfig { .. }), "{err}");
     assert!(err.to_string().contains("\"modules/sub\""), "{err}");
 }
+
+#[test]
+fn a_submodule_with_update_none_is_left_empty() {
+    let repos = Repos::new();
+    let sup = repos.path("super");
+    support::git(
+        &sup,
+        &[
+            "config",
+            "-f",
+            ".gitmodules",
+            "submodule.modules/sub.update",
+            "none",
+        ],
+    );
+    support::git(&sup, &["commit", "-q", "-am", "update none"]);
+    let mut opts = options();
+    opts.submodules = true;
+    let (_tmp, dest) = dest();
+    let done = checkout(&repos.file_url("super"), "", &dest, &opts).expect("checkout");
+    assert!(done.submodules.is_empty());
+    assert_eq!(snapshot(&dest).get("modules/sub"), Some(&Node::Dir));
+    assert!(!dest.join("modules/sub/sub.txt").exists());
+}
+
+#[test]
+fn submodules_nest_at_most_max_submodule_depth_levels() {
+    let root = tempfile::tempdir().expect("temp dir");
+    let levels = gitfetch::MAX_SUBMODULE_DEPTH + 1;
+    for i in 0..=levels {
+        let repo = root.path().join(format!("r{i}"));
+        std::fs::create_dir(&repo).expect("mkdir");
+        support::git(&repo, &["init", "-q", "-b", "main"]);
+        std::fs::write(repo.join("level.txt"), format!("{i}\n")).expect("write");
+        if i > 0 {
+            let out = support::git_command(&repo)
+                .args(["-c", "protocol.file.allow=always", "submodule", "add", "-q"])
+                .arg(format!("../r{}", i - 1))
+                .arg("next")
+                .output()
+                .expect("git submodule add");
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        support::git(&repo, &["add", "-A"]);
+        support::git(&repo, &["commit", "-q", "-m", "level"]);
+    }
+    let mut opts = options();
+    opts.submodules = true;
+    // MAX_SUBMODULE_DEPTH levels of submodules below the top are followed ...
+    let (_tmp, dest) = dest();
+    let top = root.path().join(format!("r{}", levels - 1));
+    let done = checkout(top.to_str().expect("utf-8"), "", &dest, &opts).expect("checkout");
+    assert_eq!(done.submodules.len(), gitfetch::MAX_SUBMODULE_DEPTH);
+    let deepest = "next/".repeat(gitfetch::MAX_SUBMODULE_DEPTH) + "level.txt";
+    assert_eq!(
+        std::fs::read_to_string(dest.join(deepest)).expect("deepest"),
+        "0\n"
+    );
+    // ... and one more is refused.
+    let (_tmp, dest) = support::dest();
+    let top = root.path().join(format!("r{levels}"));
+    let err = checkout(top.to_str().expect("utf-8"), "", &dest, &opts).expect_err("too deep");
+    let mut inner = &err;
+    while let GitError::Submodule { inner: next, .. } = inner {
+        inner = next;
+    }
+    assert!(matches!(inner, GitError::SubmoduleDepth { .. }), "{err}");
+}

@@ -6,8 +6,8 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A request as the handler sees it.
@@ -22,12 +22,14 @@ pub struct Request {
     pub body: Vec<u8>,
 }
 
-/// A response; `Content-Length` and `Connection: close` are added.
+/// A response; `Connection: close` is added, and `Content-Length` unless `no_length`.
 pub struct Response {
     pub status: u16,
     pub reason: String,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// Sends the body without a length, ended by closing the connection.
+    pub no_length: bool,
 }
 
 impl Response {
@@ -37,16 +39,27 @@ impl Response {
             reason: reason.to_string(),
             headers: Vec::new(),
             body: body.into(),
+            no_length: false,
         }
     }
 }
 
 type Handler = dyn Fn(&Request) -> Response + Send + Sync;
 
+/// A request as the log keeps it.
+#[derive(Debug, Clone)]
+pub struct Logged {
+    pub method: String,
+    pub path: String,
+    pub query: String,
+    pub body: Vec<u8>,
+}
+
 /// A server answering each request with a handler, one connection per request.
 pub struct Server {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
+    log: Arc<Mutex<Vec<Logged>>>,
 }
 
 impl Server {
@@ -56,7 +69,9 @@ impl Server {
         let addr = listener.local_addr().expect("addr");
         let stop = Arc::new(AtomicBool::new(false));
         let handler: Arc<Handler> = Arc::new(handler);
+        let log = Arc::new(Mutex::new(Vec::new()));
         let stopping = stop.clone();
+        let logging = log.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 if stopping.load(Ordering::Relaxed) {
@@ -64,10 +79,16 @@ impl Server {
                 }
                 let Ok(stream) = stream else { continue };
                 let handler = handler.clone();
-                std::thread::spawn(move || serve(stream, &*handler));
+                let log = logging.clone();
+                std::thread::spawn(move || serve(stream, &*handler, &log));
             }
         });
-        Server { addr, stop }
+        Server { addr, stop, log }
+    }
+
+    /// The requests served so far, and forgets them.
+    pub fn take_log(&self) -> Vec<Logged> {
+        std::mem::take(&mut *self.log.lock().expect("log lock"))
     }
 
     /// `http://127.0.0.1:PORT` followed by `path`.
@@ -84,22 +105,28 @@ impl Drop for Server {
     }
 }
 
-fn serve(stream: TcpStream, handler: &Handler) {
+fn serve(stream: TcpStream, handler: &Handler, log: &Mutex<Vec<Logged>>) {
     let _ = stream.set_read_timeout(Some(Duration::from_secs(30)));
     let mut reader = BufReader::new(stream.try_clone().expect("clone stream"));
     let Some(request) = read_request(&mut reader) else {
         return;
     };
+    log.lock().expect("log lock").push(Logged {
+        method: request.method.clone(),
+        path: request.path.clone(),
+        query: request.query.clone(),
+        body: request.body.clone(),
+    });
     let response = handler(&request);
     let mut out = stream;
     let mut head = format!("HTTP/1.1 {} {}\r\n", response.status, response.reason);
     for (name, value) in &response.headers {
         head.push_str(&format!("{name}: {value}\r\n"));
     }
-    head.push_str(&format!(
-        "Content-Length: {}\r\nConnection: close\r\n\r\n",
-        response.body.len()
-    ));
+    if !response.no_length {
+        head.push_str(&format!("Content-Length: {}\r\n", response.body.len()));
+    }
+    head.push_str("Connection: close\r\n\r\n");
     let _ = out.write_all(head.as_bytes());
     let _ = out.write_all(&response.body);
     let _ = out.flush();
@@ -160,10 +187,11 @@ fn read_request(reader: &mut impl BufRead) -> Option<Request> {
 /// passed on (protocol v2); without, the server speaks protocol v0.
 pub fn git_server(root: &Path, v2: bool) -> Server {
     let root = root.to_path_buf();
-    Server::start(move |request| git_cgi(&root, v2, request))
+    Server::start(move |request| git_backend(&root, v2, request))
 }
 
-fn git_cgi(root: &PathBuf, v2: bool, request: &Request) -> Response {
+/// Answers `request` with `git http-backend` serving the repositories under `root`.
+pub fn git_backend(root: &PathBuf, v2: bool, request: &Request) -> Response {
     let mut cmd = Command::new("git");
     cmd.arg("http-backend")
         .env_clear()
@@ -241,6 +269,17 @@ fn find_blank_line(data: &[u8]) -> Option<(usize, usize)> {
         }
     }
     None
+}
+
+/// A pkt-line `ERR` answer to a fetch, as a server refusing a want sends it.
+pub fn git_error(message: &str) -> Response {
+    let line = format!("ERR {message}\n");
+    let mut response = Response::new(200, "OK", format!("{:04x}{line}", line.len() + 4));
+    response.headers.push((
+        "Content-Type".to_string(),
+        "application/x-git-upload-pack-result".to_string(),
+    ));
+    response
 }
 
 /// A server that accepts connections and never reads or answers, for `lifetime` (after
