@@ -50,6 +50,10 @@ pub struct BuildArgs {
     /// `spec.decryption` Secret holding these keys.
     #[arg(long = "sops-key", value_name = "FILE")]
     sops_keys: Vec<PathBuf>,
+    /// Refuse kustomize remote bases (git repositories and http(s) files named by URL), as
+    /// the controller does with `--no-remote-bases`.
+    #[arg(long, default_value_t = false)]
+    no_remote_bases: bool,
 }
 
 /// Arguments of `kustomize-controller decrypt`.
@@ -128,8 +132,16 @@ fn build_yaml(args: &BuildArgs) -> Result<String, String> {
     };
     let keys = sops_keys(&args.sops_keys, spec.as_ref())?;
     let dir = absolute(&args.dir)?;
-    let built = render::build_offline(&args.root, &dir, spec.as_ref(), restrictions, keys.as_ref())
-        .map_err(|e| e.to_string())?;
+    let remote = Some(render::remote::fetcher(!args.no_remote_bases));
+    let built = render::build_offline(
+        &args.root,
+        &dir,
+        spec.as_ref(),
+        restrictions,
+        keys.as_ref(),
+        remote,
+    )
+    .map_err(|e| e.to_string())?;
     let mut objects = built.objects;
     if substitution {
         // As in the controller, no error quotes what decryption revealed.

@@ -32,8 +32,9 @@ fn fixture() -> (PathBuf, Keyring) {
 
 fn built() -> (Vec<Object>, SecretValues) {
     let (dir, keys) = fixture();
-    let built = render::build_with_secrets(&dir, &dir, &KustomizationSpec::default(), Some(&keys))
-        .expect("the fixture builds");
+    let built =
+        render::build_with_secrets(&dir, &dir, &KustomizationSpec::default(), Some(&keys), None)
+            .expect("the fixture builds");
     (built.objects, built.secrets)
 }
 
@@ -122,6 +123,7 @@ fn a_build_failing_on_a_decrypted_source_masks_it() {
         &dir.join("bad-patch"),
         &KustomizationSpec::default(),
         Some(&keys),
+        None,
     )
     .expect_err("the decrypted patch is refused")
     .to_string();

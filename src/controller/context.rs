@@ -22,6 +22,8 @@ use crate::source::ArtifactFetcher;
 pub struct Settings {
     /// Deny sources in other namespaces (`--no-cross-namespace-refs`).
     pub no_cross_namespace_refs: bool,
+    /// Fetch kustomize remote bases (not `--no-remote-bases`).
+    pub allow_remote_bases: bool,
     /// Allow ExternalArtifact sources (feature gate `ExternalArtifact`).
     pub allow_external_artifact: bool,
     /// Unset post-build variables are errors (feature gate `StrictPostBuildSubstitutions`).

@@ -107,6 +107,7 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
     })?;
     let settings = Settings {
         no_cross_namespace_refs: flags.no_cross_namespace_refs,
+        allow_remote_bases: !flags.no_remote_bases,
         allow_external_artifact: flags.feature_gates.enabled("ExternalArtifact"),
         strict_substitution: flags.feature_gates.enabled("StrictPostBuildSubstitutions"),
         concurrent_ssa: usize::from(flags.concurrent_ssa),

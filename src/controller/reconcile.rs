@@ -423,7 +423,14 @@ async fn run_pipeline(
     let Built {
         objects,
         mut secrets,
-    } = build(ks, workdir.path(), dir, keys).await?;
+    } = build(
+        ks,
+        workdir.path(),
+        dir,
+        keys,
+        ctx.settings.allow_remote_bases,
+    )
+    .await?;
     let (objects, digest) = substitute(ks, ctx, objects, &mut secrets).await?;
     drop(workdir);
     let redact = |failure: Failure| failure.redacted(&secrets);
@@ -800,18 +807,22 @@ async fn build(
     root: &std::path::Path,
     dir: std::path::PathBuf,
     keys: Option<Keyring>,
+    allow_remote_bases: bool,
 ) -> Result<Built, Failure> {
+    let remote = Some(render::remote::fetcher(allow_remote_bases));
     let root = root.to_path_buf();
     let spec = ks.spec.clone();
     off_runtime("build", move || {
-        render::build_with_secrets(&root, &dir, &spec, keys.as_ref()).map_err(|e: BuildError| {
-            let message = match e {
-                // Flux's wording for errors of the kustomize engine.
-                BuildError::Kustomize(_) => format!("kustomize build failed: {e}"),
-                _ => e.to_string(),
-            };
-            Failure::new(reason::BUILD_FAILED, message)
-        })
+        render::build_with_secrets(&root, &dir, &spec, keys.as_ref(), remote).map_err(
+            |e: BuildError| {
+                let message = match e {
+                    // Flux's wording for errors of the kustomize engine.
+                    BuildError::Kustomize(_) => format!("kustomize build failed: {e}"),
+                    _ => e.to_string(),
+                };
+                Failure::new(reason::BUILD_FAILED, message)
+            },
+        )
     })
     .await
 }

@@ -14,15 +14,17 @@
 pub mod decrypt;
 mod post_build;
 pub mod redact;
+pub mod remote;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::api::KustomizationSpec;
 use crate::api::kustomization::BuildMetadataOption;
 use crate::manifest::Object;
 use kustomize::kustfile::{self, KUSTOMIZATION_FILE_NAMES, Kustomization};
 use kustomize::loader::{LoadRestrictions, Loader};
-use kustomize::{self, target};
+use kustomize::{self, RemoteFetcher, target};
 use sops::Keyring;
 
 pub use decrypt::{DecryptionError, is_encrypted_secret};
@@ -78,20 +80,22 @@ pub fn build(
     spec: &KustomizationSpec,
     keys: Option<&Keyring>,
 ) -> Result<Vec<Object>, BuildError> {
-    build_with_secrets(root, dir, spec, keys).map(|built| built.objects)
+    build_with_secrets(root, dir, spec, keys, None).map(|built| built.objects)
 }
 
 /// [`build`], also returning the values decryption revealed. A failure after any value was
 /// decrypted (a kustomize error about a decrypted patch, say) comes back with those values
-/// masked out of its message.
+/// masked out of its message. Remote bases are fetched with `remote`; without one they are
+/// refused (`--no-remote-bases`).
 pub fn build_with_secrets(
     root: &Path,
     dir: &Path,
     spec: &KustomizationSpec,
     keys: Option<&Keyring>,
+    remote: Option<Arc<dyn RemoteFetcher>>,
 ) -> Result<Built, BuildError> {
     let mut secrets = SecretValues::new();
-    match build_revealing(root, dir, spec, keys, &mut secrets) {
+    match build_revealing(root, dir, spec, keys, remote, &mut secrets) {
         Ok(objects) => Ok(Built { objects, secrets }),
         Err(e) if secrets.is_empty() => Err(e),
         Err(e) => Err(BuildError::Redacted(secrets.redact(&e.to_string()))),
@@ -103,9 +107,13 @@ fn build_revealing(
     dir: &Path,
     spec: &KustomizationSpec,
     keys: Option<&Keyring>,
+    remote: Option<Arc<dyn RemoteFetcher>>,
     secrets: &mut SecretValues,
 ) -> Result<Vec<Object>, BuildError> {
     let mut loader = Loader::new(root, LoadRestrictions::None).map_err(target::BuildError::from)?;
+    if let Some(remote) = remote {
+        loader = loader.with_remote_fetcher(remote);
+    }
     let dir = dir.canonicalize().map_err(|source| BuildError::Read {
         path: loader.display(dir),
         source,
@@ -317,15 +325,17 @@ pub fn build_offline(
     spec: Option<&KustomizationSpec>,
     restrictions: LoadRestrictions,
     keys: Option<&Keyring>,
+    remote: Option<Arc<dyn RemoteFetcher>>,
 ) -> Result<Built, BuildError> {
     match spec {
-        Some(spec) => build_with_secrets(root, dir, spec, keys),
+        Some(spec) => build_with_secrets(root, dir, spec, keys, remote),
         None if keys.is_some() => {
-            build_with_secrets(root, dir, &KustomizationSpec::default(), keys)
+            build_with_secrets(root, dir, &KustomizationSpec::default(), keys, remote)
         }
         None => {
             let options = kustomize::BuildOptions {
                 load_restrictions: restrictions,
+                remote_fetcher: remote,
             };
             let objects = kustomize::build(root, dir, &options)?
                 .into_iter()

@@ -7,6 +7,7 @@ mod flux_cli;
 mod flux_parity;
 mod health;
 mod hostile;
+mod remote_bases;
 #[path = "../support/mod.rs"]
 mod support;
 mod tenancy;

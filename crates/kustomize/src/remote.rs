@@ -732,7 +732,8 @@ pub enum RemoteError {
         /// The time allowed.
         after: Duration,
     },
-    /// The fetcher does not serve this URL (a scheme or host it refuses).
+    /// The fetcher does not serve this URL (a scheme or host it refuses, or remote bases
+    /// disabled): the build stops there, without trying the URL as a repository too.
     #[error("{0}")]
     Refused(String),
     /// The response or checkout is larger than allowed.

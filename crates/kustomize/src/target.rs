@@ -687,6 +687,17 @@ impl Target<'_> {
                 }
             }
             Err(error @ LoadError::TooManyFetches { .. }) => return Err(error.into()),
+            // The fetcher refuses the URL outright (remote bases disabled, say): as a
+            // repository it would refuse it again.
+            Err(LoadError::Fetch {
+                source: source @ RemoteError::Refused(_),
+                ..
+            }) => {
+                return Err(BuildError::Step {
+                    context: context(),
+                    source: Box::new(source),
+                });
+            }
             Err(error) => FileAttempt {
                 message: format!("accumulating resources from '{shown}': {error}"),
                 malformed: None,

@@ -708,3 +708,51 @@ fn a_build_fetches_a_bounded_number_of_remote_files() {
         "{err}"
     );
 }
+
+/// A fetcher that refuses every URL, as the controller's does under `--no-remote-bases`.
+#[derive(Default)]
+struct Refusing {
+    calls: Mutex<Vec<&'static str>>,
+}
+
+impl RemoteFetcher for Refusing {
+    fn clone_repo(&self, _spec: &RepoSpec) -> Result<ClonedRepo, RemoteError> {
+        self.calls.lock().expect("lock").push("clone");
+        Err(RemoteError::Refused("remote bases are not allowed".into()))
+    }
+
+    fn fetch_file(&self, _url: &str) -> Result<Vec<u8>, RemoteError> {
+        self.calls.lock().expect("lock").push("fetch");
+        Err(RemoteError::Refused("remote bases are not allowed".into()))
+    }
+}
+
+#[test]
+fn a_refused_url_stops_the_build_without_a_second_try_as_a_repository() {
+    let (_keep, root) = tempdir();
+    write(
+        &root,
+        &[(
+            "app/kustomization.yaml",
+            "resources: [https://example.com/org/repo//base?ref=v1]\n",
+        )],
+    );
+    let refusing = Arc::new(Refusing::default());
+    let options = BuildOptions {
+        remote_fetcher: Some(refusing.clone()),
+        ..BuildOptions::default()
+    };
+    let err = kustomize::build(&root, &root.join("app"), &options)
+        .expect_err("a refused remote base fails the build")
+        .to_string();
+    assert_eq!(
+        err.matches("remote bases are not allowed").count(),
+        1,
+        "{err}"
+    );
+    assert!(
+        err.contains("https://example.com/org/repo//base?ref=v1"),
+        "{err}"
+    );
+    assert_eq!(*refusing.calls.lock().expect("lock"), ["fetch"]);
+}
