@@ -57,12 +57,8 @@ fn http_get(port: u16, path: &str) -> Result<(u16, String), String> {
 fn flags_without_behaviour_are_refused_by_name() {
     for (flag, name) in [
         (
-            "--default-service-account=deployer",
-            "--default-service-account",
-        ),
-        (
-            "--default-kubeconfig-service-account=remote",
-            "--default-kubeconfig-service-account",
+            "--default-decryption-service-account=deployer",
+            "--default-decryption-service-account",
         ),
         ("--feature-gates=DirectSourceFetch=true", "--feature-gates"),
     ] {

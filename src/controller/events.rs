@@ -107,6 +107,16 @@ pub enum Severity {
     Error,
 }
 
+impl Severity {
+    /// Flux's name of the severity (`info`, `error`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Error => "error",
+        }
+    }
+}
+
 impl EventSink {
     /// A sink that records Events as `kustomize-controller` and, when `events_addr` is not
     /// empty, also posts them to that address.
@@ -264,7 +274,7 @@ impl Forwarder {
                 "apiVersion": Kustomization::api_version(&()),
                 "resourceVersion": ks.resource_version(),
             },
-            "severity": match severity { Severity::Info => "info", Severity::Error => "error" },
+            "severity": severity.as_str(),
             "timestamp": k8s_openapi::jiff::Timestamp::now().to_string(),
             "message": message,
             "reason": reason,

@@ -1268,20 +1268,7 @@ async fn finalize(
             let objects: Vec<String> = inventory.iter().map(ObjectId::describe).collect();
             let message = format!("unable to prune objects: \n{}", objects.join("\n"));
             tracing::error!(kustomization = %ks.name_any(), namespace = ks.namespace().unwrap_or_default(), error = "skipping pruning, failed to find account to impersonate", "{message}");
-            ctx.events
-                .publish(
-                    ks,
-                    Severity::Error,
-                    ready_reason(&status, "error"),
-                    &message,
-                    events::metadata(
-                        ks,
-                        status.last_applied_revision.as_deref(),
-                        status.last_applied_origin_revision.as_deref(),
-                        false,
-                    ),
-                )
-                .await;
+            finalize_event(ks, ctx, &status, Severity::Error, &message).await;
             remove_finalizer(api, ks).await?;
             return Ok(Requeue::await_change());
         }
@@ -1308,35 +1295,36 @@ async fn finalize(
             applier.wait_until_deleted(&deleted).await?;
         }
         if !changes.0.is_empty() {
-            // Flux's event carries the reason Ready has at that point, and the revision last
-            // applied.
-            ctx.events
-                .publish(
-                    ks,
-                    Severity::Info,
-                    ready_reason(&status, "info"),
-                    &changes.prune_summary(),
-                    events::metadata(
-                        ks,
-                        status.last_applied_revision.as_deref(),
-                        status.last_applied_origin_revision.as_deref(),
-                        false,
-                    ),
-                )
-                .await;
+            finalize_event(ks, ctx, &status, Severity::Info, &changes.prune_summary()).await;
         }
     }
     remove_finalizer(api, ks).await?;
     Ok(Requeue::await_change())
 }
 
-/// The reason Ready has, or `otherwise` (Flux's events fall back to their severity).
-fn ready_reason<'a>(status: &'a KustomizationStatus, otherwise: &'a str) -> &'a str {
-    status
+/// An event of the finalization: as Flux's, it carries the reason Ready has at that point
+/// (else the severity) and the revision last applied.
+async fn finalize_event(
+    ks: &Kustomization,
+    ctx: &Context,
+    status: &KustomizationStatus,
+    severity: Severity,
+    message: &str,
+) {
+    let reason = status
         .conditions
         .as_deref()
         .and_then(|c| crate::api::condition::find_condition(c, crate::api::names::condition::READY))
-        .map_or(otherwise, |c| c.reason.as_str())
+        .map_or(severity.as_str(), |c| c.reason.as_str());
+    let metadata = events::metadata(
+        ks,
+        status.last_applied_revision.as_deref(),
+        status.last_applied_origin_revision.as_deref(),
+        false,
+    );
+    ctx.events
+        .publish(ks, severity, reason, message, metadata)
+        .await;
 }
 
 /// Whether the account `ks` is handled as still exists (always, when it names none), read

@@ -1181,7 +1181,7 @@ async fn bad_input_is_refused_with_a_clear_condition_and_nothing_applied() {
             "kubeconfig",
             json!({"kubeConfig": {"secretRef": {"name": "remote"}}}),
             "ReconciliationFailed",
-            "spec.kubeConfig is not supported",
+            "unable to read KubeConfig secret",
         ),
         (
             "cel-syntax",
