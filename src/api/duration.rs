@@ -8,74 +8,47 @@ use std::time::Duration;
 pub struct InvalidDuration(pub String);
 
 /// Parses a Go duration with the units the CRD pattern allows (`h`, `m`, `s`, `ms`).
+///
+/// The text must be one or more numbers (digits with at most one `.`), each followed by one
+/// of those units, without a sign; its value is what Go's `time.ParseDuration` gives, so a
+/// duration beyond Go's (about 292 years) is refused as Go refuses it.
 pub fn parse(text: &str) -> Result<Duration, InvalidDuration> {
     let invalid = || InvalidDuration(text.to_string());
-    if text.is_empty() {
+    if !has_crd_form(text) {
         return Err(invalid());
     }
-    let mut total = 0f64;
+    goduration::parse(text).ok_or_else(invalid)
+}
+
+/// Whether `text` is a sequence of a number (digits and dots) and a unit among `h`, `m`, `s`
+/// and `ms`: what the CRD pattern allows, leaving the numbers themselves to Go's rules.
+fn has_crd_form(text: &str) -> bool {
     let mut rest = text;
+    if rest.is_empty() {
+        return false;
+    }
     while !rest.is_empty() {
         let number_len = rest
             .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .ok_or_else(invalid)?;
+            .unwrap_or(rest.len());
         if number_len == 0 {
-            return Err(invalid());
+            return false;
         }
-        let value: f64 = rest[..number_len].parse().map_err(|_| invalid())?;
         rest = &rest[number_len..];
-        let (unit_seconds, unit_len) = if rest.starts_with("ms") {
-            (0.001, 2)
-        } else if rest.starts_with('h') {
-            (3600.0, 1)
-        } else if rest.starts_with('m') {
-            (60.0, 1)
-        } else if rest.starts_with('s') {
-            (1.0, 1)
-        } else {
-            return Err(invalid());
+        rest = match ["ms", "h", "m", "s"]
+            .iter()
+            .find_map(|unit| rest.strip_prefix(unit))
+        {
+            Some(after) => after,
+            None => return false,
         };
-        total += value * unit_seconds;
-        rest = &rest[unit_len..];
     }
-    if !total.is_finite() || total > u64::MAX as f64 / 2.0 {
-        return Err(invalid());
-    }
-    Ok(Duration::from_secs_f64(total))
+    true
 }
 
 /// Formats a duration the way Go's `Duration.String` does: `5m0s`, `1h0m0s`, `1.5s`, `250ms`.
 pub fn format(duration: Duration) -> String {
-    let nanos = duration.as_nanos();
-    if nanos == 0 {
-        return "0s".to_string();
-    }
-    if nanos < 1_000_000_000 {
-        let (value, unit) = if nanos < 1_000 {
-            return format!("{nanos}ns");
-        } else if nanos < 1_000_000 {
-            (nanos as f64 / 1e3, "µs")
-        } else {
-            (nanos as f64 / 1e6, "ms")
-        };
-        return format!("{}{unit}", trim_float(value));
-    }
-    let total_seconds = duration.as_secs();
-    let hours = total_seconds / 3600;
-    let minutes = (total_seconds % 3600) / 60;
-    let seconds = (total_seconds % 60) as f64 + f64::from(duration.subsec_nanos()) / 1e9;
-    let seconds = trim_float(seconds);
-    match (hours, minutes) {
-        (0, 0) => format!("{seconds}s"),
-        (0, m) => format!("{m}m{seconds}s"),
-        (h, m) => format!("{h}h{m}m{seconds}s"),
-    }
-}
-
-fn trim_float(value: f64) -> String {
-    let text = format!("{value:.9}");
-    let text = text.trim_end_matches('0').trim_end_matches('.');
-    text.to_string()
+    goduration::format(duration)
 }
 
 #[cfg(test)]
@@ -99,6 +72,42 @@ mod tests {
     }
 
     #[test]
+    fn rejects_go_durations_outside_the_crd_pattern() {
+        for bad in [
+            "0",
+            "+1s",
+            "-0s",
+            "1ns",
+            "1us",
+            "1\u{b5}s",
+            "1\u{3bc}s",
+            "1h1d",
+            "1.2.3s",
+            ".",
+            ".s",
+            "1s ",
+            "3000000h",
+        ] {
+            assert_eq!(parse(bad), Err(InvalidDuration(bad.to_string())), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn parses_numbers_as_go_does() {
+        assert_eq!(parse("1.s"), Ok(Duration::from_secs(1)));
+        assert_eq!(parse(".5s"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse("0.1s0.2s"), Ok(Duration::from_millis(300)));
+        assert_eq!(
+            parse("0.3333333333333333333h"),
+            Ok(Duration::from_secs(1200))
+        );
+        assert_eq!(
+            parse("2562047h47m16.854775807s"),
+            Ok(Duration::from_nanos(i64::MAX as u64))
+        );
+    }
+
+    #[test]
     fn formats_like_go() {
         assert_eq!(format(Duration::from_secs(300)), "5m0s");
         assert_eq!(format(Duration::from_secs(3600)), "1h0m0s");
@@ -106,5 +115,7 @@ mod tests {
         assert_eq!(format(Duration::from_millis(250)), "250ms");
         assert_eq!(format(Duration::from_secs(30)), "30s");
         assert_eq!(format(Duration::ZERO), "0s");
+        assert_eq!(format(Duration::from_nanos(1500)), "1.5\u{b5}s");
+        assert_eq!(format(Duration::from_secs(5430)), "1h30m30s");
     }
 }

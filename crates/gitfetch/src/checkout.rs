@@ -127,7 +127,7 @@ impl Obtain {
             _ if cancel.timed_out() => GitError::Timeout {
                 url: shown,
                 git_ref,
-                timeout: crate::error::go_duration(timeout),
+                timeout: goduration::format(timeout),
             },
             Obtain::Open(message) => GitError::Repository {
                 url: shown,
@@ -231,7 +231,7 @@ fn write_error(
         WriteError::Cancelled => GitError::Timeout {
             url,
             git_ref,
-            timeout: crate::error::go_duration(ctx.timeout),
+            timeout: goduration::format(ctx.timeout),
         },
     }
 }

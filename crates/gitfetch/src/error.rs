@@ -3,8 +3,6 @@
 //! Every message is a sentence that names the URL (with any `user:password@` removed) and,
 //! for a checkout, the ref; none holds a Rust `Debug` rendering.
 
-use std::time::Duration;
-
 /// Why [`checkout`](crate::checkout) failed.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -218,47 +216,6 @@ pub enum FetchError {
     },
 }
 
-/// Writes `d` as Go's `time.Duration.String` does: `2s`, `1m30s`, `1h0m0s`, `1.5s`, `500ms`.
-pub(crate) fn go_duration(d: Duration) -> String {
-    let nanos = d.as_nanos();
-    if nanos == 0 {
-        return "0s".to_string();
-    }
-    if nanos < 1_000_000_000 {
-        let (unit, scale) = if nanos < 1_000 {
-            ("ns", 1)
-        } else if nanos < 1_000_000 {
-            ("µs", 1_000)
-        } else {
-            ("ms", 1_000_000)
-        };
-        return format!("{}{unit}", decimal(nanos, scale));
-    }
-    let secs = d.as_secs();
-    let (hours, minutes, seconds) = (secs / 3600, (secs / 60) % 60, secs % 60);
-    let seconds = decimal(
-        u128::from(seconds) * 1_000_000_000 + u128::from(d.subsec_nanos()),
-        1_000_000_000,
-    );
-    match (hours, minutes) {
-        (0, 0) => format!("{seconds}s"),
-        (0, m) => format!("{m}m{seconds}s"),
-        (h, m) => format!("{h}h{m}m{seconds}s"),
-    }
-}
-
-/// `value / scale` in decimal, without trailing zeros in the fraction.
-fn decimal(value: u128, scale: u128) -> String {
-    let whole = value / scale;
-    let fraction = value % scale;
-    if fraction == 0 {
-        return whole.to_string();
-    }
-    let width = scale.to_string().len() - 1;
-    let digits = format!("{fraction:0width$}");
-    format!("{whole}.{}", digits.trim_end_matches('0'))
-}
-
 /// The message of `error` and of each of its sources, joined by `: `, skipping a source
 /// whose text its parent already ends with.
 pub(crate) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
@@ -278,24 +235,6 @@ pub(crate) fn chain(error: &(dyn std::error::Error + 'static)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations_read_as_go_prints_them() {
-        let cases = [
-            (Duration::from_secs(2), "2s"),
-            (Duration::from_secs(27), "27s"),
-            (Duration::from_secs(90), "1m30s"),
-            (Duration::from_secs(3600), "1h0m0s"),
-            (Duration::from_millis(1500), "1.5s"),
-            (Duration::from_millis(500), "500ms"),
-            (Duration::from_micros(1500), "1.5ms"),
-            (Duration::from_nanos(7), "7ns"),
-            (Duration::ZERO, "0s"),
-        ];
-        for (d, want) in cases {
-            assert_eq!(go_duration(d), want);
-        }
-    }
 
     #[test]
     fn a_chain_joins_sources_once() {

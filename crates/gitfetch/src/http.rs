@@ -4,7 +4,7 @@ use std::io::Read;
 use std::time::Duration;
 
 use crate::deadline::{self, Cancel, Stopped};
-use crate::error::{FetchError, go_duration};
+use crate::error::FetchError;
 use crate::url::{redact, scrub};
 
 /// The most redirects followed, as Go's HTTP client.
@@ -44,7 +44,7 @@ pub(crate) fn fetch_file(
         Ok(Err(failure)) => Err(failure.into_error(url, shown, max_bytes, timeout)),
         Err(Stopped::TimedOut) => Err(FetchError::Timeout {
             url: shown,
-            timeout: go_duration(timeout),
+            timeout: goduration::format(timeout),
         }),
         Err(Stopped::Lost) => Err(FetchError::Internal { url: shown }),
     }
@@ -70,7 +70,7 @@ impl Failure {
             },
             Failure::TimedOut => FetchError::Timeout {
                 url: shown,
-                timeout: go_duration(timeout),
+                timeout: goduration::format(timeout),
             },
         }
     }

@@ -100,7 +100,7 @@ pub fn checkout(
         Err(deadline::Stopped::TimedOut) => Err(GitError::Timeout {
             url: url::redact(url),
             git_ref: refname::label(git_ref),
-            timeout: error::go_duration(options.timeout),
+            timeout: goduration::format(options.timeout),
         }),
         Err(deadline::Stopped::Lost) => Err(GitError::Internal {
             url: url::redact(url),

@@ -138,7 +138,7 @@ fn parse_query(query: &str) -> (String, Duration, bool) {
         "" => DEFAULT_TIMEOUT,
         text => match text.parse::<i64>() {
             Ok(seconds) if seconds > 0 => Duration::from_secs(seconds.unsigned_abs()),
-            _ => match parse_go_duration(text) {
+            _ => match goduration::parse(text) {
                 Some(d) if !d.is_zero() => d,
                 _ => DEFAULT_TIMEOUT,
             },
@@ -206,132 +206,6 @@ fn parse_go_bool(text: &str) -> Option<bool> {
         "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
         "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
         _ => None,
-    }
-}
-
-/// Go's `time.ParseDuration` for durations that are not negative (`1m1s`, `1.5h`, `300ms`);
-/// `None` for anything Go refuses, a negative duration or one that overflows.
-pub fn parse_go_duration(text: &str) -> Option<Duration> {
-    const MAX: u128 = i64::MAX as u128;
-    let (negative, mut rest) = match text.as_bytes().first() {
-        Some(b'-') => (true, &text[1..]),
-        Some(b'+') => (false, &text[1..]),
-        _ => (false, text),
-    };
-    if rest == "0" {
-        return Some(Duration::ZERO);
-    }
-    if rest.is_empty() {
-        return None;
-    }
-    let mut total: u128 = 0;
-    while !rest.is_empty() {
-        let first = rest.as_bytes()[0];
-        if !(first == b'.' || first.is_ascii_digit()) {
-            return None;
-        }
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        let whole: u128 = if digits == 0 {
-            0
-        } else {
-            rest[..digits].parse::<u128>().ok().filter(|v| *v <= MAX)?
-        };
-        rest = &rest[digits..];
-        let mut fraction: u128 = 0;
-        let mut scale: f64 = 1.0;
-        let mut fraction_digits = 0;
-        if let Some(after) = rest.strip_prefix('.') {
-            fraction_digits = after.bytes().take_while(u8::is_ascii_digit).count();
-            for digit in after[..fraction_digits].bytes() {
-                // Go stops accumulating (but keeps consuming) once more digits would overflow.
-                if fraction <= MAX / 10 {
-                    fraction = fraction * 10 + u128::from(digit - b'0');
-                    scale *= 10.0;
-                }
-            }
-            rest = &after[fraction_digits..];
-        }
-        if digits == 0 && fraction_digits == 0 {
-            return None;
-        }
-        let unit_len = rest
-            .char_indices()
-            .find(|(_, c)| *c == '.' || c.is_ascii_digit())
-            .map(|(at, _)| at)
-            .unwrap_or(rest.len());
-        if unit_len == 0 {
-            return None;
-        }
-        let unit: u128 = match &rest[..unit_len] {
-            "ns" => 1,
-            "us" | "\u{b5}s" | "\u{3bc}s" => 1_000,
-            "ms" => 1_000_000,
-            "s" => 1_000_000_000,
-            "m" => 60_000_000_000,
-            "h" => 3_600_000_000_000,
-            _ => return None,
-        };
-        rest = &rest[unit_len..];
-        if whole > MAX / unit {
-            return None;
-        }
-        let mut value = whole * unit;
-        if fraction > 0 {
-            // Go computes this part in floating point; so does this.
-            value += (fraction as f64 * (unit as f64 / scale)) as u128;
-            if value > MAX {
-                return None;
-            }
-        }
-        total += value;
-        if total > MAX {
-            return None;
-        }
-    }
-    if negative && total > 0 {
-        return None;
-    }
-    u64::try_from(total).ok().map(Duration::from_nanos)
-}
-
-/// A duration written as Go writes one (`27s`, `1m1s`, `1h0m0s`, `1.5s`, `300ms`).
-pub fn go_duration(duration: Duration) -> String {
-    let nanos = duration.as_nanos();
-    if nanos == 0 {
-        return "0s".to_string();
-    }
-    let with_fraction = |value: u128, digits: u32| {
-        let scale = 10u128.pow(digits);
-        let whole = value / scale;
-        let fraction = value % scale;
-        if fraction == 0 {
-            whole.to_string()
-        } else {
-            let text = format!("{fraction:0width$}", width = digits as usize);
-            format!("{whole}.{}", text.trim_end_matches('0'))
-        }
-    };
-    if nanos < 1_000 {
-        return format!("{nanos}ns");
-    }
-    if nanos < 1_000_000 {
-        return format!("{}\u{b5}s", with_fraction(nanos, 3));
-    }
-    if nanos < 1_000_000_000 {
-        return format!("{}ms", with_fraction(nanos, 6));
-    }
-    let seconds_part = nanos % 60_000_000_000;
-    let minutes_total = nanos / 60_000_000_000;
-    let seconds = format!("{}s", with_fraction(seconds_part, 9));
-    if minutes_total == 0 {
-        return seconds;
-    }
-    let hours = minutes_total / 60;
-    let minutes = minutes_total % 60;
-    if hours == 0 {
-        format!("{minutes}m{seconds}")
-    } else {
-        format!("{hours}h{minutes}m{seconds}")
     }
 }
 
@@ -725,7 +599,7 @@ pub enum RemoteError {
         status: u16,
     },
     /// An operation did not finish in time.
-    #[error("{operation} timed out after {}", go_duration(*after))]
+    #[error("{operation} timed out after {}", goduration::format(*after))]
     Timeout {
         /// What was running (`git fetch https://github.com/org/repo`).
         operation: String,
@@ -1369,53 +1243,6 @@ mod tests {
             assert_eq!(parsed.git_ref, git_ref, "{query}");
             assert_eq!(parsed.timeout, timeout, "{query}");
             assert_eq!(parsed.submodules, submodules, "{query}");
-        }
-    }
-
-    #[test]
-    fn go_durations_parse_and_print_as_go_does() {
-        let ms = Duration::from_millis;
-        for (text, expected) in [
-            ("0", Some(Duration::ZERO)),
-            ("27s", Some(ms(27_000))),
-            ("1m1s", Some(ms(61_000))),
-            ("1.5h", Some(Duration::from_secs(5400))),
-            (".5s", Some(ms(500))),
-            ("1.s", Some(ms(1000))),
-            ("2h45m", Some(Duration::from_secs(9900))),
-            ("10us", Some(Duration::from_micros(10))),
-            ("10\u{b5}s", Some(Duration::from_micros(10))),
-            ("10\u{3bc}s", Some(Duration::from_micros(10))),
-            ("7ns", Some(Duration::from_nanos(7))),
-            ("+5s", Some(ms(5000))),
-            (
-                "0.0000000000000000000000000000000000000001s",
-                Some(Duration::ZERO),
-            ),
-            ("", None),
-            ("s", None),
-            ("5", None),
-            (".s", None),
-            ("5x", None),
-            ("-1s", None),
-            ("9999999999999999999h", None),
-            ("3000000h", None),
-        ] {
-            assert_eq!(parse_go_duration(text), expected, "{text:?}");
-        }
-        for (duration, text) in [
-            (Duration::ZERO, "0s"),
-            (Duration::from_secs(27), "27s"),
-            (Duration::from_secs(61), "1m1s"),
-            (Duration::from_secs(3600), "1h0m0s"),
-            (Duration::from_secs(5430), "1h30m30s"),
-            (ms(1500), "1.5s"),
-            (ms(300), "300ms"),
-            (Duration::from_micros(1500), "1.5ms"),
-            (Duration::from_nanos(1500), "1.5\u{b5}s"),
-            (Duration::from_nanos(7), "7ns"),
-        ] {
-            assert_eq!(go_duration(duration), text);
         }
     }
 
