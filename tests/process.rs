@@ -178,3 +178,107 @@ async fn client_side_limits_are_off_when_the_server_enforces_priority_and_fairne
     let client = support::client().await;
     assert!(kustomize_controller::client::priority_and_fairness_enabled(&client).await);
 }
+
+/// A controller competing for leadership in `namespace` (which it alone watches), with short
+/// election timings: a 6 s lease renewed every second.
+fn elected_controller(namespace: &str) -> Running {
+    Running(
+        Command::new(BINARY)
+            .args([
+                "--log-encoding=console",
+                "--enable-leader-election",
+                "--leader-election-lease-duration=6s",
+                "--leader-election-renew-deadline=4s",
+                "--leader-election-retry-period=1s",
+                "--health-addr=127.0.0.1:0",
+                "--metrics-addr=127.0.0.1:0",
+                "--watch-all-namespaces=false",
+            ])
+            .env("KUBECONFIG", support::kubeconfig_path())
+            .env("RUNTIME_NAMESPACE", namespace)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the controller"),
+    )
+}
+
+/// The Lease's holder and transitions.
+async fn lease_holder(leases: &Api<Lease>) -> Result<(String, i32), String> {
+    let lease = leases
+        .get_opt("kustomize-controller-leader-election")
+        .await
+        .map_err(|e| e.to_string())?
+        .ok_or("no lease yet")?;
+    let spec = lease.spec.unwrap_or_default();
+    Ok((
+        spec.holder_identity.unwrap_or_default(),
+        spec.lease_transitions.unwrap_or(0),
+    ))
+}
+
+#[tokio::test]
+async fn leadership_passes_on_at_release_and_at_expiry_but_not_while_renewed() {
+    let client = support::client().await;
+    let ns = TestNamespace::new(&client, "handover").await;
+    let leases: Api<Lease> = Api::namespaced(client.clone(), ns.name());
+    let held_by_other_than = |previous: String| {
+        let leases = leases.clone();
+        async move || match lease_holder(&leases).await {
+            Ok((holder, transitions)) if !holder.is_empty() && holder != previous => {
+                Ok((holder, transitions))
+            }
+            other => Err(format!("{other:?}")),
+        }
+    };
+    let mut first = elected_controller(ns.name());
+    let (first_holder, _) = wait_for(
+        Duration::from_secs(60),
+        "a first leader",
+        held_by_other_than(String::new()),
+    )
+    .await;
+
+    // A second candidate does not take over a lease that is being renewed, even well past
+    // the lease's duration.
+    let second = elected_controller(ns.name());
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    assert_eq!(
+        lease_holder(&leases).await.map(|l| l.0),
+        Ok(first_holder.clone())
+    );
+
+    // SIGTERM: the leader releases the lease on its way out.
+    let pid = first.0.id().to_string();
+    let status = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let exit = first.0.wait().expect("wait for the first controller");
+    assert!(exit.success(), "a graceful shutdown exits 0: {exit:?}");
+    let (holder, _) = lease_holder(&leases).await.expect("lease");
+    assert_ne!(holder, first_holder, "released before exit");
+    let (second_holder, transitions) = wait_for(
+        Duration::from_secs(30),
+        "the second candidate to lead",
+        held_by_other_than(first_holder.clone()),
+    )
+    .await;
+
+    // SIGKILL: nothing is released; a new candidate leads once the lease went unrenewed for
+    // its whole duration.
+    drop(second);
+    let _third = elected_controller(ns.name());
+    let (_, later_transitions) = wait_for(
+        Duration::from_secs(60),
+        "a third candidate to lead after the lease expired",
+        held_by_other_than(second_holder),
+    )
+    .await;
+    assert!(
+        later_transitions > transitions,
+        "{later_transitions} > {transitions}"
+    );
+}

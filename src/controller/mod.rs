@@ -98,7 +98,9 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
         );
         candidate.acquire().await;
         tracing::info!(identity, "acquired leadership");
-        leadership = Some(tokio::spawn(async move { candidate.hold().await }));
+        let candidate = Arc::new(candidate);
+        let holder = Arc::clone(&candidate);
+        leadership = Some((candidate, tokio::spawn(async move { holder.hold().await })));
     }
 
     let fetcher = ArtifactFetcher::from_env(FetchConfig {
@@ -204,19 +206,27 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
         tokio::time::sleep(SHUTDOWN_GRACE).await;
         tracing::warn!("in-flight reconciles did not finish within {SHUTDOWN_GRACE:?}; exiting");
     };
-    let leadership_lost = async move {
-        match leadership {
+    let (candidate, mut holding) = leadership.unzip();
+    let leadership_lost = async {
+        match holding.as_mut() {
             Some(holding) => {
                 let _ = holding.await;
             }
             None => std::future::pending().await,
         }
     };
-    tokio::select! {
+    let outcome = tokio::select! {
         () = reconciles => Ok(()),
         () = grace_expired => Ok(()),
         () = leadership_lost => Err(RunError::LeadershipLost),
+    };
+    // A leader that stops on its own gives the lease up, so that a successor starts now
+    // rather than when the lease would have expired.
+    if let (Some(candidate), Some(holding), Ok(())) = (candidate, holding, &outcome) {
+        holding.abort();
+        candidate.release().await;
     }
+    outcome
 }
 
 /// Dependents woken by a dependency's change, waiting to be queued.
