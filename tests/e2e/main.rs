@@ -2,6 +2,9 @@
 //! local control plane, with sources served by a small HTTP artifact server.
 
 mod apply;
+#[allow(dead_code)]
+#[path = "../support/artifacts.rs"]
+mod artifacts;
 mod dependencies;
 mod flux_cli;
 mod flux_parity;
@@ -13,129 +16,22 @@ mod support;
 mod tenancy;
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
+use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
+use artifacts::{create_git_repository, publish_artifact, raw_tarball, serve, tarball};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
 use kube::discovery::ApiResource;
 use kustomize_controller::api::{ConditionStatus, Kustomization};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 use support::{TestNamespace, wait_for};
 
 const WAIT: Duration = Duration::from_secs(90);
-
-// ---------------------------------------------------------------------------------------
-// The artifact server: serves tarballs registered by the tests, over plain HTTP/1.1.
-
-struct ArtifactServer {
-    address: String,
-    files: Arc<Mutex<HashMap<String, Vec<u8>>>>,
-}
-
-fn artifact_server() -> &'static ArtifactServer {
-    static SERVER: OnceLock<ArtifactServer> = OnceLock::new();
-    SERVER.get_or_init(|| {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind artifact server");
-        let address = format!("http://{}", listener.local_addr().expect("local address"));
-        let files: Arc<Mutex<HashMap<String, Vec<u8>>>> = Arc::default();
-        let served = files.clone();
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let files = served.clone();
-                std::thread::spawn(move || {
-                    let mut stream = stream;
-                    let mut reader = BufReader::new(stream.try_clone().expect("clone stream"));
-                    let mut request_line = String::new();
-                    if reader.read_line(&mut request_line).is_err() {
-                        return;
-                    }
-                    loop {
-                        let mut header = String::new();
-                        if reader.read_line(&mut header).map(|n| n == 0).unwrap_or(true) || header == "\r\n" {
-                            break;
-                        }
-                    }
-                    let path = request_line.split_whitespace().nth(1).unwrap_or("/").to_string();
-                    let body = files.lock().expect("files lock").get(&path).cloned();
-                    let response = match body {
-                        Some(body) => {
-                            let mut head = format!(
-                                "HTTP/1.1 200 OK\r\nContent-Type: application/gzip\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                                body.len()
-                            )
-                            .into_bytes();
-                            head.extend(body);
-                            head
-                        }
-                        None => b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec(),
-                    };
-                    let _ = stream.write_all(&response);
-                });
-            }
-        });
-        ArtifactServer { address, files }
-    })
-}
-
-/// Serves `tarball` and returns its URL and sha256 digest.
-fn serve(tarball: Vec<u8>) -> (String, String) {
-    let server = artifact_server();
-    let digest = format!("sha256:{}", hex::encode(Sha256::digest(&tarball)));
-    let path = format!("/artifacts/{}.tar.gz", &digest[7..19]);
-    server
-        .files
-        .lock()
-        .expect("files lock")
-        .insert(path.clone(), tarball);
-    (format!("{}{path}", server.address), digest)
-}
-
-/// A tar.gz of the given files.
-fn tarball(files: &[(&str, &str)]) -> Vec<u8> {
-    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
-        Vec::new(),
-        flate2::Compression::fast(),
-    ));
-    for (path, content) in files {
-        let mut header = tar::Header::new_gnu();
-        header.set_size(content.len() as u64);
-        header.set_mode(0o644);
-        header.set_cksum();
-        builder
-            .append_data(&mut header, path, content.as_bytes())
-            .expect("append");
-    }
-    builder.into_inner().expect("tar").finish().expect("gzip")
-}
-
-/// A tar.gz with one raw entry whose name (and link target) are written as given, so that
-/// unsafe archives can be made.
-fn raw_tarball(entries: &[(&str, tar::EntryType, &str, &str)]) -> Vec<u8> {
-    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
-        Vec::new(),
-        flate2::Compression::fast(),
-    ));
-    for (name, kind, link, content) in entries {
-        let mut header = tar::Header::new_old();
-        header.as_old_mut().name[..name.len()].copy_from_slice(name.as_bytes());
-        header.as_old_mut().linkname[..link.len()].copy_from_slice(link.as_bytes());
-        header.set_entry_type(*kind);
-        header.set_size(content.len() as u64);
-        header.set_mode(0o644);
-        header.set_cksum();
-        builder
-            .append(&header, content.as_bytes())
-            .expect("append raw");
-    }
-    builder.into_inner().expect("tar").finish().expect("gzip")
-}
 
 // ---------------------------------------------------------------------------------------
 // The controller process, shared by every test of this binary.
@@ -251,52 +147,6 @@ fn controller_log() -> String {
 
 // ---------------------------------------------------------------------------------------
 // Objects.
-
-fn git_repository_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("source.toolkit.fluxcd.io", "v1", "GitRepository"),
-        "gitrepositories",
-    )
-}
-
-async fn create_git_repository(client: &kube::Client, ns: &str, name: &str) {
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(client.clone(), ns, &git_repository_resource());
-    let repo: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "source.toolkit.fluxcd.io/v1",
-        "kind": "GitRepository",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {"url": "https://example.invalid/repo.git", "interval": "10m"}
-    }))
-    .expect("repo");
-    api.create(&PostParams::default(), &repo)
-        .await
-        .expect("create GitRepository");
-}
-
-/// Publishes a new artifact on the GitRepository's status, as source-controller would.
-async fn publish_artifact(
-    client: &kube::Client,
-    ns: &str,
-    name: &str,
-    revision: &str,
-    url: &str,
-    digest: &str,
-) {
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(client.clone(), ns, &git_repository_resource());
-    let status = json!({"status": {"artifact": {
-        "path": format!("gitrepository/{ns}/{name}/{}.tar.gz", &digest[7..]),
-        "url": url,
-        "revision": revision,
-        "digest": digest,
-        "lastUpdateTime": "2026-11-21T00:00:00Z",
-        "size": 1,
-    }}});
-    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
-        .await
-        .expect("publish artifact");
-}
 
 async fn create_kustomization(
     client: &kube::Client,
