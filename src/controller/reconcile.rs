@@ -509,6 +509,8 @@ async fn apply_prune_and_check(
     let revision = run.revision.as_deref().unwrap_or("");
     let metadata = || events::metadata(ks, Some(revision), run.origin_revision.as_deref(), false);
     refuse_encrypted_secrets(&objects)?;
+    let inventory_before = status.inventory.clone();
+    record_intent(api, ks, status, &objects).await?;
     let jobs_with_ttl = jobs_with_ttl(&objects);
     let applier = Applier::new(
         cluster.client.clone(),
@@ -521,7 +523,24 @@ async fn apply_prune_and_check(
     let applied = apply(&applier, objects, timeout).await;
     // Each record is a fact about one object, kept whether the apply succeeded or not.
     ctx.put_applied(ks, &cluster.key, applier.take_records());
-    let changes = applied?;
+    let changes = match applied {
+        Ok(changes) => changes,
+        Err(ApplyFailure {
+            failure,
+            applied: Some(applied),
+        }) => {
+            // The intent goes; what this run did apply stays known.
+            status.inventory = inventory_before;
+            let previous = previous_inventory(status);
+            let additions = stale_objects(&applied, &previous);
+            if !additions.is_empty() {
+                let known: Vec<ObjectId> = previous.into_iter().chain(additions).collect();
+                set_inventory(status, &known);
+            }
+            return Err(failure);
+        }
+        Err(ApplyFailure { failure, .. }) => return Err(failure),
+    };
     tracing::debug!(kustomization = %ks.name_any(), namespace = ks.namespace().unwrap_or_default(), objects = changes.0.len(), unchanged_by_watch = applier.confirmed_by_watch(), "objects confirmed unchanged by their watched resourceVersion, without a request");
     if !changes.0.is_empty() {
         let output = changes.log_output(ctx.settings.group_change_log);
@@ -627,6 +646,32 @@ async fn check_dependencies(
         .map_err(failure)?;
     tracing::info!(kustomization = %ks.name_any(), namespace = ks.namespace().unwrap_or_default(), "All dependencies are ready, proceeding with reconciliation");
     Ok(())
+}
+
+/// Writes the objects about to be applied into the inventory before anything is applied,
+/// when some are not in it yet: a controller killed after the apply and before its final
+/// status write then still knows them, and prunes them when the source drops them. A run
+/// that applies nothing new (the periodic one of an unchanged revision) writes nothing here.
+async fn record_intent(
+    api: &Api<Kustomization>,
+    ks: &Kustomization,
+    status: &mut KustomizationStatus,
+    objects: &[Object],
+) -> Result<(), Failure> {
+    let previous = previous_inventory(status);
+    let planned: Vec<ObjectId> = objects.iter().map(ObjectId::of).collect();
+    let additions = stale_objects(&planned, &previous);
+    if additions.is_empty() {
+        return Ok(());
+    }
+    let intended: Vec<ObjectId> = previous.into_iter().chain(additions).collect();
+    set_inventory(status, &intended);
+    status::write(api, ks, status).await.map_err(|e| {
+        Failure::new(
+            reason::RECONCILIATION_FAILED,
+            format!("failed to update status: {}", api_message(&e)),
+        )
+    })
 }
 
 fn set_inventory(status: &mut KustomizationStatus, objects: &[ObjectId]) {
@@ -918,21 +963,31 @@ async fn substitute(
 }
 
 /// Stage `apply`, bounded by the reconcile timeout.
+/// A failed apply, and what it had applied before it stopped (`None` when that is not
+/// known: it timed out).
+struct ApplyFailure {
+    failure: Failure,
+    applied: Option<Vec<ObjectId>>,
+}
+
 async fn apply(
     applier: &Applier,
     objects: Vec<Object>,
     timeout: Duration,
-) -> Result<ChangeSet, Failure> {
+) -> Result<ChangeSet, ApplyFailure> {
     match tokio::time::timeout(timeout, applier.apply_all(objects)).await {
         Ok(Ok(changes)) => Ok(changes),
-        Ok(Err(partial)) => Err(Failure::new(
-            reason::RECONCILIATION_FAILED,
-            partial.to_string(),
-        )),
-        Err(_) => Err(Failure::new(
-            reason::RECONCILIATION_FAILED,
-            format!("apply timed out after {}", duration::format(timeout)),
-        )),
+        Ok(Err(partial)) => Err(ApplyFailure {
+            failure: Failure::new(reason::RECONCILIATION_FAILED, partial.to_string()),
+            applied: Some(partial.applied.0.iter().map(|c| c.id.clone()).collect()),
+        }),
+        Err(_) => Err(ApplyFailure {
+            failure: Failure::new(
+                reason::RECONCILIATION_FAILED,
+                format!("apply timed out after {}", duration::format(timeout)),
+            ),
+            applied: None,
+        }),
     }
 }
 
