@@ -114,7 +114,7 @@ fn source_files(
 /// The ConfigMaps Kustomization `ks` builds at `revision`.
 fn expected_names(ks: usize, revision: u32) -> Vec<String> {
     let mut names = vec![format!("ks-{ks}-kept"), format!("ks-{ks}-r{revision}")];
-    if revision % 2 == 0 {
+    if revision.is_multiple_of(2) {
         names.push(format!("ks-{ks}-even"));
     }
     names
@@ -154,7 +154,7 @@ async fn nothing_is_lost_when_the_controller_and_the_api_server_die_mid_reconcil
     let log = std::env::temp_dir().join(format!("{run}-controller.log"));
     eprintln!("chaos: controller log {}", log.display());
 
-    let mut revisions = vec![1u32; SOURCES];
+    let mut revisions = [1u32; SOURCES];
     for source in 0..SOURCES {
         artifacts::create_git_repository(&client, &ns, &format!("src-{source}")).await;
         publish(&client, &ns, source, kustomizations, 1).await;
