@@ -1,5 +1,8 @@
 //! Leader election with a coordination.k8s.io Lease, compatible with controller-runtime's:
-//! the same Lease name, so this controller and Flux's never reconcile at the same time.
+//! the same Lease name, so this controller and Flux's never reconcile at the same time, and,
+//! for an instance started with `--watch-label-selector` (a shard), a Lease named after its
+//! selector as Flux names it, so that the instances of different shards never wait for one
+//! another.
 //!
 //! Expiry is judged as client-go judges it: by the local (monotonic) time at which this
 //! candidate last saw the Lease record change, plus the record's duration, never by comparing
@@ -17,8 +20,21 @@ use kube::api::{Api, ObjectMeta, PostParams};
 use kube::{Client, ResourceExt};
 use tokio::time::Instant;
 
-/// The Lease Flux's kustomize-controller elects its leader with.
+/// The Lease Flux's kustomize-controller elects its leader with, when it watches every
+/// Kustomization.
 pub const LEASE_NAME: &str = "kustomize-controller-leader-election";
+
+/// The Lease of an instance that watches the Kustomizations `label_selector` matches: Flux's
+/// `leaderelection.GenerateID`, [`LEASE_NAME`] followed by the first 8 hex digits of the
+/// selector's SHA-256 (the selector as given on the command line).
+pub fn lease_name(label_selector: &str) -> String {
+    use sha2::{Digest, Sha256};
+    if label_selector.is_empty() {
+        return LEASE_NAME.to_string();
+    }
+    let digest = hex::encode(Sha256::digest(label_selector.as_bytes()));
+    format!("{LEASE_NAME}-{}", &digest[..8])
+}
 
 /// Timings of the election (Flux's `--leader-election-*` flags).
 #[derive(Clone, Copy, Debug)]
@@ -65,16 +81,24 @@ impl Observation {
 /// A candidate for leadership.
 pub struct Candidate {
     api: Api<Lease>,
+    lease: String,
     identity: String,
     timings: Timings,
     observed: Mutex<Observation>,
 }
 
 impl Candidate {
-    /// A candidate named `identity` competing for the Lease in `namespace`.
-    pub fn new(client: Client, namespace: &str, identity: String, timings: Timings) -> Self {
+    /// A candidate named `identity` competing for the Lease `lease` in `namespace`.
+    pub fn new(
+        client: Client,
+        namespace: &str,
+        lease: String,
+        identity: String,
+        timings: Timings,
+    ) -> Self {
         Candidate {
             api: Api::namespaced(client, namespace),
+            lease,
             identity,
             timings,
             observed: Mutex::new(Observation::default()),
@@ -114,7 +138,7 @@ impl Candidate {
     /// no holder, a duration of one second, so that the next candidate acquires it at once.
     pub async fn release(&self) {
         let released = async {
-            let Some(mut lease) = self.api.get_opt(LEASE_NAME).await? else {
+            let Some(mut lease) = self.api.get_opt(&self.lease).await? else {
                 return Ok(false);
             };
             let spec = lease.spec.get_or_insert_with(Default::default);
@@ -132,7 +156,7 @@ impl Candidate {
                 .map(|_| true)
         };
         match released.await {
-            Ok(true) => tracing::info!(lease = LEASE_NAME, "released the leader election lease"),
+            Ok(true) => tracing::info!(lease = %self.lease, "released the leader election lease"),
             Ok(false) => {}
             Err(err) => tracing::warn!(error = %err, "releasing the leader election lease failed"),
         }
@@ -142,7 +166,7 @@ impl Candidate {
         let now = Timestamp::now();
         let lease_seconds =
             i32::try_from(self.timings.lease_duration.as_secs()).unwrap_or(i32::MAX);
-        let Some(mut lease) = self.api.get_opt(LEASE_NAME).await? else {
+        let Some(mut lease) = self.api.get_opt(&self.lease).await? else {
             let spec = LeaseSpec {
                 holder_identity: Some(self.identity.clone()),
                 lease_duration_seconds: Some(lease_seconds),
@@ -153,7 +177,7 @@ impl Candidate {
             };
             let lease = Lease {
                 metadata: ObjectMeta {
-                    name: Some(LEASE_NAME.into()),
+                    name: Some(self.lease.clone()),
                     ..Default::default()
                 },
                 spec: Some(spec.clone()),
@@ -248,5 +272,18 @@ mod tests {
         observed.see(&record("me", "2030-01-01T00:00:00Z"), now);
         assert!(!observed.held_by_another("me", now));
         assert!(observed.held_by_another("you", now));
+    }
+
+    #[test]
+    fn a_shard_elects_with_a_lease_named_after_its_selector_as_flux_names_it() {
+        assert_eq!(lease_name(""), LEASE_NAME);
+        assert_eq!(
+            lease_name("sharding.fluxcd.io/key in (shard1)"),
+            "kustomize-controller-leader-election-7ee98f29"
+        );
+        assert_ne!(
+            lease_name("sharding.fluxcd.io/key in (shard2)"),
+            lease_name("sharding.fluxcd.io/key in (shard1)")
+        );
     }
 }

@@ -10,29 +10,28 @@ mod interrupts;
 mod reconcile;
 pub mod schedule;
 pub mod status;
+mod triggers;
 pub mod variables;
 
-use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DynamicObject};
+use kube::runtime::WatchStreamExt;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::{self, watcher};
-use kube::runtime::{PredicateConfig, WatchStreamExt};
-use kube::{Client, Resource, ResourceExt};
+use kube::{Client, ResourceExt};
 
 pub use context::{Context, Settings};
 pub use interrupts::Interrupts;
 pub use reconcile::{ReconcileError, reconcile};
+use triggers::Triggers;
 
 use crate::api::Kustomization;
 use crate::api::kustomization::SourceKind;
-use crate::api::names::{
-    RECONCILE_REQUESTED_AT_ANNOTATION, RECONCILE_WATCH_ENABLED, RECONCILE_WATCH_LABEL,
-};
+use crate::api::names::{RECONCILE_WATCH_ENABLED, RECONCILE_WATCH_LABEL};
 use crate::api::source::{DEFAULT_SOURCE_VERSION, artifact_of};
 use crate::cluster::{ClusterSettings, Clusters, KubeConfigPolicy};
 use crate::flags::ControllerFlags;
@@ -90,12 +89,10 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
             renew_deadline: flags.leader_election_renew_deadline,
             retry_period: flags.leader_election_retry_period,
         };
-        let candidate = Candidate::new(client.clone(), &namespace, identity.clone(), timings);
-        tracing::info!(
-            lease = leader::LEASE_NAME,
-            namespace,
-            "waiting for leadership"
-        );
+        let lease = leader::lease_name(&flags.watch_label_selector);
+        tracing::info!(lease, namespace, "waiting for leadership");
+        let candidate =
+            Candidate::new(client.clone(), &namespace, lease, identity.clone(), timings);
         candidate.acquire().await;
         tracing::info!(identity, "acquired leadership");
         let candidate = Arc::new(candidate);
@@ -285,8 +282,16 @@ fn build_controller(
             }
         })
         .reflect(writer)
-        .applied_objects()
-        .predicate_filter(reconcile_trigger, PredicateConfig::default())
+        .filter_map({
+            let mut triggers = Triggers::default();
+            move |event| {
+                let trigger = match event {
+                    Ok(event) => triggers.on_event(&event).cloned().map(Ok),
+                    Err(err) => Some(Err(err)),
+                };
+                futures::future::ready(trigger)
+            }
+        })
         .inspect(move |ks| {
             if let Ok(ks) = ks {
                 let object = ObjectRef::from_obj(ks);
@@ -375,18 +380,6 @@ where
             .map(|ks| ObjectRef::from_obj(&*ks))
             .collect::<Vec<_>>()
     })
-}
-
-/// The properties whose change asks for a reconcile: the generation (spec changes), the
-/// `requestedAt` annotation, and deletion. Status updates alone never trigger one.
-fn reconcile_trigger(ks: &Kustomization) -> Option<u64> {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    ks.meta().generation.hash(&mut hasher);
-    ks.annotations()
-        .get(RECONCILE_REQUESTED_AT_ANNOTATION)
-        .hash(&mut hasher);
-    ks.meta().deletion_timestamp.is_some().hash(&mut hasher);
-    Some(hasher.finish())
 }
 
 /// The Kustomizations that reference `source` and have not yet attempted its current

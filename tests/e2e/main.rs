@@ -11,6 +11,7 @@ mod flux_parity;
 mod health;
 mod hostile;
 mod remote_bases;
+mod sharding;
 #[path = "../support/mod.rs"]
 mod support;
 mod tenancy;

@@ -90,6 +90,18 @@ async fn publish(client: &kube::Client, ns: &str, n: u32, files: &[(&str, String
     publish_artifact(client, ns, "repo", &revision(n), &url, &digest).await;
 }
 
+/// GitRepository `repo` in `ns` at revision 1: `deploy/a.yaml`, ConfigMap `a`.
+async fn source_with_config_map_a(client: &kube::Client, ns: &str) {
+    create_git_repository(client, ns, "repo").await;
+    publish(
+        client,
+        ns,
+        1,
+        &[("deploy/a.yaml", config_map(ns, "a", "1"))],
+    )
+    .await;
+}
+
 async fn delete_and_wait_gone(client: &kube::Client, ns: &str, name: &str) {
     let api = Api::<Kustomization>::namespaced(client.clone(), ns);
     api.delete(name, &DeleteParams::default())
@@ -112,14 +124,7 @@ async fn a_tenant_account_applies_prunes_and_deletes_only_where_its_role_allows(
     let other = TestNamespace::new(&client, "tenant-other").await;
     let (ns, elsewhere) = (tenant.name(), other.name());
     grant(&client, ns, "tenant", &["*"]).await;
-    create_git_repository(&client, ns, "repo").await;
-    publish(
-        &client,
-        ns,
-        1,
-        &[("deploy/a.yaml", config_map(ns, "a", "1"))],
-    )
-    .await;
+    source_with_config_map_a(&client, ns).await;
     create_kustomization(
         &client,
         ns,
@@ -182,14 +187,7 @@ async fn the_default_account_is_impersonated_for_kustomizations_that_name_none()
     // The account may do anything in its namespace but delete.
     let no_delete = ["get", "list", "watch", "create", "update", "patch"];
     grant(&client, ns, "tenant", &no_delete).await;
-    create_git_repository(&client, ns, "repo").await;
-    publish(
-        &client,
-        ns,
-        1,
-        &[("deploy/a.yaml", config_map(ns, "a", "1"))],
-    )
-    .await;
+    source_with_config_map_a(&client, ns).await;
     create_labelled_kustomization(
         &client,
         ns,
