@@ -39,8 +39,8 @@ Selector labels of one Deployment, given (list $ $instance): a shard's pods are 
 the shard, so that the main Deployment's selector never matches them.
 */}}
 {{- define "kustomize-controller.instanceSelectorLabels" -}}
-{{- $root := index . 0 }}
-{{- $instance := index . 1 }}
+{{- $root := index . 0 -}}
+{{- $instance := index . 1 -}}
 app.kubernetes.io/name: {{ include "kustomize-controller.name" $root }}{{ $instance.suffix }}
 app.kubernetes.io/instance: {{ $root.Release.Name }}
 {{- end }}
