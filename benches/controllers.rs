@@ -78,9 +78,16 @@ async fn run(args: Args) {
         );
     }
 
+    // Two state folders: a reused control plane keeps the processes it was started with.
+    let (state_dir, workload_controllers) = if args.with_workload_controllers() {
+        ("bench-controlplane", true)
+    } else {
+        ("bench-controlplane-bare", false)
+    };
     let control_plane = cluster::ControlPlane::up(
         &repo_root,
-        &target_dir.join("bench-controlplane"),
+        &target_dir.join(state_dir),
+        workload_controllers,
         args.keep_controlplane,
     );
     let client = control_plane.client().await;
@@ -300,6 +307,15 @@ fn header(
             implementation.name,
             implementation.binary.display()
         ));
+    }
+    text.push_str(if args.with_workload_controllers() {
+        "- cluster: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok (2 fake \
+         nodes)\n"
+    } else {
+        "- cluster: etcd and kube-apiserver only (Deployments are stored, not rolled out)\n"
+    });
+    if args.scenario == Scenario::Apply {
+        text.push_str(&format!("- `spec.interval: {}`\n", args.interval));
     }
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
     text.push_str(&format!(

@@ -90,6 +90,25 @@ pub struct Args {
     #[arg(long, default_value_t = 900)]
     pub timeout: u64,
 
+    /// `spec.interval` of the Kustomizations the bench creates (the `noop` scenario sets its
+    /// own for the periodic reconciles).
+    #[arg(long, default_value = "60m")]
+    pub interval: String,
+
+    /// `apply` scenario: after (b), seconds to leave the controller alone with every
+    /// Kustomization Ready and nothing to change (use `--interval` or more, so that each is
+    /// reconciled at least once in it); its CPU, API requests and RSS at its end are reported.
+    /// 0 leaves the phase out.
+    #[arg(long, default_value_t = 0)]
+    pub idle: u64,
+
+    /// Run kube-controller-manager, kube-scheduler and kwok beside kube-apiserver in every
+    /// scenario, not only in `wait` (which needs them to roll Deployments out). Without them the
+    /// Deployments of the other scenarios are stored and never rolled out, and the API server's
+    /// load is the controllers' alone.
+    #[arg(long)]
+    pub workload_controllers: bool,
+
     /// Leave the control plane running at the end (stop it with tests/controlplane/down.sh).
     #[arg(long)]
     pub keep_controlplane: bool,
@@ -142,6 +161,11 @@ pub enum ObjectKinds {
 }
 
 impl Args {
+    /// Whether the control plane runs kube-controller-manager, kube-scheduler and kwok.
+    pub fn with_workload_controllers(&self) -> bool {
+        self.workload_controllers || self.scenario == Scenario::Wait
+    }
+
     /// `--kustomizations`, or the scenario's default.
     pub fn kustomizations(&self) -> usize {
         match (self.scenario, self.kustomizations) {

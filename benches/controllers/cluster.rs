@@ -16,14 +16,24 @@ pub struct ControlPlane {
 }
 
 impl ControlPlane {
-    /// Starts (or reuses) the control plane in `state_dir` with up.sh.
-    pub fn up(repo_root: &Path, state_dir: &Path, keep: bool) -> ControlPlane {
+    /// Starts (or reuses) the control plane in `state_dir` with up.sh: etcd and kube-apiserver,
+    /// and with `workload_controllers` kube-controller-manager, kube-scheduler and kwok.
+    pub fn up(
+        repo_root: &Path,
+        state_dir: &Path,
+        workload_controllers: bool,
+        keep: bool,
+    ) -> ControlPlane {
         let script = repo_root.join("tests/controlplane/up.sh");
         eprintln!(
             "bench: starting the control plane in {}",
             state_dir.display()
         );
-        let output = Command::new("bash")
+        let mut up = Command::new("bash");
+        if !workload_controllers {
+            up.env("KC_APISERVER_ONLY", "1");
+        }
+        let output = up
             .arg(&script)
             .arg(state_dir)
             .stdin(Stdio::null())

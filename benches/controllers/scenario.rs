@@ -88,9 +88,12 @@ struct Measured {
     start: Checkpoint,
     applied: Phase,
     updated: Phase,
+    /// `--idle` seconds with nothing to do after (b), when asked for.
+    idle: Option<Phase>,
     deleted: Phase,
-    /// RSS after the warm-up, after (a), after (b).
+    /// RSS after the warm-up, after (a), after (b), after (idle) if run.
     memory: [process::Memory; 3],
+    idle_memory: Option<process::Memory>,
     /// VmHWM at the end (or the sampler's maximum, if higher), in bytes.
     peak_rss: u64,
     /// CPU seconds over the controller's whole life until the end of (delete).
@@ -98,13 +101,21 @@ struct Measured {
 }
 
 impl Measured {
-    /// (name, start, end) of each phase.
-    fn phases(&self) -> [(&'static str, &Checkpoint, &Checkpoint); 3] {
-        [
+    /// (name, start, end) of each phase that ran.
+    fn phases(&self) -> Vec<(&'static str, &Checkpoint, &Checkpoint)> {
+        let mut phases = vec![
             ("(a)", &self.start, &self.applied.end),
             ("(b)", &self.applied.end, &self.updated.end),
-            ("(delete)", &self.updated.end, &self.deleted.end),
-        ]
+        ];
+        let before_delete = match &self.idle {
+            Some(idle) => {
+                phases.push(("(idle)", &self.updated.end, &idle.end));
+                &idle.end
+            }
+            None => &self.updated.end,
+        };
+        phases.push(("(delete)", before_delete, &self.deleted.end));
+        phases
     }
 }
 
@@ -130,6 +141,9 @@ fn record(m: &Measured, result: &mut RunResult) {
     result.push("RSS after warm-up [MiB]", mib(idle.rss), 1);
     result.push("RSS after (a) [MiB]", mib(after_apply.rss), 1);
     result.push("RSS after (b) [MiB]", mib(after_update.rss), 1);
+    if let Some(idle) = m.idle_memory {
+        result.push("RSS after (idle) [MiB]", mib(idle.rss), 1);
+    }
     for (name, from, to) in m.phases() {
         result.push(
             &format!("controller CPU {name} [s]"),
@@ -144,7 +158,7 @@ fn record(m: &Measured, result: &mut RunResult) {
     );
     let control_plane_cpu = m.deleted.end.control_plane_cpu - m.start.control_plane_cpu;
     result.push(
-        "kube-apiserver + etcd CPU, (a)+(b)+(delete) [s]",
+        "kube-apiserver + etcd CPU, all phases [s]",
         Some(control_plane_cpu),
         2,
     );
@@ -310,7 +324,7 @@ impl<'a> Bench<'a> {
         result: &mut RunResult,
     ) -> Measured {
         let pid = controller.pid();
-        let idle = process::memory(pid).unwrap_or_default();
+        let after_warm_up = process::memory(pid).unwrap_or_default();
         let start = self.checkpoint(pid);
         let applied = self.apply_phase(layout, pid, controller).await;
         let after_apply = process::memory(pid).unwrap_or_default();
@@ -321,6 +335,14 @@ impl<'a> Bench<'a> {
         self.verify(layout, self.args.objects() - 1, "(b)", result)
             .await;
         self.verify_changed(layout, result).await;
+        let idle = if self.args.idle > 0 {
+            Some(self.idle_phase(pid).await)
+        } else {
+            None
+        };
+        let idle_memory = idle
+            .as_ref()
+            .map(|_| process::memory(pid).unwrap_or_default());
         let deleted = self.delete_phase(layout, pid, controller).await;
         self.verify(layout, 0, "(delete)", result).await;
         let end = process::memory(pid).unwrap_or_default();
@@ -328,8 +350,10 @@ impl<'a> Bench<'a> {
             start,
             applied,
             updated,
+            idle,
             deleted,
-            memory: [idle, after_apply, after_update],
+            memory: [after_warm_up, after_apply, after_update],
+            idle_memory,
             peak_rss: end.hwm.max(controller.sampled_peak_rss()),
             total_cpu: process::cpu_seconds(pid).unwrap_or(f64::NAN),
         }
@@ -494,7 +518,7 @@ impl<'a> Bench<'a> {
             "kind": "Kustomization",
             "metadata": {"name": name, "namespace": ns, "labels": {RUN_LABEL: run}},
             "spec": {
-                "interval": "60m",
+                "interval": self.args.interval,
                 "retryInterval": "10s",
                 "prune": true,
                 "path": "./deploy",
@@ -592,6 +616,18 @@ impl<'a> Bench<'a> {
             )
             .await;
         self.finish_phase("(b)", waited, pid)
+    }
+
+    /// (idle): `--idle` seconds with every Kustomization Ready and nothing to change: with
+    /// `--interval` at most that long, each is reconciled (periodically) at least once.
+    async fn idle_phase(&self, pid: u32) -> Phase {
+        eprintln!(
+            "bench: (idle) {} s with nothing to change (spec.interval {})",
+            self.args.idle, self.args.interval
+        );
+        let window = Duration::from_secs(self.args.idle);
+        tokio::time::sleep(window).await;
+        self.finish_phase("(idle)", Ok(window), pid)
     }
 
     /// (delete): deletes every Kustomization (one request per namespace) and waits until all
