@@ -126,10 +126,6 @@ fn revision(n: u32) -> String {
 
 async fn publish(client: &kube::Client, ns: &str, source: usize, kustomizations: usize, n: u32) {
     let files = source_files(ns, source, kustomizations, n);
-    let files: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_str()))
-        .collect();
     let (url, digest) = artifacts::serve(artifacts::tarball(&files));
     artifacts::publish_artifact(
         client,

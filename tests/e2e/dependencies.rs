@@ -36,10 +36,6 @@ async fn fixture(test: &str, dirs: &[&str]) -> (kube::Client, TestNamespace) {
         .iter()
         .map(|dir| (format!("{dir}/cm.yaml"), config_map(ns.name(), dir, "1")))
         .collect();
-    let files: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_str()))
-        .collect();
     let (url, digest) = serve(tarball(&files));
     publish_artifact(&client, ns.name(), "repo", &revision(1), &url, &digest).await;
     (client, ns)

@@ -226,10 +226,6 @@ async fn assert_same_outcome_after(
     )
     .await;
     let files = files(ns.name());
-    let files: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_str()))
-        .collect();
     let (url, digest) = serve(tarball(&files));
     publish_artifact(&client, ns.name(), "repo", &revision(1), &url, &digest).await;
 
@@ -489,10 +485,6 @@ async fn objects_applied_by_flux_are_left_unchanged_by_ours() {
     let ns = TestNamespace::new(&client, "parity-handover").await;
     create_git_repository(&client, ns.name(), "repo").await;
     let files = handover_deployments(ns.name());
-    let files: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_str()))
-        .collect();
     let (url, digest) = serve(tarball(&files));
     publish_artifact(&client, ns.name(), "repo", &revision(1), &url, &digest).await;
     // `prune: false` leaves the objects in place when a Kustomization is handed over;

@@ -189,10 +189,6 @@ async fn wait_becomes_ready_only_after_every_workload_and_custom_resource_is_rea
     let ns = f.ns();
     let group = format!("{ns}.example.com");
     let files = workloads(ns);
-    let files: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_str()))
-        .collect();
     create_git_repository(&f.client, ns, "repo").await;
     f.publish(1, &files).await;
     create_kustomization(

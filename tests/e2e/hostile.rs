@@ -111,7 +111,6 @@ async fn hostile_sources_fail_alone_while_the_controller_keeps_reconciling() {
         ),
         ("deep/deep.yaml", deep_nesting()),
     ];
-    let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
     let (url, digest) = serve(tarball(&files));
     publish_artifact(&client, ns, "hostile", &revision(1), &url, &digest).await;
 
@@ -281,7 +280,6 @@ async fn secrets_never_reach_conditions_events_or_logs() {
         ("decrypted/db.yaml", redaction_fixture("db.yaml")),
         ("labelled/cm.yaml", labelled),
     ];
-    let files: Vec<(&str, &str)> = files.iter().map(|(p, t)| (*p, t.as_str())).collect();
     let (url, digest) = serve(tarball(&files));
     publish_artifact(&client, ns, "repo", &revision(1), &url, &digest).await;
 

@@ -327,7 +327,7 @@ impl Fixture {
     }
 
     /// A GitRepository `repo` with the given files at `revision(n)`.
-    async fn publish(&self, n: u32, files: &[(&str, &str)]) {
+    async fn publish<P: AsRef<str>, C: AsRef<str>>(&self, n: u32, files: &[(P, C)]) {
         let (url, digest) = serve(tarball(files));
         publish_artifact(&self.client, self.ns(), "repo", &revision(n), &url, &digest).await;
     }
@@ -345,7 +345,7 @@ async fn applies_reports_ready_and_prunes_what_left_the_source() {
     let svc = format!(
         "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  namespace: {ns}\nspec:\n  ports:\n  - port: 80\n"
     );
-    f.publish(
+    f.publish::<&str, &str>(
         1,
         &[
             ("deploy/a.yaml", &a),
@@ -966,7 +966,7 @@ async fn bad_input_is_refused_with_a_clear_condition_and_nothing_applied() {
     let f = Fixture::new("bad-input").await;
     let ns = f.ns();
     create_git_repository(&f.client, ns, "repo").await;
-    f.publish(
+    f.publish::<&str, &str>(
         1,
         &[
             ("deploy/a.yaml", &config_map(ns, "a", "1")),
@@ -1135,10 +1135,6 @@ async fn kustomize_overlay_is_applied_exactly_as_kustomize_builds_it() {
 
     create_git_repository(&f.client, ns, "repo").await;
     let files = kustomize_fixture_files();
-    let files: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_str()))
-        .collect();
     f.publish(1, &files).await;
     create_kustomization(&f.client, ns, "app", "repo", fields).await;
     let (reason, message) = wait_ready_with(
@@ -1246,10 +1242,6 @@ async fn broken_overlays_fail_the_build_and_apply_nothing() {
 
     create_git_repository(&f.client, ns, "repo").await;
     let files = kustomize_fixture_files();
-    let files: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_str()))
-        .collect();
     f.publish(1, &files).await;
     for (name, overlay, _) in &cases {
         let fields = json!({"path": format!("./{overlay}"), "targetNamespace": ns});

@@ -190,6 +190,19 @@ fn logged(instance: &ControllerProcess, from: usize, to: Option<usize>) -> Strin
     log[from..to.unwrap_or(log.len())].to_string()
 }
 
+/// Asserts that `instance` logged nothing of a reconcile of `ns/name` from `from` (a [`mark`])
+/// on; `why` says what that would mean.
+fn assert_not_reconciled(
+    instance: &ControllerProcess,
+    from: usize,
+    ns: &str,
+    name: &str,
+    why: &str,
+) {
+    let lines = lines_naming(&logged(instance, from, None), ns, name);
+    assert!(lines.is_empty(), "{why}:\n{}", lines.join("\n"));
+}
+
 /// Waits until `instance`'s log, from `from` (a [`mark`]) on, records a finished reconcile of
 /// `ns/name` at `revision(n)`: then nothing of that reconcile is still to be logged.
 async fn wait_logged(
@@ -237,10 +250,6 @@ async fn publish(client: &kube::Client, ns: &str, names: &[&str], n: u32) {
                 config_map(ns, &config_map_of(name), &n.to_string()),
             )
         })
-        .collect();
-    let files: Vec<(&str, &str)> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_str()))
         .collect();
     let (url, digest) = serve(tarball(&files));
     publish_artifact(client, ns, "repo", &revision(n), &url, &digest).await;
@@ -450,14 +459,12 @@ async fn each_kustomization_is_reconciled_by_the_one_instance_its_shard_label_se
         wait_logged(instances, instances.owner(key), from, ns, name, 2).await;
     }
     let moved_to_main = instances.marks();
-    assert_eq!(
-        lines_naming(
-            &logged(&instances.shard1, moved_to_shard2[0], None),
-            ns,
-            "mover"
-        ),
-        Vec::<String>::new(),
-        "shard1 reconciled mover after it was relabelled to shard2"
+    assert_not_reconciled(
+        &instances.shard1,
+        moved_to_shard2[0],
+        ns,
+        "mover",
+        "shard1 reconciled mover after it was relabelled to shard2",
     );
     assert_eq!(
         finished_revisions(
@@ -472,10 +479,12 @@ async fn each_kustomization_is_reconciled_by_the_one_instance_its_shard_label_se
         [revision(1), revision(2)],
         "shard2 reconciles mover on arrival, then at the new revision"
     );
-    assert_eq!(
-        lines_naming(&logged(&instances.main, 0, None), ns, "mover"),
-        Vec::<String>::new(),
-        "the main instance reconciled mover, labelled for a shard"
+    assert_not_reconciled(
+        &instances.main,
+        0,
+        ns,
+        "mover",
+        "the main instance reconciled mover, labelled for a shard",
     );
     assert_moved_without_loss(&client, ns, &before_move, &config_before, 2).await;
 
@@ -489,23 +498,19 @@ async fn each_kustomization_is_reconciled_by_the_one_instance_its_shard_label_se
         let from = instances.mark_of(&moved_to_main, key);
         wait_logged(instances, instances.owner(key), from, ns, name, 3).await;
     }
-    assert_eq!(
-        lines_naming(
-            &logged(&instances.shard1, moved_to_shard2[0], None),
-            ns,
-            "mover"
-        ),
-        Vec::<String>::new(),
-        "shard1 reconciled mover after it was relabelled away"
+    assert_not_reconciled(
+        &instances.shard1,
+        moved_to_shard2[0],
+        ns,
+        "mover",
+        "shard1 reconciled mover after it was relabelled away",
     );
-    assert_eq!(
-        lines_naming(
-            &logged(&instances.shard2, moved_to_main[1], None),
-            ns,
-            "mover"
-        ),
-        Vec::<String>::new(),
-        "shard2 reconciled mover after its label was removed"
+    assert_not_reconciled(
+        &instances.shard2,
+        moved_to_main[1],
+        ns,
+        "mover",
+        "shard2 reconciled mover after its label was removed",
     );
     assert_eq!(
         finished_revisions(
@@ -568,10 +573,12 @@ async fn a_kustomization_moved_back_is_reconciled_on_arrival_by_the_instance_it_
     let back = instances.marks();
     relabel(&client, ns, "returner", Some("shard1")).await;
     wait_logged(instances, &instances.shard1, back[0], ns, "returner", 1).await;
-    assert_eq!(
-        lines_naming(&logged(&instances.shard2, back[1], None), ns, "returner"),
-        Vec::<String>::new(),
-        "shard2 reconciled returner after it was relabelled back to shard1"
+    assert_not_reconciled(
+        &instances.shard2,
+        back[1],
+        ns,
+        "returner",
+        "shard2 reconciled returner after it was relabelled back to shard1",
     );
 }
 

@@ -85,8 +85,7 @@ async fn wait_ready_message(
 }
 
 async fn publish(client: &kube::Client, ns: &str, n: u32, files: &[(&str, String)]) {
-    let files: Vec<(&str, &str)> = files.iter().map(|(p, c)| (*p, c.as_str())).collect();
-    let (url, digest) = serve(tarball(&files));
+    let (url, digest) = serve(tarball(files));
     publish_artifact(client, ns, "repo", &revision(n), &url, &digest).await;
 }
 

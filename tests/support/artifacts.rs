@@ -79,19 +79,20 @@ pub fn serve(tarball: Vec<u8>) -> (String, String) {
     (format!("{}{path}", server.address), digest)
 }
 
-/// A tar.gz of the given files.
-pub fn tarball(files: &[(&str, &str)]) -> Vec<u8> {
+/// A tar.gz of the given files (path, content).
+pub fn tarball<P: AsRef<str>, C: AsRef<str>>(files: &[(P, C)]) -> Vec<u8> {
     let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
         Vec::new(),
         flate2::Compression::fast(),
     ));
     for (path, content) in files {
         let mut header = tar::Header::new_gnu();
+        let content = content.as_ref();
         header.set_size(content.len() as u64);
         header.set_mode(0o644);
         header.set_cksum();
         builder
-            .append_data(&mut header, path, content.as_bytes())
+            .append_data(&mut header, path.as_ref(), content.as_bytes())
             .expect("append");
     }
     builder.into_inner().expect("tar").finish().expect("gzip")
