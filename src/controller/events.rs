@@ -80,12 +80,21 @@ pub struct EventSink {
     forwarder: Option<Forwarder>,
 }
 
+/// What makes two events repeats of one another. The message is kept as a hash: change-set
+/// messages run to kilobytes, and thousands of Kustomizations each have a few recent ones.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct EventKey {
     uid: String,
     severity: Severity,
     reason: String,
-    message: String,
+    message_hash: u64,
+}
+
+fn message_hash(message: &str) -> u64 {
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    let mut hasher = DefaultHasher::new();
+    message.hash(&mut hasher);
+    hasher.finish()
 }
 
 #[derive(Clone, Debug)]
@@ -166,7 +175,7 @@ impl EventSink {
             uid: ks.uid().unwrap_or_default(),
             severity,
             reason: reason.to_string(),
-            message: message.clone(),
+            message_hash: message_hash(&message),
         };
         let repeat = self.recent.lock().ok().and_then(|mut recent| {
             recent.retain(|_, r| {
