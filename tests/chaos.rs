@@ -2,8 +2,8 @@
 //! (at least 30 times, prunes always under way because every source keeps changing), while
 //! kube-apiserver restarts three times and etcd stops answering for 30 s. At the end every
 //! Kustomization is Ready at its source's last revision, the live objects are exactly the
-//! union of the last builds, and deleting every Kustomization leaves no finalizer stuck and
-//! no object behind.
+//! union of the last builds, and deleting every Kustomization, with the controller killed
+//! again while it finalizes them, leaves no finalizer stuck and no object behind.
 //!
 //! Needs a control plane that `tests/controlplane/up.sh` started (it restarts its processes);
 //! `make test` runs it on its own, after the other test binaries of its package. The counts
@@ -293,10 +293,30 @@ async fn nothing_is_lost_when_the_controller_and_the_api_server_die_mid_reconcil
         assert_eq!(live.get(&format!("ks-{ks}-kept")), Some(&want), "ks-{ks}");
     }
 
-    // Deletion: no finalizer stays, no object is left.
+    // Deletion, with the controller killed while it finalizes: no finalizer stays, no object
+    // is left. All are marked for deletion while no controller runs, so that each restart
+    // below finds finalization under way.
+    drop(controller);
     api.delete_collection(&DeleteParams::default(), &ListParams::default())
         .await
         .expect("delete the Kustomizations");
+    let finalization_kills = setting("KC_CHAOS_FINALIZATION_KILLS", 5);
+    let mut finalizing_at_kills = Vec::with_capacity(finalization_kills);
+    for _ in 0..finalization_kills {
+        let running = Controller::start(&selector, &log);
+        tokio::time::sleep(Duration::from_millis(100 + rand::random::<u64>() % 400)).await;
+        let left = api
+            .list(&ListParams::default())
+            .await
+            .map_or(0, |list| list.items.len());
+        finalizing_at_kills.push(left);
+        drop(running);
+    }
+    assert!(
+        finalizing_at_kills.first() > Some(&0),
+        "finalization was over before the first kill: {finalizing_at_kills:?}"
+    );
+    let controller = Controller::start(&selector, &log);
     wait_for(
         Duration::from_secs(120),
         "every Kustomization gone",
@@ -333,7 +353,9 @@ async fn nothing_is_lost_when_the_controller_and_the_api_server_die_mid_reconcil
     eprintln!(
         "chaos: {kustomizations} Kustomizations, {kills} controller SIGKILLs, {published} revisions published, \
          {apiserver_restarts} kube-apiserver restarts, {etcd_pauses} etcd pause of 30 s, faults over in {:.0?}; \
-         converged {:.1?} later; {} objects exactly as built; all deleted with no finalizer left",
+         converged {:.1?} later; {} objects exactly as built; all deleted with no finalizer left, \
+         through {finalization_kills} SIGKILLs during finalization (Kustomizations left at each: \
+         {finalizing_at_kills:?})",
         faults_done,
         converge_time,
         expected.len()
