@@ -1420,22 +1420,3 @@ async fn periodic_reconciles_skip_untouched_objects_and_still_revert_drift() {
     let status = kustomization_status(&f.client, ns, "app").await;
     assert!(status["lastHandledReconcileAt"].is_null(), "{status:#}");
 }
-
-/// A console log line without its ANSI colour sequences.
-fn without_colours(line: &str) -> String {
-    let mut plain = String::with_capacity(line.len());
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            // An SGR sequence: ESC [ parameters m.
-            for c in chars.by_ref() {
-                if c == 'm' {
-                    break;
-                }
-            }
-        } else {
-            plain.push(c);
-        }
-    }
-    plain
-}

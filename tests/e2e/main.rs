@@ -247,6 +247,25 @@ fn tail(text: &str, n: usize) -> String {
     lines[lines.len().saturating_sub(n)..].join("\n")
 }
 
+/// `text` (console-encoded log output) without its ANSI colour sequences (ESC `[`
+/// parameters, ended by a letter).
+fn without_colours(text: &str) -> String {
+    let mut plain = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            plain.push(c);
+        }
+    }
+    plain
+}
+
 /// (reason, note) of the events in `ns`, of the object named `regarding` when given.
 async fn event_notes(
     client: &kube::Client,

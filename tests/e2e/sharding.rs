@@ -74,7 +74,7 @@ impl Instances {
             .map(|(name, instance)| {
                 format!(
                     "--- {name} instance log tail ---\n{}",
-                    tail(&plain(&instance.log()), 15)
+                    tail(&without_colours(&instance.log()), 15)
                 )
             })
             .collect::<Vec<_>>()
@@ -115,25 +115,6 @@ fn instances() -> &'static Instances {
 // ---------------------------------------------------------------------------------------
 // Reading the instances' logs.
 
-/// `log` without the terminal colours of `--log-encoding=console`.
-fn plain(log: &str) -> String {
-    let mut out = String::with_capacity(log.len());
-    let mut chars = log.chars();
-    while let Some(c) = chars.next() {
-        if c == '\x1b' {
-            // ESC '[' parameters, ended by a letter.
-            for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 /// Whether `line` (plain) was logged by a reconcile of the Kustomization `ns/name`: in its
 /// span, or, outside any reconcile's span, with its name (and namespace, when given) as
 /// fields.
@@ -159,7 +140,7 @@ fn names(line: &str, ns: &str, name: &str) -> bool {
 
 /// The lines of `log` logged by reconciles of the Kustomization `ns/name`.
 fn lines_naming(log: &str, ns: &str, name: &str) -> Vec<String> {
-    plain(log)
+    without_colours(log)
         .lines()
         .filter(|line| names(line, ns, name))
         .map(str::to_string)
@@ -661,7 +642,7 @@ async fn shard_instances_with_leader_election_each_lead_with_a_lease_of_their_ow
                     leases().await,
                     instances
                         .iter()
-                        .map(|instance| tail(&plain(&instance.log()), 5))
+                        .map(|instance| tail(&without_colours(&instance.log()), 5))
                         .collect::<Vec<_>>()
                         .join("\n---\n")
                 )),
