@@ -1,7 +1,7 @@
 //! One measured run of one implementation: apply N Kustomizations, roll out a new revision,
 //! delete them, on a clean slate of fresh namespaces.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service};
+use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
 use kube::discovery::ApiResource;
@@ -707,13 +708,19 @@ impl<'a> Bench<'a> {
     ) -> Result<Duration, String> {
         let expected = format!("Applied revision: {revision}");
         let deadline = started + self.timeout();
+        // Each counts once seen Ready: with a short `--interval`, some are always being
+        // reconciled again (Ready=Unknown meanwhile), so all are rarely Ready at one instant.
+        let mut seen_ready: HashSet<(String, String)> = HashSet::new();
         loop {
             let objects = self.matching(run);
-            let done = objects
-                .iter()
-                .filter(|ks| ready(ks).is_some_and(|(s, _, m)| s == "True" && m == expected))
-                .count();
-            if objects.len() == count && done == count {
+            seen_ready.extend(
+                objects
+                    .iter()
+                    .filter(|ks| ready(ks).is_some_and(|(s, _, m)| s == "True" && m == expected))
+                    .map(|ks| (ks.namespace().unwrap_or_default(), ks.name_any())),
+            );
+            let done = seen_ready.len();
+            if done >= count {
                 return Ok(started.elapsed());
             }
             if Instant::now() >= deadline {
