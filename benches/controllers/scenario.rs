@@ -89,12 +89,11 @@ struct Measured {
     start: Checkpoint,
     applied: Phase,
     updated: Phase,
-    /// `--idle` seconds with nothing to do after (b), when asked for.
-    idle: Option<Phase>,
+    /// `--idle` seconds with nothing to do after (b), when asked for, and the RSS at its end.
+    idle: Option<(Phase, process::Memory)>,
     deleted: Phase,
-    /// RSS after the warm-up, after (a), after (b), after (idle) if run.
+    /// RSS after the warm-up, after (a), after (b).
     memory: [process::Memory; 3],
-    idle_memory: Option<process::Memory>,
     /// VmHWM at the end (or the sampler's maximum, if higher), in bytes.
     peak_rss: u64,
     /// CPU seconds over the controller's whole life until the end of (delete).
@@ -109,7 +108,7 @@ impl Measured {
             ("(b)", &self.applied.end, &self.updated.end),
         ];
         let before_delete = match &self.idle {
-            Some(idle) => {
+            Some((idle, _)) => {
                 phases.push(("(idle)", &self.updated.end, &idle.end));
                 &idle.end
             }
@@ -138,12 +137,12 @@ fn record(m: &Measured, result: &mut RunResult) {
     }
     let mib = |bytes: u64| Some(bytes as f64 / (1024.0 * 1024.0));
     result.push("peak RSS (VmHWM) [MiB]", mib(m.peak_rss), 1);
-    let [idle, after_apply, after_update] = m.memory;
-    result.push("RSS after warm-up [MiB]", mib(idle.rss), 1);
+    let [after_warm_up, after_apply, after_update] = m.memory;
+    result.push("RSS after warm-up [MiB]", mib(after_warm_up.rss), 1);
     result.push("RSS after (a) [MiB]", mib(after_apply.rss), 1);
     result.push("RSS after (b) [MiB]", mib(after_update.rss), 1);
-    if let Some(idle) = m.idle_memory {
-        result.push("RSS after (idle) [MiB]", mib(idle.rss), 1);
+    if let Some((_, after_idle)) = m.idle {
+        result.push("RSS after (idle) [MiB]", mib(after_idle.rss), 1);
     }
     for (name, from, to) in m.phases() {
         result.push(
@@ -337,13 +336,11 @@ impl<'a> Bench<'a> {
             .await;
         self.verify_changed(layout, result).await;
         let idle = if self.args.idle > 0 {
-            Some(self.idle_phase(pid).await)
+            let phase = self.idle_phase(pid).await;
+            Some((phase, process::memory(pid).unwrap_or_default()))
         } else {
             None
         };
-        let idle_memory = idle
-            .as_ref()
-            .map(|_| process::memory(pid).unwrap_or_default());
         let deleted = self.delete_phase(layout, pid, controller).await;
         self.verify(layout, 0, "(delete)", result).await;
         let end = process::memory(pid).unwrap_or_default();
@@ -354,7 +351,6 @@ impl<'a> Bench<'a> {
             idle,
             deleted,
             memory: [after_warm_up, after_apply, after_update],
-            idle_memory,
             peak_rss: end.hwm.max(controller.sampled_peak_rss()),
             total_cpu: process::cpu_seconds(pid).unwrap_or(f64::NAN),
         }

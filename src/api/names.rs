@@ -20,6 +20,10 @@ pub const OWNER_NAME_LABEL: &str = "kustomize.toolkit.fluxcd.io/name";
 /// Owner label carrying the Kustomization's namespace.
 pub const OWNER_NAMESPACE_LABEL: &str = "kustomize.toolkit.fluxcd.io/namespace";
 
+/// `kubectl apply`'s copy of the whole object it last applied.
+pub const KUBECTL_LAST_APPLIED_ANNOTATION: &str =
+    "kubectl.kubernetes.io/last-applied-configuration";
+
 /// Annotation whose changing value asks for an immediate reconcile.
 pub const RECONCILE_REQUESTED_AT_ANNOTATION: &str = "reconcile.fluxcd.io/requestedAt";
 

@@ -6,6 +6,8 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::api::names::KUBECTL_LAST_APPLIED_ANNOTATION;
+
 /// An operation type of a `metadata.managedFields` entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Operation {
@@ -103,7 +105,7 @@ pub fn before_dry_run_managers(names: &[String]) -> Vec<FieldManager> {
 /// Annotations removed from live objects: kubectl's last applied configuration and the
 /// checksums of Flux v1.
 pub const CLEANUP_ANNOTATIONS: [&str; 3] = [
-    "kubectl.kubernetes.io/last-applied-configuration",
+    KUBECTL_LAST_APPLIED_ANNOTATION,
     "kustomize.toolkit.fluxcd.io/checksum",
     "fluxcd.io/sync-checksum",
 ];

@@ -31,7 +31,9 @@ use triggers::Triggers;
 
 use crate::api::Kustomization;
 use crate::api::kustomization::SourceKind;
-use crate::api::names::{RECONCILE_WATCH_ENABLED, RECONCILE_WATCH_LABEL};
+use crate::api::names::{
+    KUBECTL_LAST_APPLIED_ANNOTATION, RECONCILE_WATCH_ENABLED, RECONCILE_WATCH_LABEL,
+};
 use crate::api::source::{DEFAULT_SOURCE_VERSION, artifact_of};
 use crate::cluster::{ClusterSettings, Clusters, KubeConfigPolicy};
 use crate::flags::ControllerFlags;
@@ -64,9 +66,6 @@ pub enum RunError {
     #[error("leader election lost")]
     LeadershipLost,
 }
-
-/// `kubectl apply`'s copy of the whole object, on Kustomizations applied with it.
-const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// Runs the controller until SIGTERM or SIGINT.
 pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
@@ -288,7 +287,7 @@ fn build_controller(
         // thousands of Kustomizations they would be a third of its memory.
         .modify(|ks| {
             ks.managed_fields_mut().clear();
-            ks.annotations_mut().remove(LAST_APPLIED_ANNOTATION);
+            ks.annotations_mut().remove(KUBECTL_LAST_APPLIED_ANNOTATION);
         })
         .reflect(writer)
         .filter_map({
