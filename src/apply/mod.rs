@@ -312,6 +312,10 @@ pub struct ApplyOptions {
     /// unchanged, without a request. Off for a reconcile a user requested, which must see
     /// a change made a moment before even if the watch has not delivered it yet.
     pub trust_live_versions: bool,
+    /// Inventory IDs (`<namespace>_<name>_<group>_<kind>`) of the objects the Kustomization
+    /// held before this run. An object outside it is most likely new: it is dry-run before
+    /// it is read, and read only when the dry-run shows that it exists.
+    pub inventoried: std::collections::HashSet<String>,
 }
 
 /// Applies builds and prunes objects on one cluster, as one client.

@@ -109,7 +109,37 @@ impl Applier {
                 resource_version,
             });
         }
+        if self.probably_new(&target) {
+            return self.plan_new(target).await;
+        }
         self.plan(target).await
+    }
+
+    /// Whether `target` is outside the inventory and is to be applied at all.
+    fn probably_new(&self, target: &Target) -> bool {
+        !self.options.inventoried.contains(&target.id.inventory_id())
+            && policy(&target.configuration) != Policy::Skip
+    }
+
+    /// The path for an object most likely new: its dry-run alone shows that it does not
+    /// exist (a dry-run create has no `resourceVersion`), which spares reading it. An object
+    /// that exists after all, or a dry-run that fails, takes Flux's full path.
+    async fn plan_new(&self, target: Target) -> Result<Planned, ApplyError> {
+        let Ok(dry_run) = self.dry_run(&target).await else {
+            return self.plan(target).await;
+        };
+        let exists = dry_run
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .is_some_and(|version| !version.is_empty());
+        if exists {
+            return self.plan(target).await;
+        }
+        Ok(Planned::Apply {
+            configuration: target.configuration.clone(),
+            target,
+            action: Action::Created,
+        })
     }
 
     /// The version at which `target`'s configuration is known to be applied, when nothing

@@ -19,7 +19,7 @@ use super::dependencies::{self, DependencyError};
 use super::events::{self, Severity};
 use super::history;
 use super::schedule;
-use super::status;
+use super::status::{self, StatusWriter};
 use super::variables;
 use crate::api::duration;
 use crate::api::kustomization::ResourceInventory;
@@ -210,7 +210,8 @@ pub async fn reconcile(
     let started = Instant::now();
     let mut status = ks.status.clone().unwrap_or_default();
     let mut run = Run::default();
-    let outcome = run_pipeline(&api, &ks, &ctx, &mut status, &mut run, permit).await;
+    let writer = StatusWriter::new(api.clone(), &ks);
+    let outcome = run_pipeline(&writer, &ks, &ctx, &mut status, &mut run, permit).await;
     status::record_requested_at(&ks, &mut status);
     let interval = duration::parse(&ks.spec.interval).unwrap_or(Duration::from_secs(600));
     let metadata = |commit_status: bool| {
@@ -225,7 +226,7 @@ pub async fn reconcile(
         Ok(()) => {
             let revision = run.revision.clone().unwrap_or_default();
             status::mark_ready(&ks, &mut status, &revision, run.origin_revision.as_deref());
-            write_status(&api, &ks, &status).await?;
+            write_status(&writer, &status).await?;
             let message = format!(
                 "Reconciliation finished in {}, next run in {}",
                 duration::format(started.elapsed()),
@@ -258,7 +259,7 @@ pub async fn reconcile(
                 &message,
                 observe_generation,
             );
-            write_status(&api, &ks, &status).await?;
+            write_status(&writer, &status).await?;
             tracing::error!(kustomization = %ks.name_any(), namespace, reason = failure_reason, "{message}");
             ctx.events
                 .publish(
@@ -279,7 +280,7 @@ pub async fn reconcile(
             kind: FailureKind::Wait { retry_in, event },
         }) => {
             status::mark_failed(&ks, &mut status, failure_reason, &message);
-            write_status(&api, &ks, &status).await?;
+            write_status(&writer, &status).await?;
             match event {
                 Some(event) => {
                     tracing::info!(kustomization = %ks.name_any(), namespace, "{event}");
@@ -297,7 +298,7 @@ pub async fn reconcile(
             kind: FailureKind::Canceled { trigger },
         }) => {
             status::mark_failed(&ks, &mut status, failure_reason, &message);
-            write_status(&api, &ks, &status).await?;
+            write_status(&writer, &status).await?;
             tracing::info!(kustomization = %ks.name_any(), namespace, "{message}, canceling health checks");
             ctx.events
                 .publish(
@@ -318,7 +319,7 @@ pub async fn reconcile(
                 _ => failure.message.as_str(),
             };
             status::mark_failed(&ks, &mut status, failure.reason, &failure.message);
-            write_status(&api, &ks, &status).await?;
+            write_status(&writer, &status).await?;
             let retry_in = ks
                 .spec
                 .retry_interval
@@ -348,11 +349,11 @@ pub async fn reconcile(
 
 /// Writes the final status of a run; a failure is retried with backoff.
 async fn write_status(
-    api: &Api<Kustomization>,
-    ks: &Kustomization,
+    writer: &StatusWriter,
     status: &KustomizationStatus,
 ) -> Result<(), ReconcileError> {
-    status::write(api, ks, status)
+    writer
+        .write(status)
         .await
         .map_err(|source| ReconcileError::Kube {
             action: "status update",
@@ -372,7 +373,7 @@ struct Run {
 /// The pipeline proper. Progress is written to status once the revision is known. `permit`
 /// is held until everything but the health checks is done.
 async fn run_pipeline(
-    api: &Api<Kustomization>,
+    writer: &StatusWriter,
     ks: &Kustomization,
     ctx: &Context,
     status: &mut KustomizationStatus,
@@ -396,12 +397,7 @@ async fn run_pipeline(
         )
     };
     status::mark_progressing(ks, status, &with_timeout("Fetching manifests"));
-    status::write(api, ks, status).await.map_err(|e| {
-        Failure::new(
-            reason::RECONCILIATION_FAILED,
-            format!("failed to update status: {}", api_message(&e)),
-        )
-    })?;
+    writer.report_progress_after(status::PROGRESS_REPORT_DELAY, status.clone());
 
     let workdir = tempfile::Builder::new()
         .prefix("kustomization-")
@@ -450,7 +446,7 @@ async fn run_pipeline(
         );
     };
     let applied = apply_prune_and_check(
-        api,
+        writer,
         ks,
         ctx,
         status,
@@ -491,7 +487,7 @@ struct Applying<'a> {
 
 /// Stages `apply`, `prune` and `health`, each change reported in an event as Flux does.
 async fn apply_prune_and_check(
-    api: &Api<Kustomization>,
+    writer: &StatusWriter,
     ks: &Kustomization,
     ctx: &Context,
     status: &mut KustomizationStatus,
@@ -510,13 +506,13 @@ async fn apply_prune_and_check(
     let metadata = || events::metadata(ks, Some(revision), run.origin_revision.as_deref(), false);
     refuse_encrypted_secrets(&objects)?;
     let inventory_before = status.inventory.clone();
-    record_intent(api, ks, status, &objects).await?;
+    record_intent(writer, status, &objects).await?;
     let jobs_with_ttl = jobs_with_ttl(&objects);
     let applier = Applier::new(
         cluster.client.clone(),
         owner(ks),
         ctx.settings.concurrent_ssa,
-        apply_options(ks, ctx, cluster)?,
+        apply_options(ks, ctx, cluster, inventory_before.as_ref())?,
         timeout,
         ctx.take_applied(ks, &cluster.key),
     );
@@ -585,7 +581,7 @@ async fn apply_prune_and_check(
     drop(permit);
 
     check_health(
-        api,
+        writer,
         ks,
         ctx,
         status,
@@ -653,8 +649,7 @@ async fn check_dependencies(
 /// status write then still knows them, and prunes them when the source drops them. A run
 /// that applies nothing new (the periodic one of an unchanged revision) writes nothing here.
 async fn record_intent(
-    api: &Api<Kustomization>,
-    ks: &Kustomization,
+    writer: &StatusWriter,
     status: &mut KustomizationStatus,
     objects: &[Object],
 ) -> Result<(), Failure> {
@@ -666,7 +661,7 @@ async fn record_intent(
     }
     let intended: Vec<ObjectId> = previous.into_iter().chain(additions).collect();
     set_inventory(status, &intended);
-    status::write(api, ks, status).await.map_err(|e| {
+    writer.write(status).await.map_err(|e| {
         Failure::new(
             reason::RECONCILIATION_FAILED,
             format!("failed to update status: {}", api_message(&e)),
@@ -996,6 +991,7 @@ fn apply_options(
     ks: &Kustomization,
     ctx: &Context,
     cluster: &TargetCluster,
+    inventory: Option<&ResourceInventory>,
 ) -> Result<ApplyOptions, Failure> {
     let ignore = IgnoreRules::compile(ks.spec.ignore.as_deref().unwrap_or_default())
         .map_err(|e| Failure::new(reason::RECONCILIATION_FAILED, e.to_string()))?;
@@ -1011,6 +1007,9 @@ fn apply_options(
         custom_stage_kinds: ctx.settings.custom_apply_stage_kinds.clone(),
         live_versions: cluster.live_versions.clone(),
         trust_live_versions: !status::reconcile_requested(ks),
+        inventoried: inventory
+            .map(|inventory| inventory.entries.iter().map(|e| e.id.clone()).collect())
+            .unwrap_or_default(),
     })
 }
 
@@ -1034,7 +1033,7 @@ struct HealthCheck<'a> {
 /// `spec.healthChecks`. Waits until all are Current, as Flux's controller decides it, and
 /// records the outcome in the Healthy condition.
 async fn check_health(
-    api: &Api<Kustomization>,
+    writer: &StatusWriter,
     ks: &Kustomization,
     ctx: &Context,
     status: &mut KustomizationStatus,
@@ -1060,7 +1059,7 @@ async fn check_health(
         reason::PROGRESSING,
         &step,
     );
-    status::write(api, ks, status).await.map_err(|e| {
+    writer.write(status).await.map_err(|e| {
         Failure::new(
             reason::RECONCILIATION_FAILED,
             format!(

@@ -1,6 +1,8 @@
 //! Status bookkeeping: the conditions, revisions and generations Flux writes, and writing
 //! them back with the controller's own field manager.
 
+use std::sync::Arc;
+
 use kube::api::{Api, Patch, PatchParams};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
@@ -12,8 +14,8 @@ use crate::api::names::{
 use crate::api::{ConditionStatus, Kustomization, KustomizationStatus};
 
 /// Marks the reconcile as in progress with the current step, as Flux does: Ready turns
-/// Unknown for the run (also for a periodic reconcile of an unchanged revision, which is
-/// what `kubectl wait` and the flux CLI see from Flux's controller).
+/// Unknown for the run. It reaches the API server with the run's first write, or after
+/// [`PROGRESS_REPORT_DELAY`] (see [`StatusWriter`]).
 pub fn mark_progressing(ks: &Kustomization, status: &mut KustomizationStatus, step: &str) {
     let generation = ks.meta().generation;
     let conditions = status.conditions.get_or_insert_with(Vec::new);
@@ -228,6 +230,14 @@ pub async fn write(
     ks: &Kustomization,
     status: &KustomizationStatus,
 ) -> Result<(), kube::Error> {
+    write_named(api, &ks.name_any(), status).await
+}
+
+async fn write_named(
+    api: &Api<Kustomization>,
+    name: &str,
+    status: &KustomizationStatus,
+) -> Result<(), kube::Error> {
     let mut fields = match serde_json::to_value(status) {
         Ok(serde_json::Value::Object(fields)) => fields,
         Ok(_) => serde_json::Map::new(),
@@ -241,9 +251,80 @@ pub async fn write(
         field_manager: Some(STATUS_FIELD_MANAGER.to_string()),
         ..PatchParams::default()
     };
-    api.patch_status(&ks.name_any(), &params, &Patch::Merge(&patch))
+    api.patch_status(name, &params, &Patch::Merge(&patch))
         .await?;
     Ok(())
+}
+
+/// How long a run goes on before it is reported as progressing, when it has written no status
+/// of its own by then.
+pub const PROGRESS_REPORT_DELAY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The status writes of one run. The progress report (Ready Unknown, "Fetching manifests
+/// ...") is written only when the run goes on for [`PROGRESS_REPORT_DELAY`] without a write
+/// of its own: a run that finishes sooner writes once, which spares the API server a write
+/// and every watcher of Kustomizations an event per reconcile.
+pub struct StatusWriter {
+    api: Api<Kustomization>,
+    name: String,
+    namespace: String,
+    /// Set once the run writes status itself; held while a progress report is written, so
+    /// that a report never lands after a write of the run.
+    run_wrote: Arc<tokio::sync::Mutex<bool>>,
+    report: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl StatusWriter {
+    /// The writer for one run of `ks`.
+    pub fn new(api: Api<Kustomization>, ks: &Kustomization) -> Self {
+        StatusWriter {
+            api,
+            name: ks.name_any(),
+            namespace: ks.namespace().unwrap_or_default(),
+            run_wrote: Arc::new(tokio::sync::Mutex::new(false)),
+            report: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Writes `progress` after `delay`, unless the run has written status by then.
+    pub fn report_progress_after(&self, delay: std::time::Duration, progress: KustomizationStatus) {
+        let api = self.api.clone();
+        let name = self.name.clone();
+        let namespace = self.namespace.clone();
+        let run_wrote = Arc::clone(&self.run_wrote);
+        let task = tokio::spawn(async move {
+            tokio::time::sleep(delay).await;
+            let run_wrote = run_wrote.lock().await;
+            if *run_wrote {
+                return;
+            }
+            // Advisory: the run's own writes say how it went.
+            if let Err(error) = write_named(&api, &name, &progress).await {
+                tracing::warn!(kustomization = %name, %namespace, "failed to report progress: {}", crate::client::api_message(&error));
+            }
+        });
+        if let Ok(mut report) = self.report.lock()
+            && let Some(previous) = report.replace(task)
+        {
+            previous.abort();
+        }
+    }
+
+    /// Writes the run's status, after a progress report being written, if any.
+    pub async fn write(&self, status: &KustomizationStatus) -> Result<(), kube::Error> {
+        *self.run_wrote.lock().await = true;
+        write_named(&self.api, &self.name, status).await
+    }
+}
+
+impl Drop for StatusWriter {
+    fn drop(&mut self) {
+        if let Ok(mut report) = self.report.lock()
+            && let Some(task) = report.take()
+        {
+            task.abort();
+        }
+    }
 }
 
 #[cfg(test)]

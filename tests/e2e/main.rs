@@ -10,6 +10,7 @@ mod flux_cli;
 mod flux_parity;
 mod health;
 mod hostile;
+mod progress;
 mod remote_bases;
 mod sharding;
 #[path = "../support/mod.rs"]

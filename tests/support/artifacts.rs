@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
 
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
@@ -17,7 +18,14 @@ use sha2::{Digest, Sha256};
 /// The server and the files it serves, by path.
 pub struct ArtifactServer {
     address: String,
-    files: Arc<Mutex<HashMap<String, Vec<u8>>>>,
+    files: Arc<Mutex<HashMap<String, Served>>>,
+}
+
+/// A file and how long the server waits before it answers a request for it.
+#[derive(Clone)]
+struct Served {
+    body: Vec<u8>,
+    delay: Duration,
 }
 
 /// The server of this test process, started on first use.
@@ -26,7 +34,7 @@ pub fn artifact_server() -> &'static ArtifactServer {
     SERVER.get_or_init(|| {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind artifact server");
         let address = format!("http://{}", listener.local_addr().expect("local address"));
-        let files: Arc<Mutex<HashMap<String, Vec<u8>>>> = Arc::default();
+        let files: Arc<Mutex<HashMap<String, Served>>> = Arc::default();
         let served = files.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
@@ -45,9 +53,10 @@ pub fn artifact_server() -> &'static ArtifactServer {
                         }
                     }
                     let path = request_line.split_whitespace().nth(1).unwrap_or("/").to_string();
-                    let body = files.lock().expect("files lock").get(&path).cloned();
-                    let response = match body {
-                        Some(body) => {
+                    let served = files.lock().expect("files lock").get(&path).cloned();
+                    let response = match served {
+                        Some(Served { body, delay }) => {
+                            std::thread::sleep(delay);
                             let mut head = format!(
                                 "HTTP/1.1 200 OK\r\nContent-Type: application/gzip\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
                                 body.len()
@@ -68,14 +77,24 @@ pub fn artifact_server() -> &'static ArtifactServer {
 
 /// Serves `tarball` and returns its URL and sha256 digest.
 pub fn serve(tarball: Vec<u8>) -> (String, String) {
+    serve_after(tarball, Duration::ZERO)
+}
+
+/// Serves `tarball`, each request answered after `delay`, and returns its URL and sha256
+/// digest.
+pub fn serve_after(tarball: Vec<u8>, delay: Duration) -> (String, String) {
     let server = artifact_server();
     let digest = format!("sha256:{}", hex::encode(Sha256::digest(&tarball)));
     let path = format!("/artifacts/{}.tar.gz", &digest[7..19]);
+    let served = Served {
+        body: tarball,
+        delay,
+    };
     server
         .files
         .lock()
         .expect("files lock")
-        .insert(path.clone(), tarball);
+        .insert(path.clone(), served);
     (format!("{}{path}", server.address), digest)
 }
 
