@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use http::Request;
 use kube::client::ClientBuilder;
+
+use crate::metrics::RestRequests;
 use kube::{Client, Config};
 use tokio::time::Instant;
 use tower::{Layer, Service};
@@ -139,8 +141,22 @@ const FLOW_SCHEMA_HEADER: &str = "X-Kubernetes-PF-FlowSchema-UID";
 /// Priority and Fairness (it answers `HEAD /livez/ping` with a flow schema header), there is
 /// no client-side limit; otherwise requests are limited to `qps` per second with bursts of
 /// `burst`, per API group-version. A `qps` of zero or less disables the limit.
-pub async fn build(config: Config, qps: f32, burst: u32) -> Result<Client, kube::Error> {
-    let unlimited = ClientBuilder::try_from(config.clone())?.build();
+/// Every request is counted in `requests` (`rest_client_requests_total`).
+pub async fn build(
+    config: Config,
+    qps: f32,
+    burst: u32,
+    requests: &RestRequests,
+) -> Result<Client, kube::Error> {
+    let host = config
+        .cluster_url
+        .authority()
+        .map(|authority| authority.as_str().to_string())
+        .unwrap_or_default();
+    let counted = requests.layer(&host);
+    let unlimited = ClientBuilder::try_from(config.clone())?
+        .with_layer(&counted)
+        .build();
     if qps <= 0.0 || priority_and_fairness_enabled(&unlimited).await {
         tracing::debug!(
             "client-side rate limiting off: the API server enforces priority and fairness"
@@ -150,6 +166,7 @@ pub async fn build(config: Config, qps: f32, burst: u32) -> Result<Client, kube:
     tracing::debug!(qps, burst, "client-side rate limiting on");
     Ok(ClientBuilder::try_from(config)?
         .with_layer(&RateLimitLayer { qps, burst })
+        .with_layer(&counted)
         .build())
 }
 

@@ -67,13 +67,22 @@ pub async fn serve_probes(
     readiness: Readiness,
 ) -> Result<Option<SocketAddr>, ServeError> {
     serve(address, move |path| match path {
-        "/healthz" => (StatusCode::OK, "ok".to_string()),
-        "/readyz" if readiness.is_ready() => (StatusCode::OK, "ok".to_string()),
-        "/readyz" => (StatusCode::SERVICE_UNAVAILABLE, "not ready".to_string()),
-        _ => (StatusCode::NOT_FOUND, "not found".to_string()),
+        "/healthz" => (StatusCode::OK, TEXT, "ok".to_string()),
+        "/readyz" if readiness.is_ready() => (StatusCode::OK, TEXT, "ok".to_string()),
+        "/readyz" => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            TEXT,
+            "not ready".to_string(),
+        ),
+        _ => (StatusCode::NOT_FOUND, TEXT, "not found".to_string()),
     })
     .await
 }
+
+const TEXT: &str = "text/plain; charset=utf-8";
+
+/// What the metrics are encoded in: Prometheus scrapes it with its OpenMetrics parser.
+const OPENMETRICS: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
 
 /// Binds the metrics endpoint and serves it in the background.
 pub async fn serve_metrics(
@@ -81,15 +90,15 @@ pub async fn serve_metrics(
     metrics: Metrics,
 ) -> Result<Option<SocketAddr>, ServeError> {
     serve(address, move |path| match path {
-        "/metrics" => (StatusCode::OK, metrics.render()),
-        _ => (StatusCode::NOT_FOUND, "not found".to_string()),
+        "/metrics" => (StatusCode::OK, OPENMETRICS, metrics.render()),
+        _ => (StatusCode::NOT_FOUND, TEXT, "not found".to_string()),
     })
     .await
 }
 
 async fn serve<F>(address: &str, handler: F) -> Result<Option<SocketAddr>, ServeError>
 where
-    F: Fn(&str) -> (StatusCode, String) + Clone + Send + Sync + 'static,
+    F: Fn(&str) -> (StatusCode, &'static str, String) + Clone + Send + Sync + 'static,
 {
     let Some(socket) = parse_address(address)? else {
         return Ok(None);
@@ -113,9 +122,10 @@ where
             tokio::spawn(async move {
                 let service =
                     hyper::service::service_fn(move |request: Request<hyper::body::Incoming>| {
-                        let (status, body) = handler(request.uri().path());
+                        let (status, content_type, body) = handler(request.uri().path());
                         let response = Response::builder()
                             .status(status)
+                            .header(hyper::header::CONTENT_TYPE, content_type)
                             .body(Full::new(Bytes::from(body)));
                         async move { Ok::<_, Infallible>(response.unwrap_or_default()) }
                     });

@@ -198,6 +198,25 @@ pub fn memory(pid: u32) -> Option<Memory> {
     })
 }
 
+/// How many file descriptors a process holds open (entries of /proc/PID/fd).
+pub fn open_fds(pid: u32) -> Option<usize> {
+    Some(std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?.count())
+}
+
+/// How many lines of the JSON log at `path`, from byte `from` on, are at level error
+/// (`"level":"error"`, in any case). Returns the count and the log's length.
+pub fn error_lines_since(path: &Path, from: u64) -> (usize, u64) {
+    let Ok(text) = std::fs::read(path) else {
+        return (0, from);
+    };
+    let start = usize::try_from(from).unwrap_or(usize::MAX).min(text.len());
+    let errors = String::from_utf8_lossy(&text[start..])
+        .lines()
+        .filter(|line| line.to_ascii_lowercase().contains("\"level\":\"error\""))
+        .count();
+    (errors, text.len() as u64)
+}
+
 /// CPU time (user + system, including waited-for children) of a process, in seconds.
 pub fn cpu_seconds(pid: u32) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;

@@ -84,13 +84,27 @@ struct Phase {
     end: Checkpoint,
 }
 
+/// What a controller left after `--idle` seconds with nothing to change: the soak's figures.
+struct Idle {
+    /// RSS at its end.
+    memory: process::Memory,
+    /// Open file descriptors at its start and end.
+    open_fds: (Option<usize>, Option<usize>),
+    /// Reconciles finished in it (the sum of every Kustomization's history counts).
+    reconciles: i64,
+    /// Lines logged at level error in it.
+    errors: usize,
+    /// Kustomizations not Ready at the last revision at its end.
+    not_ready: usize,
+}
+
 /// Everything [`Bench::measure`] collected.
 struct Measured {
     start: Checkpoint,
     applied: Phase,
     updated: Phase,
-    /// `--idle` seconds with nothing to do after (b), when asked for, and the RSS at its end.
-    idle: Option<(Phase, process::Memory)>,
+    /// `--idle` seconds with nothing to do after (b), when asked for, and what it left.
+    idle: Option<(Phase, Idle)>,
     deleted: Phase,
     /// RSS after the warm-up, after (a), after (b).
     memory: [process::Memory; 3],
@@ -141,8 +155,28 @@ fn record(m: &Measured, result: &mut RunResult) {
     result.push("RSS after warm-up [MiB]", mib(after_warm_up.rss), 1);
     result.push("RSS after (a) [MiB]", mib(after_apply.rss), 1);
     result.push("RSS after (b) [MiB]", mib(after_update.rss), 1);
-    if let Some((_, after_idle)) = m.idle {
-        result.push("RSS after (idle) [MiB]", mib(after_idle.rss), 1);
+    if let Some((_, idle)) = &m.idle {
+        result.push("RSS after (idle) [MiB]", mib(idle.memory.rss), 1);
+        let fds = |n: Option<usize>| n.map(|n| n as f64);
+        result.push(
+            "open file descriptors, start of (idle)",
+            fds(idle.open_fds.0),
+            0,
+        );
+        result.push(
+            "open file descriptors, end of (idle)",
+            fds(idle.open_fds.1),
+            0,
+        );
+        result.push_count(
+            "reconciles finished in (idle)",
+            idle.reconciles.max(0) as u64,
+        );
+        result.push_count("lines logged at level error in (idle)", idle.errors as u64);
+        result.push_count(
+            "Kustomizations not Ready at the end of (idle)",
+            idle.not_ready as u64,
+        );
     }
     for (name, from, to) in m.phases() {
         result.push(
@@ -336,8 +370,7 @@ impl<'a> Bench<'a> {
             .await;
         self.verify_changed(layout, result).await;
         let idle = if self.args.idle > 0 {
-            let phase = self.idle_phase(pid).await;
-            Some((phase, process::memory(pid).unwrap_or_default()))
+            Some(self.idle_phase(layout, controller).await)
         } else {
             None
         };
@@ -617,14 +650,48 @@ impl<'a> Bench<'a> {
 
     /// (idle): `--idle` seconds with every Kustomization Ready and nothing to change: with
     /// `--interval` at most that long, each is reconciled (periodically) at least once.
-    async fn idle_phase(&self, pid: u32) -> Phase {
+    async fn idle_phase(&self, layout: &Layout, controller: &Controller) -> (Phase, Idle) {
         eprintln!(
             "bench: (idle) {} s with nothing to change (spec.interval {})",
             self.args.idle, self.args.interval
         );
+        let pid = controller.pid();
+        let fds_before = process::open_fds(pid);
+        let runs_before = self.reconciles(&layout.run);
+        let (_, log_start) = process::error_lines_since(&controller.log, 0);
         let window = Duration::from_secs(self.args.idle);
         tokio::time::sleep(window).await;
-        self.finish_phase("(idle)", Ok(window), pid)
+        let phase = self.finish_phase("(idle)", Ok(window), pid);
+        let expected = format!("Applied revision: {}", revision(&layout.run, 2));
+        let not_ready = self
+            .matching(&layout.run)
+            .iter()
+            .filter(|ks| !ready(ks).is_some_and(|(s, _, m)| s == "True" && m == expected))
+            .count();
+        let idle = Idle {
+            memory: process::memory(pid).unwrap_or_default(),
+            open_fds: (fds_before, process::open_fds(pid)),
+            reconciles: self.reconciles(&layout.run) - runs_before,
+            errors: process::error_lines_since(&controller.log, log_start).0,
+            not_ready,
+        };
+        eprintln!(
+            "bench: (idle) {} reconciles, {} error lines, {} not Ready, open fds {:?} -> {:?}",
+            idle.reconciles, idle.errors, idle.not_ready, idle.open_fds.0, idle.open_fds.1
+        );
+        (phase, idle)
+    }
+
+    /// Reconciles finished so far by the Kustomizations labelled `run`, as their status
+    /// history counts them.
+    fn reconciles(&self, run: &str) -> i64 {
+        self.matching(run)
+            .iter()
+            .filter_map(|ks| ks.data.pointer("/status/history"))
+            .filter_map(Value::as_array)
+            .flatten()
+            .filter_map(|entry| entry.get("totalReconciliations").and_then(Value::as_i64))
+            .sum()
     }
 
     /// (delete): deletes every Kustomization (one request per namespace) and waits until all

@@ -129,6 +129,8 @@ pub struct ClusterSettings {
     pub qps: f32,
     /// `--kube-api-burst`.
     pub burst: u32,
+    /// The request counter every client made here adds to.
+    pub rest_requests: crate::metrics::RestRequests,
 }
 
 /// The controller's own target and a cache of the others.
@@ -395,9 +397,14 @@ impl Clusters {
     ) -> Result<TargetCluster, ClusterError> {
         let kubeconfig = digest.map(|digest| (slot.0.clone(), digest));
         config.auth_info.impersonate.clone_from(&user);
-        let client = crate::client::build(config, self.settings.qps, self.settings.burst)
-            .await
-            .map_err(ClusterError::Client)?;
+        let client = crate::client::build(
+            config,
+            self.settings.qps,
+            self.settings.burst,
+            &self.settings.rest_requests,
+        )
+        .await
+        .map_err(ClusterError::Client)?;
         let target = TargetCluster {
             health_watches: Arc::new(HealthWatches::new(client.clone())),
             live_versions: None,

@@ -23,6 +23,7 @@ use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::watcher::{self, watcher};
 use kube::{Client, ResourceExt};
+use tracing::Instrument;
 
 pub use context::{Context, Settings};
 pub use interrupts::Interrupts;
@@ -39,7 +40,7 @@ use crate::cluster::{ClusterSettings, Clusters, KubeConfigPolicy};
 use crate::flags::ControllerFlags;
 use crate::http::{self, Readiness};
 use crate::leader::{self, Candidate};
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, Outcome};
 use crate::source::{ArtifactFetcher, FetchConfig, FetchError};
 
 /// Errors that stop the controller process.
@@ -70,9 +71,14 @@ pub enum RunError {
 /// Runs the controller until SIGTERM or SIGINT.
 pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
     let config = kube::Config::infer().await?;
-    let client =
-        crate::client::build(config.clone(), flags.kube_api_qps, flags.kube_api_burst).await?;
-    let metrics = Metrics::default();
+    let metrics = Metrics::new(usize::from(flags.concurrent.max(1)));
+    let client = crate::client::build(
+        config.clone(),
+        flags.kube_api_qps,
+        flags.kube_api_burst,
+        &metrics.rest_requests,
+    )
+    .await?;
     let readiness = Readiness::default();
     http::serve_probes(&flags.health_addr, readiness.clone()).await?;
     http::serve_metrics(&flags.metrics_addr, metrics.clone()).await?;
@@ -93,10 +99,17 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
         };
         let lease = leader::lease_name(&flags.watch_label_selector);
         tracing::info!(lease, namespace, "waiting for leadership");
-        let candidate =
-            Candidate::new(client.clone(), &namespace, lease, identity.clone(), timings);
+        metrics.set_leader(&lease, false);
+        let candidate = Candidate::new(
+            client.clone(),
+            &namespace,
+            lease.clone(),
+            identity.clone(),
+            timings,
+        );
         candidate.acquire().await;
         tracing::info!(identity, "acquired leadership");
+        metrics.set_leader(&lease, true);
         let candidate = Arc::new(candidate);
         let holder = Arc::clone(&candidate);
         leadership = Some((candidate, tokio::spawn(async move { holder.hold().await })));
@@ -156,6 +169,7 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
             },
             qps: flags.kube_api_qps,
             burst: flags.kube_api_burst,
+            rest_requests: metrics.rest_requests.clone(),
         },
     );
     let context = Arc::new(Context::new(
@@ -425,12 +439,43 @@ fn kustomizations_to_update(
         .collect()
 }
 
+/// Runs one reconcile once it has one of the `--concurrent` permits, and accounts for it in
+/// controller-runtime's metrics. A panic fails that reconcile alone, as controller-runtime
+/// recovers it: the controller goes on and the Kustomization is retried with backoff.
 async fn reconcile_and_track(
     ks: Arc<Kustomization>,
     ctx: Arc<Context>,
 ) -> Result<Action, ReconcileError> {
     let object = ObjectRef::from_obj(&*ks);
-    let result = reconcile(ks, ctx.clone()).await;
+    let queued = ctx.metrics.reconciles.queued();
+    let permit = Arc::clone(&ctx.work_permits).acquire_owned().await.ok();
+    let working = queued.working();
+    let span = crate::telemetry::reconcile_span(
+        object.namespace.as_deref().unwrap_or_default(),
+        &object.name,
+    );
+    let run = std::panic::AssertUnwindSafe(reconcile(ks, ctx.clone(), permit).instrument(span));
+    let (result, outcome) = match futures::FutureExt::catch_unwind(run).await {
+        Ok(Ok(done)) => {
+            let outcome = if done.terminal {
+                Outcome::TerminalError
+            } else {
+                Outcome::of_requeue(done.requeue_after)
+            };
+            (Ok(done.action), outcome)
+        }
+        Ok(Err(error)) => (Err(error), Outcome::Error),
+        Err(panic) => {
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|m| (*m).to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            tracing::error!(kustomization = %object.name, namespace = object.namespace.as_deref().unwrap_or_default(), "Observed a panic: {message}");
+            (Err(ReconcileError::Panicked(message)), Outcome::Panic)
+        }
+    };
+    working.done(outcome);
     if result.is_ok() {
         ctx.clear_failures(&object);
     }

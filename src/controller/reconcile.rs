@@ -52,6 +52,9 @@ pub enum ReconcileError {
         /// The API error.
         source: kube::Error,
     },
+    /// The reconcile panicked.
+    #[error("reconcile panicked: {0}")]
+    Panicked(String),
     /// Objects could not be pruned during finalization.
     #[error("finalizing failed: {0}")]
     Finalize(#[from] ApplyError),
@@ -174,13 +177,49 @@ impl Failure {
     }
 }
 
-/// Reconciles one Kustomization.
+/// How a reconcile ended: what kube-runtime is to do next, and what the metrics count.
+#[derive(Debug)]
+pub struct Done {
+    /// When to run again.
+    pub action: Requeue,
+    /// The delay `action` holds, which kube-runtime does not tell.
+    pub requeue_after: Option<Duration>,
+    /// The run ended on a terminal failure (Stalled), which no retry fixes.
+    pub terminal: bool,
+}
+
+impl Done {
+    fn await_change() -> Self {
+        Done {
+            action: Requeue::await_change(),
+            requeue_after: None,
+            terminal: false,
+        }
+    }
+
+    fn after(delay: Duration) -> Self {
+        Done {
+            action: Requeue::requeue(delay),
+            requeue_after: Some(delay),
+            terminal: false,
+        }
+    }
+
+    fn terminal() -> Self {
+        Done {
+            terminal: true,
+            ..Done::await_change()
+        }
+    }
+}
+
+/// Reconciles one Kustomization. `permit` is one of the `--concurrent` permits; it is given
+/// back before health checks wait.
 pub async fn reconcile(
     cached: Arc<Kustomization>,
     ctx: Arc<Context>,
-) -> Result<Requeue, ReconcileError> {
-    // `--concurrent` bounds the work; the permit is given back before health checks wait.
-    let permit = Arc::clone(&ctx.work_permits).acquire_owned().await.ok();
+    permit: Option<OwnedSemaphorePermit>,
+) -> Result<Done, ReconcileError> {
     let namespace = cached.namespace().unwrap_or_default();
     let api: Api<Kustomization> = Api::namespaced(ctx.client.clone(), &namespace);
     // The watch cache may not hold the status this controller wrote last, and pruning
@@ -193,7 +232,7 @@ pub async fn reconcile(
                 source,
             })?
     else {
-        return Ok(Requeue::await_change());
+        return Ok(Done::await_change());
     };
 
     if ks.meta().deletion_timestamp.is_some() {
@@ -204,7 +243,7 @@ pub async fn reconcile(
     }
     if ks.spec.suspend == Some(true) {
         tracing::info!(kustomization = %ks.name_any(), namespace, "Reconciliation is suspended for this object");
-        return Ok(Requeue::await_change());
+        return Ok(Done::await_change());
     }
 
     let started = Instant::now();
@@ -272,7 +311,7 @@ pub async fn reconcile(
                 .await;
             ctx.metrics
                 .observe_reconcile(&namespace, &ks.name_any(), started.elapsed());
-            return Ok(Requeue::await_change());
+            return Ok(Done::terminal());
         }
         Err(Failure {
             reason: failure_reason,
@@ -344,7 +383,7 @@ pub async fn reconcile(
     };
     ctx.metrics
         .observe_reconcile(&namespace, &ks.name_any(), started.elapsed());
-    Ok(Requeue::requeue(requeue))
+    Ok(Done::after(requeue))
 }
 
 /// Writes the final status of a run; a failure is retried with backoff.
@@ -1300,10 +1339,10 @@ async fn finalize(
     api: &Api<Kustomization>,
     ks: &Kustomization,
     ctx: &Context,
-) -> Result<Requeue, ReconcileError> {
+) -> Result<Done, ReconcileError> {
     ctx.forget_applied(ks);
     if !ks.finalizers().iter().any(|f| f == FINALIZER) {
-        return Ok(Requeue::await_change());
+        return Ok(Done::await_change());
     }
     let policy = ks.spec.deletion_policy.unwrap_or_default();
     let delete = match policy {
@@ -1324,7 +1363,7 @@ async fn finalize(
             tracing::error!(kustomization = %ks.name_any(), namespace = ks.namespace().unwrap_or_default(), error = "skipping pruning, failed to find account to impersonate", "{message}");
             finalize_event(ks, ctx, &status, Severity::Error, &message).await;
             remove_finalizer(api, ks).await?;
-            return Ok(Requeue::await_change());
+            return Ok(Done::await_change());
         }
         let cluster = ctx.clusters.for_kustomization(ks).await?;
         let applier = Applier::new(
@@ -1353,7 +1392,7 @@ async fn finalize(
         }
     }
     remove_finalizer(api, ks).await?;
-    Ok(Requeue::await_change())
+    Ok(Done::await_change())
 }
 
 /// An event of the finalization: as Flux's, it carries the reason Ready has at that point

@@ -9,6 +9,7 @@
 //! `tests/bench/install-flux-controller.sh` builds (once per machine). When neither gives a
 //! binary the tests fail and say why; they never skip.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -576,4 +577,102 @@ async fn kubeconfig_secret_without_its_key_has_fluxs_status_and_events() {
         },
     )
     .await;
+}
+
+/// Families of Flux's controller this one has no counterpart for: Go's runtime, the
+/// certificate watcher and webhook servers of controller-runtime (this controller serves no
+/// TLS and no webhook), and the token cache of cloud workload identity (issue 20).
+const NOT_APPLICABLE: [&str; 5] = [
+    "go_",
+    "certwatcher_",
+    "controller_runtime_webhook_panics",
+    "controller_runtime_conversion_webhook_panics",
+    "gotk_token_",
+];
+
+/// The families of a scrape: name (counters without `_total`) -> (type, label names).
+fn metric_families(text: &str) -> BTreeMap<String, (String, BTreeSet<String>)> {
+    let mut families: BTreeMap<String, (String, BTreeSet<String>)> = BTreeMap::new();
+    for line in text.lines() {
+        let Some(declaration) = line.strip_prefix("# TYPE ") else {
+            continue;
+        };
+        let mut words = declaration.split_whitespace();
+        let (Some(name), Some(kind)) = (words.next(), words.next()) else {
+            continue;
+        };
+        let name = match kind {
+            "counter" => name.trim_end_matches("_total"),
+            _ => name,
+        };
+        families.insert(name.to_string(), (kind.to_string(), Default::default()));
+    }
+    let label = Regex::new(r#"([A-Za-z_][A-Za-z0-9_]*)=""#).expect("label regex");
+    for line in text
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
+        let series = line.split(['{', ' ']).next().unwrap_or_default();
+        let family = ["", "_total", "_bucket", "_sum", "_count"]
+            .iter()
+            .filter_map(|suffix| series.strip_suffix(suffix))
+            .find(|name| families.contains_key(*name));
+        let Some(family) = family.map(str::to_string) else {
+            continue;
+        };
+        let labels = line
+            .split_once('{')
+            .and_then(|(_, rest)| rest.rsplit_once('}'))
+            .map(|(labels, _)| labels)
+            .unwrap_or_default();
+        if let Some((_, names)) = families.get_mut(&family) {
+            names.extend(
+                label
+                    .captures_iter(labels)
+                    .map(|c| c[1].to_string())
+                    .filter(|name| name != "le"),
+            );
+        }
+    }
+    families
+}
+
+/// After the same reconcile, every family Flux's controller exposes is exposed by ours with
+/// the same type and label names (dashboards and alerts written for Flux query them), and
+/// both counted that reconcile.
+#[tokio::test]
+async fn metrics_have_fluxs_families_types_and_labels() {
+    assert_same_outcome("parity-metrics", two_config_maps, json!({}), |status| {
+        ready_condition(status) == Some(("True", "ReconciliationSucceeded"))
+    })
+    .await;
+    let [(_, flux), (_, ours)] = controllers();
+    let (flux_text, our_text) = (flux.metrics(), ours.metrics());
+    let (flux_families, our_families) = (metric_families(&flux_text), metric_families(&our_text));
+    let mut missing = Vec::new();
+    for (name, (kind, labels)) in &flux_families {
+        if NOT_APPLICABLE.iter().any(|prefix| name.starts_with(prefix)) {
+            continue;
+        }
+        match our_families.get(name) {
+            Some((our_kind, our_labels)) if our_kind == kind && our_labels == labels => {}
+            other => missing.push(format!("{name} {kind} {labels:?}: ours {other:?}")),
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "families of Flux's controller that ours lacks or shapes differently:\n{}\n--- ours ---\n{our_text}",
+        missing.join("\n")
+    );
+    for text in [&flux_text, &our_text] {
+        let succeeded = text
+            .lines()
+            .find(|l| l.starts_with("controller_runtime_reconcile_total{controller=\"kustomization\",result=\"requeue_after\"}"))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse::<f64>().ok());
+        assert!(
+            succeeded.is_some_and(|n| n >= 1.0),
+            "a reconcile that asked to run again after its interval is counted: {succeeded:?}"
+        );
+    }
 }

@@ -41,6 +41,8 @@ const WAIT: Duration = Duration::from_secs(90);
 struct ControllerProcess {
     _child: Child,
     temp_root: PathBuf,
+    /// Where the controller serves `/metrics` on 127.0.0.1.
+    metrics_port: u16,
 }
 
 /// Label that shards Kustomizations between the two controllers the tests run, the way
@@ -108,9 +110,14 @@ fn start_controller_binary(
     let log = std::fs::File::create(temp_root.join("controller.log")).expect("controller log");
     let binary = binary.display();
     let args: Vec<String> = args.iter().map(|a| format!("'{a}'")).collect();
+    let metrics_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|address| address.port())
+        .expect("a free port for /metrics");
     let script = format!(
-        "'{binary}' --log-encoding=console --metrics-addr=127.0.0.1:0 --health-addr=127.0.0.1:0 \
-         --concurrent=8 --interval-jitter-percentage=0 {} & pid=$!; read _; kill $pid; wait $pid",
+        "'{binary}' --log-encoding=console --metrics-addr=127.0.0.1:{metrics_port} \
+         --health-addr=127.0.0.1:0 --concurrent=8 --interval-jitter-percentage=0 {} & \
+         pid=$!; read _; kill $pid; wait $pid",
         args.join(" ")
     );
     let child = Command::new("sh")
@@ -130,10 +137,25 @@ fn start_controller_binary(
     ControllerProcess {
         _child: child,
         temp_root,
+        metrics_port,
     }
 }
 
 impl ControllerProcess {
+    /// What the controller's `/metrics` endpoint serves now.
+    fn metrics(&self) -> String {
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", self.metrics_port))
+            .expect("connect to /metrics");
+        write!(stream, "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+            .expect("request /metrics");
+        let mut response = String::new();
+        stream.read_to_string(&mut response).expect("read /metrics");
+        let (head, body) = response.split_once("\r\n\r\n").unwrap_or_default();
+        assert!(head.contains(" 200 "), "{head}");
+        // An HTTP/1.0 request: the body is not chunked and ends with the connection.
+        body.to_string()
+    }
+
     /// Everything the controller has logged so far.
     fn log(&self) -> String {
         let mut text = String::new();
