@@ -13,6 +13,7 @@ pub mod apply;
 pub mod client;
 pub mod cluster;
 pub mod controller;
+pub mod diff;
 pub mod flags;
 pub mod health;
 pub mod http;

@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 use kustomize_controller::flags::ControllerFlags;
 use kustomize_controller::{api, controller, telemetry};
 
+mod diff_command;
 mod offline;
 
 /// Reconciles Flux Kustomizations (kustomize.toolkit.fluxcd.io/v1).
@@ -26,6 +27,9 @@ enum Command {
     Build(offline::BuildArgs),
     /// Decrypt one SOPS file as the controller does (like `sops -d`), with no cluster needed.
     Decrypt(offline::DecryptArgs),
+    /// Show what applying a Kustomization's build of a local directory would change on the
+    /// cluster (exit 0: nothing, 1: changes, 2: error).
+    Diff(diff_command::DiffArgs),
 }
 
 fn main() -> ExitCode {
@@ -43,6 +47,7 @@ fn main() -> ExitCode {
         },
         Some(Command::Build(args)) => offline::run(&args),
         Some(Command::Decrypt(args)) => offline::run_decrypt(&args),
+        Some(Command::Diff(args)) => diff_command::run(&args),
         None => run_controller(cli.flags),
     }
 }

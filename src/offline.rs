@@ -250,7 +250,7 @@ fn absolute(path: &Path) -> Result<PathBuf, String> {
 }
 
 /// The Kustomization object in `file`, refused as the API server would refuse it.
-fn read_kustomization(file: &Path) -> Result<Kustomization, String> {
+pub fn read_kustomization(file: &Path) -> Result<Kustomization, String> {
     let text = read_text(file, MAX_SMALL_FILE_SIZE)?;
     let name = shown(file);
     let docs = yaml::parse_documents(&text).map_err(|e| format!("{name}: {e}"))?;

@@ -16,6 +16,7 @@ mod live_versions;
 pub mod managed_fields;
 mod order;
 mod plan;
+mod preview;
 mod prune;
 mod resolve;
 
@@ -32,6 +33,7 @@ pub use ignore::{IgnoreRuleError, IgnoreRules};
 pub use inventory::{InvalidInventoryId, ObjectId};
 pub use live_versions::LiveVersions;
 pub use order::{sort_for_apply, stage, stage_of_kind};
+pub use preview::Preview;
 pub use resolve::{ResolveError, Resolver};
 
 use crate::client::api_message;

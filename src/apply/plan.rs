@@ -21,11 +21,11 @@ use crate::manifest::Object;
 
 /// An object ready to be sent: its configuration and where it goes.
 pub(super) struct Target {
-    id: ObjectId,
-    name: String,
+    pub(super) id: ObjectId,
+    pub(super) name: String,
     resource: kube::api::ApiResource,
-    api: Api<DynamicObject>,
-    configuration: Value,
+    pub(super) api: Api<DynamicObject>,
+    pub(super) configuration: Value,
     hash: u64,
 }
 
@@ -362,7 +362,7 @@ impl Applier {
         })
     }
 
-    async fn dry_run(&self, target: &Target) -> Result<Value, kube::Error> {
+    pub(super) async fn dry_run(&self, target: &Target) -> Result<Value, kube::Error> {
         let mut params = PatchParams::apply(APPLY_FIELD_MANAGER).force();
         params.dry_run = true;
         let dry_run = target
@@ -464,7 +464,7 @@ impl Applier {
 
 /// Flux's skip switches: `reconcile: disabled` or `ssa: Ignore` on the built or the live
 /// object, `ssa: IfNotPresent` on the built object when the live one exists.
-fn skipped(desired: &Value, live: Option<&Value>) -> bool {
+pub(super) fn skipped(desired: &Value, live: Option<&Value>) -> bool {
     match policy(desired) {
         Policy::Skip => true,
         Policy::IfNotPresent => live.is_some(),

@@ -73,7 +73,13 @@ impl Applier {
         Ok(())
     }
 
-    async fn delete_owned(&self, id: &ObjectId) -> Result<Option<Change>, ApplyError> {
+    /// The live object `id` names and whether this owner may prune it (it carries both owner
+    /// labels and neither `prune: disabled` nor `reconcile: disabled`); `None` when it does
+    /// not exist.
+    pub(super) async fn prune_candidate(
+        &self,
+        id: &ObjectId,
+    ) -> Result<Option<(Api<DynamicObject>, DynamicObject, bool)>, ApplyError> {
         let resource = match self.resolver.resolve(&id.api_version(), &id.kind).await {
             Ok(resource) => resource,
             // The kind is gone from the cluster (its CRD was deleted): so are its objects.
@@ -85,11 +91,14 @@ impl Applier {
         } else {
             Api::all_with(self.client.clone(), &resource.api_resource)
         };
-        let delete_error = |source| ApplyError::Delete {
-            object: id.describe(),
-            source,
-        };
-        let Some(live) = api.get_opt(&id.name).await.map_err(delete_error)? else {
+        let live = api
+            .get_opt(&id.name)
+            .await
+            .map_err(|source| ApplyError::Delete {
+                object: id.describe(),
+                source,
+            })?;
+        let Some(live) = live else {
             return Ok(None);
         };
         let labels = live.labels();
@@ -103,7 +112,19 @@ impl Applier {
         };
         let protected = switch(PRUNE_ANNOTATION).as_deref() == Some(DISABLED_VALUE)
             || switch(RECONCILE_ANNOTATION).as_deref() == Some(DISABLED_VALUE);
-        if !owned || protected {
+        let prunable = owned && !protected;
+        Ok(Some((api, live, prunable)))
+    }
+
+    async fn delete_owned(&self, id: &ObjectId) -> Result<Option<Change>, ApplyError> {
+        let delete_error = |source| ApplyError::Delete {
+            object: id.describe(),
+            source,
+        };
+        let Some((api, live, prunable)) = self.prune_candidate(id).await? else {
+            return Ok(None);
+        };
+        if !prunable {
             return Ok(Some(Change {
                 id: id.clone(),
                 action: Action::Skipped,

@@ -6,6 +6,7 @@ mod apply;
 #[path = "../support/artifacts.rs"]
 mod artifacts;
 mod dependencies;
+mod diff;
 mod flux_cli;
 mod flux_parity;
 mod health;
