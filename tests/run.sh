@@ -35,6 +35,11 @@ if [[ -z "${KC_FLUX_CLI:-}" ]]; then
   KC_FLUX_CLI="$(bash "$repo/tests/flux/install-flux-cli.sh")"
 fi
 export KC_FLUX_CLI
+# The helm that tests/install.rs installs and renders charts/kustomize-controller with.
+if [[ -z "${KC_HELM:-}" ]]; then
+  KC_HELM="$(bash "$repo/tests/helm/install-helm.sh")"
+fi
+export KC_HELM
 # Flux's own kustomize-controller (v1.9.5), which tests/e2e/flux_parity.rs runs beside ours to
 # compare the status and events both write for the same Kustomization.
 if [[ -z "${KC_FLUX_KC_BIN:-}" ]]; then
