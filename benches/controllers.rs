@@ -288,13 +288,22 @@ fn header(
         "# kustomize-controller: ours vs Flux\n\n\
          - {kustomizations} Kustomization(s) x {workload} in {namespaces} \
          namespace(s), one GitRepository each; `--concurrent={}`{}; {} run(s) per \
-         implementation, alternating\n",
+         implementation, alternating{}\n",
         args.concurrent,
         args.controller_args
             .iter()
             .map(|a| format!(" `{a}`"))
             .collect::<String>(),
         args.runs,
+        if args.shards > 0 {
+            format!(
+                "; each implementation runs as {} shards (one process per \
+                 `sharding.fluxcd.io/key`; CPU, RSS and file descriptors summed over them)",
+                args.shards
+            )
+        } else {
+            String::new()
+        },
     );
     for implementation in implementations {
         let origin = if implementation.name == "ours" && args.ours.is_none() {

@@ -109,6 +109,13 @@ pub struct Args {
     #[arg(long)]
     pub workload_controllers: bool,
 
+    /// Run each controller as this many shards, Flux's way: N processes, process i started
+    /// with `--watch-label-selector=sharding.fluxcd.io/key in (shard<i>)`, and every
+    /// Kustomization labelled with one shard key (by a hash of its name). 0: one process.
+    /// CPU, RSS and open files are then summed over the processes.
+    #[arg(long, default_value_t = 0)]
+    pub shards: u32,
+
     /// Leave the control plane running at the end (stop it with tests/controlplane/down.sh).
     #[arg(long)]
     pub keep_controlplane: bool,

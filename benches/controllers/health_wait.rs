@@ -85,6 +85,7 @@ impl Bench<'_> {
             concurrent: self.args.concurrent,
             extra_args: &self.args.controller_args,
             log: run_dir.join("controller.log"),
+            shards: 0,
             temp_dir: run_dir.join("tmp"),
         });
         eprintln!("bench: controller log: {}", controller.log.display());

@@ -63,8 +63,8 @@ impl Bench<'_> {
         eprintln!("bench: (memory) idle for {} s", settle.as_secs());
         tokio::time::sleep(settle).await;
         let baseline = process::memory(pid);
-        let start = self.checkpoint(pid);
-        let applied = self.apply_phase(&layout, pid, &controller).await;
+        let start = self.checkpoint(&[pid]);
+        let applied = self.apply_phase(&layout, &[pid], &controller).await;
         let ready = process::memory(pid);
         self.verify(&layout, objects, "(memory)", &mut result).await;
         eprintln!("bench: (memory) idle for {} s", settle.as_secs());

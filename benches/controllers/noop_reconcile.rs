@@ -107,9 +107,9 @@ impl Bench<'_> {
         tokio::time::sleep(SETTLE).await;
 
         let pid = controller.pid();
-        let idle_start = self.checkpoint(pid);
+        let idle_start = self.checkpoint(&[pid]);
         tokio::time::sleep(IDLE_WINDOW).await;
-        let idle = controller_requests(&idle_start, &self.checkpoint(pid));
+        let idle = controller_requests(&idle_start, &self.checkpoint(&[pid]));
 
         let mut noops = Vec::new();
         for k in 1..=self.args.reconciles {
@@ -178,12 +178,12 @@ impl Bench<'_> {
         let mut measured = Vec::new();
         for k in 1..=self.args.periodic {
             tokio::time::sleep(SETTLE).await;
-            let start = self.checkpoint(pid);
+            let start = self.checkpoint(&[pid]);
             let next = self
                 .next_reconcile(layout, seen, interval * 3, controller)
                 .await;
             tokio::time::sleep(SETTLE).await;
-            let end = self.checkpoint(pid);
+            let end = self.checkpoint(&[pid]);
             let reconcile = Reconcile {
                 seconds: next.and_then(|(_, seconds)| seconds),
                 requests: controller_requests(&start, &end),
@@ -258,7 +258,7 @@ impl Bench<'_> {
             .as_nanos();
         let value = format!("{tag}-{nanos}");
         let pid = controller.pid();
-        let start = self.checkpoint(pid);
+        let start = self.checkpoint(&[pid]);
         let api: Api<DynamicObject> =
             Api::namespaced_with(self.client.clone(), ns, &kustomization_resource());
         let patch = json!({"metadata": {"annotations": {REQUESTED_AT: value}}});
@@ -274,7 +274,7 @@ impl Bench<'_> {
             eprintln!("bench: reconcile {tag} not handled: {e}");
         }
         tokio::time::sleep(SETTLE).await;
-        let end = self.checkpoint(pid);
+        let end = self.checkpoint(&[pid]);
         Reconcile {
             seconds: handled.ok().map(|d| d.as_secs_f64()),
             requests: controller_requests(&start, &end),

@@ -10,11 +10,18 @@ use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// A running controller; killed on drop if it was not stopped.
+/// A running controller: one process, or one per shard. Killed on drop if not stopped.
 pub struct Controller {
-    child: Child,
-    pub health_port: u16,
+    instances: Vec<Instance>,
+    /// The first instance's log.
     pub log: PathBuf,
+}
+
+/// One controller process.
+struct Instance {
+    child: Child,
+    health_port: u16,
+    log: PathBuf,
     sampler: Option<Sampler>,
 }
 
@@ -26,16 +33,87 @@ pub struct Launch<'a> {
     pub extra_args: &'a [String],
     pub log: PathBuf,
     pub temp_dir: PathBuf,
+    /// 0: one process for every Kustomization. N: N processes, process i (from 1) started
+    /// with `--watch-label-selector=sharding.fluxcd.io/key in (shard<i>)`, as Flux shards.
+    pub shards: u32,
 }
 
+/// The label Flux's sharding keys Kustomizations with.
+pub const SHARD_LABEL: &str = "sharding.fluxcd.io/key";
+
 impl Controller {
-    /// Starts the binary with the flags both implementations understand, a private TMPDIR and
-    /// stdout+stderr into `launch.log`.
+    /// Starts the binary (once, or once per shard) with the flags both implementations
+    /// understand, a private TMPDIR and stdout+stderr into `launch.log` (`-shard<i>` added to
+    /// the file name of a shard's).
     pub fn start(launch: &Launch) -> Controller {
+        let instances = if launch.shards == 0 {
+            vec![Instance::start(launch, &launch.log, &launch.temp_dir, None)]
+        } else {
+            (1..=launch.shards)
+                .map(|shard| {
+                    let suffix = format!("shard{shard}");
+                    let log = launch.log.with_extension(format!("{suffix}.log"));
+                    let temp_dir = launch.temp_dir.with_extension(&suffix);
+                    let selector = format!("--watch-label-selector={SHARD_LABEL} in ({suffix})");
+                    Instance::start(launch, &log, &temp_dir, Some(selector))
+                })
+                .collect()
+        };
+        let log = instances[0].log.clone();
+        Controller { instances, log }
+    }
+
+    /// The process id (of the first shard).
+    pub fn pid(&self) -> u32 {
+        self.instances[0].child.id()
+    }
+
+    /// Every process id, one per shard.
+    pub fn pids(&self) -> Vec<u32> {
+        self.instances.iter().map(|i| i.child.id()).collect()
+    }
+
+    /// Waits until `/readyz` on every instance's health port answers 200; panics with the log
+    /// tail if a process exits or `timeout` passes first.
+    pub fn wait_healthy(&mut self, timeout: Duration) {
+        for instance in &mut self.instances {
+            instance.wait_healthy(timeout);
+        }
+    }
+
+    /// The highest RSS the samplers saw, summed over the instances, in bytes.
+    pub fn sampled_peak_rss(&self) -> u64 {
+        self.instances
+            .iter()
+            .filter_map(|i| i.sampler.as_ref())
+            .map(|s| s.peak_rss.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// The last `lines` lines of each instance's log.
+    pub fn log_tail(&self, lines: usize) -> String {
+        self.instances
+            .iter()
+            .map(|i| i.log_tail(lines))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// Sends SIGTERM to every instance, waits up to 15 s each (then SIGKILL). Returns whether
+    /// all exited by themselves.
+    pub fn stop(&mut self) -> bool {
+        // Every instance is stopped, whatever the others did.
+        let stopped: Vec<bool> = self.instances.iter_mut().map(Instance::stop).collect();
+        stopped.into_iter().all(|s| s)
+    }
+}
+
+impl Instance {
+    fn start(launch: &Launch, log_path: &Path, temp_dir: &Path, selector: Option<String>) -> Self {
         let (metrics_port, health_port) = (free_port(), free_port());
-        std::fs::create_dir_all(&launch.temp_dir).expect("create the controller's TMPDIR");
-        let log = File::create(&launch.log)
-            .unwrap_or_else(|e| panic!("create {}: {e}", launch.log.display()));
+        std::fs::create_dir_all(temp_dir).expect("create the controller's TMPDIR");
+        let log =
+            File::create(log_path).unwrap_or_else(|e| panic!("create {}: {e}", log_path.display()));
         let mut cmd = Command::new(launch.binary);
         cmd.args([
             "--watch-all-namespaces=true".to_string(),
@@ -47,10 +125,11 @@ impl Controller {
             "--events-addr=".to_string(),
             "--enable-leader-election=false".to_string(),
         ])
+        .args(selector)
         .args(launch.extra_args)
         .env("KUBECONFIG", launch.kubeconfig)
         .env("RUNTIME_NAMESPACE", "flux-system")
-        .env("TMPDIR", &launch.temp_dir)
+        .env("TMPDIR", temp_dir)
         .stdin(Stdio::null())
         .stdout(log.try_clone().expect("clone the log file handle"))
         .stderr(log);
@@ -58,22 +137,15 @@ impl Controller {
             .spawn()
             .unwrap_or_else(|e| panic!("start {}: {e}", launch.binary.display()));
         let sampler = Sampler::start(child.id());
-        Controller {
+        Instance {
             child,
             health_port,
-            log: launch.log.clone(),
+            log: log_path.to_path_buf(),
             sampler: Some(sampler),
         }
     }
 
-    /// The process id.
-    pub fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    /// Waits until `/readyz` on the health port answers 200; panics with the log tail if the
-    /// process exits or `timeout` passes first.
-    pub fn wait_healthy(&mut self, timeout: Duration) {
+    fn wait_healthy(&mut self, timeout: Duration) {
         let deadline = Instant::now() + timeout;
         loop {
             if let Ok(Some(status)) = self.child.try_wait() {
@@ -94,23 +166,13 @@ impl Controller {
         }
     }
 
-    /// The highest RSS the sampler saw, in bytes.
-    pub fn sampled_peak_rss(&self) -> u64 {
-        self.sampler
-            .as_ref()
-            .map_or(0, |s| s.peak_rss.load(Ordering::Relaxed))
-    }
-
-    /// The last `lines` lines of the controller's log.
-    pub fn log_tail(&self, lines: usize) -> String {
+    fn log_tail(&self, lines: usize) -> String {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
         let all: Vec<&str> = text.lines().collect();
         all[all.len().saturating_sub(lines)..].join("\n")
     }
 
-    /// Sends SIGTERM, waits up to 15 s (then SIGKILL) and stops the sampler. Returns whether it
-    /// exited by itself.
-    pub fn stop(&mut self) -> bool {
+    fn stop(&mut self) -> bool {
         if let Some(sampler) = self.sampler.take() {
             sampler.stop();
         }
@@ -133,7 +195,7 @@ impl Controller {
     }
 }
 
-impl Drop for Controller {
+impl Drop for Instance {
     fn drop(&mut self) {
         if matches!(self.child.try_wait(), Ok(None)) {
             let _ = self.child.kill();
@@ -182,6 +244,27 @@ pub struct Memory {
     pub rss: u64,
     /// VmHWM: the peak resident set so far.
     pub hwm: u64,
+}
+
+/// VmRSS and VmHWM summed over `pids` (the instances of one sharded controller).
+pub fn memory_of(pids: &[u32]) -> Option<Memory> {
+    pids.iter().try_fold(Memory::default(), |sum, pid| {
+        let one = memory(*pid)?;
+        Some(Memory {
+            rss: sum.rss + one.rss,
+            hwm: sum.hwm + one.hwm,
+        })
+    })
+}
+
+/// CPU seconds summed over `pids`.
+pub fn cpu_seconds_of(pids: &[u32]) -> Option<f64> {
+    pids.iter().map(|pid| cpu_seconds(*pid)).sum()
+}
+
+/// Open file descriptors summed over `pids`.
+pub fn open_fds_of(pids: &[u32]) -> Option<usize> {
+    pids.iter().map(|pid| open_fds(*pid)).sum()
 }
 
 /// VmRSS and VmHWM from /proc/PID/status.

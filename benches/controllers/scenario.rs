@@ -334,6 +334,7 @@ impl<'a> Bench<'a> {
             extra_args: &self.args.controller_args,
             log: run_dir.join("controller.log"),
             temp_dir: run_dir.join("tmp"),
+            shards: self.args.shards,
         });
         let started = Instant::now();
         eprintln!("bench: controller log: {}", controller.log.display());
@@ -357,15 +358,16 @@ impl<'a> Bench<'a> {
         controller: &Controller,
         result: &mut RunResult,
     ) -> Measured {
-        let pid = controller.pid();
-        let after_warm_up = process::memory(pid).unwrap_or_default();
-        let start = self.checkpoint(pid);
-        let applied = self.apply_phase(layout, pid, controller).await;
-        let after_apply = process::memory(pid).unwrap_or_default();
+        let pids = controller.pids();
+        let pids = pids.as_slice();
+        let after_warm_up = process::memory_of(pids).unwrap_or_default();
+        let start = self.checkpoint(pids);
+        let applied = self.apply_phase(layout, pids, controller).await;
+        let after_apply = process::memory_of(pids).unwrap_or_default();
         self.verify(layout, self.args.objects(), "(a)", result)
             .await;
-        let updated = self.update_phase(layout, pid, controller).await;
-        let after_update = process::memory(pid).unwrap_or_default();
+        let updated = self.update_phase(layout, pids, controller).await;
+        let after_update = process::memory_of(pids).unwrap_or_default();
         self.verify(layout, self.args.objects() - 1, "(b)", result)
             .await;
         self.verify_changed(layout, result).await;
@@ -374,9 +376,9 @@ impl<'a> Bench<'a> {
         } else {
             None
         };
-        let deleted = self.delete_phase(layout, pid, controller).await;
+        let deleted = self.delete_phase(layout, pids, controller).await;
         self.verify(layout, 0, "(delete)", result).await;
-        let end = process::memory(pid).unwrap_or_default();
+        let end = process::memory_of(pids).unwrap_or_default();
         Measured {
             start,
             applied,
@@ -385,7 +387,7 @@ impl<'a> Bench<'a> {
             deleted,
             memory: [after_warm_up, after_apply, after_update],
             peak_rss: end.hwm.max(controller.sampled_peak_rss()),
-            total_cpu: process::cpu_seconds(pid).unwrap_or(f64::NAN),
+            total_cpu: process::cpu_seconds_of(pids).unwrap_or(f64::NAN),
         }
     }
 
@@ -538,9 +540,34 @@ impl<'a> Bench<'a> {
             .await;
     }
 
+    /// The shard key of Kustomization `ns/name` with `--shards`: a hash of the name picks one
+    /// of `shard1`..`shardN`.
+    fn shard_of(&self, ns: &str, name: &str) -> Option<String> {
+        use std::hash::{DefaultHasher, Hash, Hasher};
+        (self.args.shards > 0).then(|| {
+            let mut hasher = DefaultHasher::new();
+            (ns, name).hash(&mut hasher);
+            format!("shard{}", hasher.finish() % u64::from(self.args.shards) + 1)
+        })
+    }
+
     /// Creates a Kustomization of the bench's usual shape, with `extra_spec`'s fields added to
     /// its spec (e.g. `dependsOn`).
     async fn create_kustomization_with(&self, ns: &str, name: &str, run: &str, extra_spec: Value) {
+        let shard = self.shard_of(ns, name);
+        self.create_kustomization_in(ns, name, run, extra_spec, shard)
+            .await;
+    }
+
+    /// [`Self::create_kustomization_with`] labelled with shard key `shard`.
+    async fn create_kustomization_in(
+        &self,
+        ns: &str,
+        name: &str,
+        run: &str,
+        extra_spec: Value,
+        shard: Option<String>,
+    ) {
         let api: Api<DynamicObject> =
             Api::namespaced_with(self.client.clone(), ns, &kustomization_resource());
         let mut manifest = json!({
@@ -557,6 +584,9 @@ impl<'a> Bench<'a> {
         });
         if let (Some(spec), Value::Object(extra)) = (manifest["spec"].as_object_mut(), extra_spec) {
             spec.extend(extra);
+        }
+        if let Some(shard) = shard {
+            manifest["metadata"]["labels"][process::SHARD_LABEL] = json!(shard);
         }
         let ks: DynamicObject = serde_json::from_value(manifest).expect("Kustomization manifest");
         self.own("POST", "kustomizations", 1);
@@ -575,14 +605,28 @@ impl<'a> Bench<'a> {
         controller: &Controller,
     ) -> Result<Duration, String> {
         let run = format!("{}-warmup", layout.run);
-        self.create_kustomization(&layout.warmup_namespace, "warmup", &run)
-            .await;
-        self.wait_until(&run, 1, &revision(&layout.run, 1), started, controller)
+        if self.args.shards == 0 {
+            self.create_kustomization(&layout.warmup_namespace, "warmup", &run)
+                .await;
+            return self
+                .wait_until(&run, 1, &revision(&layout.run, 1), started, controller)
+                .await;
+        }
+        // One per shard, all served by the warm-up GitRepository: every instance is warm.
+        for shard in 1..=self.args.shards {
+            let spec = json!({"sourceRef": {"kind": "GitRepository", "name": "warmup"}});
+            let name = format!("warmup-{shard}");
+            let key = Some(format!("shard{shard}"));
+            self.create_kustomization_in(&layout.warmup_namespace, &name, &run, spec, key)
+                .await;
+        }
+        let count = usize::try_from(self.args.shards).unwrap_or(usize::MAX);
+        self.wait_until(&run, count, &revision(&layout.run, 1), started, controller)
             .await
     }
 
     /// The counters now.
-    fn checkpoint(&self, pid: u32) -> Checkpoint {
+    fn checkpoint(&self, pids: &[u32]) -> Checkpoint {
         let control_plane_cpu = ["kube-apiserver", "etcd"]
             .iter()
             .filter_map(|name| self.control_plane.pid(name))
@@ -592,7 +636,7 @@ impl<'a> Bench<'a> {
         // The scrape itself shows up in the next checkpoint's counts.
         self.own("GET", "/metrics", 1);
         Checkpoint {
-            cpu: process::cpu_seconds(pid).unwrap_or(f64::NAN),
+            cpu: process::cpu_seconds_of(pids).unwrap_or(f64::NAN),
             control_plane_cpu,
             requests,
             own: self
@@ -604,7 +648,7 @@ impl<'a> Bench<'a> {
     }
 
     /// (a): creates every Kustomization and waits until all have applied revision 1.
-    async fn apply_phase(&self, layout: &Layout, pid: u32, controller: &Controller) -> Phase {
+    async fn apply_phase(&self, layout: &Layout, pids: &[u32], controller: &Controller) -> Phase {
         eprintln!(
             "bench: (a) creating {} Kustomizations",
             layout.kustomizations.len()
@@ -624,11 +668,11 @@ impl<'a> Bench<'a> {
                 controller,
             )
             .await;
-        self.finish_phase("(a)", waited, pid)
+        self.finish_phase("(a)", waited, pids)
     }
 
     /// (b): publishes revision 2 on every GitRepository and waits until all have applied it.
-    async fn update_phase(&self, layout: &Layout, pid: u32, controller: &Controller) -> Phase {
+    async fn update_phase(&self, layout: &Layout, pids: &[u32], controller: &Controller) -> Phase {
         eprintln!("bench: (b) publishing revision 2 on every GitRepository");
         let started = Instant::now();
         futures::stream::iter(layout.kustomizations.iter())
@@ -645,7 +689,7 @@ impl<'a> Bench<'a> {
                 controller,
             )
             .await;
-        self.finish_phase("(b)", waited, pid)
+        self.finish_phase("(b)", waited, pids)
     }
 
     /// (idle): `--idle` seconds with every Kustomization Ready and nothing to change: with
@@ -655,13 +699,14 @@ impl<'a> Bench<'a> {
             "bench: (idle) {} s with nothing to change (spec.interval {})",
             self.args.idle, self.args.interval
         );
-        let pid = controller.pid();
-        let fds_before = process::open_fds(pid);
+        let pids = controller.pids();
+        let pids = pids.as_slice();
+        let fds_before = process::open_fds_of(pids);
         let runs_before = self.reconciles(&layout.run);
         let (_, log_start) = process::error_lines_since(&controller.log, 0);
         let window = Duration::from_secs(self.args.idle);
         tokio::time::sleep(window).await;
-        let phase = self.finish_phase("(idle)", Ok(window), pid);
+        let phase = self.finish_phase("(idle)", Ok(window), pids);
         let expected = format!("Applied revision: {}", revision(&layout.run, 2));
         let not_ready = self
             .matching(&layout.run)
@@ -669,8 +714,8 @@ impl<'a> Bench<'a> {
             .filter(|ks| !ready(ks).is_some_and(|(s, _, m)| s == "True" && m == expected))
             .count();
         let idle = Idle {
-            memory: process::memory(pid).unwrap_or_default(),
-            open_fds: (fds_before, process::open_fds(pid)),
+            memory: process::memory_of(pids).unwrap_or_default(),
+            open_fds: (fds_before, process::open_fds_of(pids)),
             reconciles: self.reconciles(&layout.run) - runs_before,
             errors: process::error_lines_since(&controller.log, log_start).0,
             not_ready,
@@ -696,7 +741,7 @@ impl<'a> Bench<'a> {
 
     /// (delete): deletes every Kustomization (one request per namespace) and waits until all
     /// are gone, i.e. the controller pruned their objects and released the finalizers.
-    async fn delete_phase(&self, layout: &Layout, pid: u32, controller: &Controller) -> Phase {
+    async fn delete_phase(&self, layout: &Layout, pids: &[u32], controller: &Controller) -> Phase {
         eprintln!("bench: (delete) deleting every Kustomization");
         let started = Instant::now();
         self.delete_kustomizations(&layout.namespaces, &layout.run)
@@ -715,12 +760,12 @@ impl<'a> Bench<'a> {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         };
-        self.finish_phase("(delete)", waited, pid)
+        self.finish_phase("(delete)", waited, pids)
     }
 
     /// Takes the end checkpoint of a phase and reports its outcome on stderr.
-    fn finish_phase(&self, name: &str, waited: Result<Duration, String>, pid: u32) -> Phase {
-        let end = self.checkpoint(pid);
+    fn finish_phase(&self, name: &str, waited: Result<Duration, String>, pids: &[u32]) -> Phase {
+        let end = self.checkpoint(pids);
         let seconds = match waited {
             Ok(elapsed) => {
                 eprintln!("bench: {name} done in {:.2}s", elapsed.as_secs_f64());
