@@ -290,6 +290,22 @@ async fn helm_template_with_shards_renders_three_deployments_the_server_accepts(
         );
     }
     assert_restricted_containers("helm template (sharded)", &documents);
+    let service = documents
+        .iter()
+        .find(|d| d["kind"] == "Service" && name_of(d) == format!("{fullname}-metrics"))
+        .unwrap_or_else(|| panic!("helm template (sharded): no Service {fullname}-metrics"));
+    let selector = service["spec"]["selector"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    for deployment in &deployments {
+        let labels = &deployment["spec"]["template"]["metadata"]["labels"];
+        assert!(
+            !selector.is_empty() && selector.iter().all(|(key, value)| labels[key] == *value),
+            "the metrics Service ({selector:?}) does not select the pods of Deployment {}: {labels}",
+            name_of(deployment)
+        );
+    }
 
     create_restricted_namespace(&release);
     run_ok(
