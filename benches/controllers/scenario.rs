@@ -190,6 +190,13 @@ fn record(m: &Measured, result: &mut RunResult) {
         Some(m.total_cpu),
         2,
     );
+    for (name, from, to) in m.phases() {
+        result.push(
+            &format!("kube-apiserver + etcd CPU {name} [s]"),
+            Some(to.control_plane_cpu - from.control_plane_cpu),
+            2,
+        );
+    }
     let control_plane_cpu = m.deleted.end.control_plane_cpu - m.start.control_plane_cpu;
     result.push(
         "kube-apiserver + etcd CPU, all phases [s]",
