@@ -267,9 +267,9 @@ ensure_controller() {
 # log, and exits 1 (the controller and the artifact server keep running).
 show_failure() {
   log "error: $1"
-  log "----- Kustomization flux-system/demo status -----"
-  "$KUBECTL" get "$KS" demo -n flux-system -o jsonpath='{.status}' >&2 || true
-  echo >&2
+  log "----- Kustomization flux-system/demo conditions -----"
+  "$KUBECTL" get "$KS" demo -n flux-system >&2 \
+    -o jsonpath='{range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}' || true
   log "----- last 40 lines of $CONTROLLER_LOG -----"
   tail -n 40 "$CONTROLLER_LOG" >&2 || true
   log "the controller and the artifact server are still running: fix what is wrong and run"
