@@ -270,8 +270,8 @@ show_failure() {
   log "----- Kustomization flux-system/demo conditions -----"
   "$KUBECTL" get "$KS" demo -n flux-system >&2 \
     -o jsonpath='{range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}' || true
-  log "----- last 40 lines of $CONTROLLER_LOG -----"
-  tail -n 40 "$CONTROLLER_LOG" >&2 || true
+  log "----- last 20 lines of $CONTROLLER_LOG -----"
+  tail -n 20 "$CONTROLLER_LOG" >&2 || true
   log "the controller and the artifact server are still running: fix what is wrong and run"
   log "'$AGAIN_CMD' again, or stop everything with '$DOWN_CMD'"
   exit 1
@@ -299,6 +299,11 @@ wait_for_revision() {
   done
 }
 
+# plural N WORD: WORD, with an s unless N is 1.
+plural() {
+  if (($1 == 1)); then echo "$2"; else echo "$2s"; fi
+}
+
 # wait_for_rollouts: waits, at most ROLLOUT_TIMEOUT seconds in all, for the Deployments in the
 # Kustomization's inventory to roll out, and says in one line whether they did.
 wait_for_rollouts() {
@@ -317,9 +322,9 @@ wait_for_rollouts() {
     fi
   done
   if ((${#pending[@]} == 0)); then
-    log "Deployment ${ready[*]} rolled out in $((SECONDS - start)) s: kwok simulates the nodes and kubelets, so pods turn Ready without running any container"
+    log "$(plural "${#ready[@]}" Deployment) ${ready[*]} rolled out in $((SECONDS - start)) s: kwok simulates the nodes and kubelets, so pods turn Ready without running any container"
   else
-    log "Deployment ${pending[*]} not rolled out after ${ROLLOUT_TIMEOUT} s; that does not matter for the demo: the controller applied it, and pods here only run on kwok's simulated nodes, never as containers (see $STATE_DIR/kwok.log and kube-scheduler.log)"
+    log "$(plural "${#pending[@]}" Deployment) ${pending[*]} not rolled out after ${ROLLOUT_TIMEOUT} s; that does not matter for the demo: the controller applied $( ((${#pending[@]} == 1)) && echo it || echo them), and pods here only run on kwok's simulated nodes, never as containers (see $STATE_DIR/kwok.log and kube-scheduler.log)"
   fi
 }
 

@@ -198,9 +198,9 @@ EOF
 
 start_control_plane() {
   log "starting a fresh control plane in $STATE_DIR"
-  stop_all
   # The demo's controller and artifact server (STATE_DIR/demo) belonged to the old cluster.
   stop_recorded_processes "$STATE_DIR"
+  stop_all
   # Wipe everything but the lock we are holding.
   find "$STATE_DIR" -mindepth 1 -maxdepth 1 ! -name lock -exec rm -rf {} +
   touch "$STATE_DIR/$CP_MARKER"
