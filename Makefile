@@ -4,7 +4,7 @@ CRD := crds/kustomize.toolkit.fluxcd.io_kustomizations.yaml
 CRD_COPIES := config/crd/bases/kustomize.toolkit.fluxcd.io_kustomizations.yaml \
               charts/kustomize-controller/crds/kustomize.toolkit.fluxcd.io_kustomizations.yaml
 
-.PHONY: build crds demo test kustomize-diff kustomize-wild conformance lint fuzz controlplane-up controlplane-down
+.PHONY: build crds demo demo-down test kustomize-diff kustomize-wild conformance lint fuzz controlplane-up controlplane-down
 
 build:
 	cargo build --release --locked
@@ -14,10 +14,15 @@ crds:
 	cargo run --quiet --locked -- crd > $(CRD)
 	for copy in $(CRD_COPIES); do cp $(CRD) $$copy; done
 
-# Brings up a local control plane and runs the controller on config/samples/demo until
-# `kubectl wait --for=condition=ready` reports Ready.
+# Brings up a local control plane, runs the controller (left running in the background) on
+# config/samples/demo, and waits until the Kustomization is Ready at the manifests' revision.
+# Run it again after editing config/samples/demo/manifests to publish and apply the change.
 demo:
 	bash tests/controlplane/demo.sh
+
+# Stops the demo's controller and artifact server, then the control plane.
+demo-down:
+	bash tests/controlplane/demo.sh down
 
 # Every test: unit, integration and end-to-end, against a local kube-apiserver that this
 # target builds (first run only), starts, and stops again.

@@ -2,22 +2,33 @@
 # The README demo: a Kustomization applied by this controller against a local control plane, with
 # source-controller faked by a static artifact server.
 #
-# Usage: tests/controlplane/demo.sh [STATE_DIR]      (default STATE_DIR: <repo>/.controlplane)
+# Usage: tests/controlplane/demo.sh [up] [STATE_DIR]   start, or update, the demo (`make demo`)
+#        tests/controlplane/demo.sh down [STATE_DIR]   stop it and the control plane (`make demo-down`)
+# (default STATE_DIR: <repo>/.controlplane)
 #
-# Steps: up.sh; cargo build (debug by default); pack config/samples/demo/manifests/ into a
+# up: up.sh; build the controller (see KC_DEMO_PROFILE); pack config/samples/demo/manifests/ into a
 # reproducible tar.gz served by `python3 -m http.server` on a free 127.0.0.1 port; apply
 # config/samples/demo/gitrepository.yaml and write its status.artifact (url, revision, digest, ...)
-# by hand; run the controller; apply config/samples/demo/kustomization.yaml; wait for Ready.
-# The controller and the artifact server are stopped on exit; the control plane keeps running
-# (stop it with tests/controlplane/down.sh).
+# by hand; run the controller; apply config/samples/demo/kustomization.yaml; wait until it is
+# Ready at the artifact's revision, then (bounded) until its Deployments have rolled out.
+# The controller and the artifact server keep running in the background; their pid files and
+# logs are in STATE_DIR/demo/. Running `up` again is how the demo is updated: it repacks and
+# publishes the manifests (a new revision if they changed), reuses the running artifact server
+# and controller (restarting the controller only if it exited, its binary changed or
+# KC_DEMO_CONTROLLER_ARGS changed), and waits for Ready at the new revision.
+#
+# down: stops the controller and the artifact server, then the control plane (down.sh).
 #
 # Environment:
-#   KC_DEMO_PROFILE          debug (default) or release: the cargo profile to build and run
+#   KC_DEMO_PROFILE          debug or release: the cargo profile to build and run. Default: release
+#                            if <target>/release/kustomize-controller exists (an incremental build
+#                            then), else debug (a cold debug build takes about half as long)
 #   KC_DEMO_CONTROLLER_BIN   use this controller binary instead of building one
 #   KC_DEMO_CONTROLLER_ARGS  extra controller arguments (word-split), appended after the demo's own:
 #                            --log-encoding=console --watch-all-namespaces=false
 #                            --metrics-addr=127.0.0.1:<free> --health-addr=127.0.0.1:<free>
 #   KC_DEMO_TIMEOUT          seconds to wait for the Kustomization to be Ready (default 120)
+#   KC_DEMO_ROLLOUT_TIMEOUT  seconds to wait for its Deployments to roll out (default 60)
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -26,165 +37,345 @@ REPO_ROOT="$(cd "$SCRIPT_DIR/../.." && pwd)"
 source "$SCRIPT_DIR/lib.sh"
 
 SAMPLES="$REPO_ROOT/config/samples/demo"
-PROFILE="${KC_DEMO_PROFILE:-debug}"
 TIMEOUT="${KC_DEMO_TIMEOUT:-120}"
+ROLLOUT_TIMEOUT="${KC_DEMO_ROLLOUT_TIMEOUT:-60}"
 KUSTOMIZATION_CRD=kustomizations.kustomize.toolkit.fluxcd.io
+KS=kustomization.kustomize.toolkit.fluxcd.io
+TARGET_DIR="${CARGO_TARGET_DIR:-$REPO_ROOT/target}"
+START_TIME=$SECONDS
 
-for tool in python3 curl tar gzip sha256sum sha1sum cargo; do
-  command -v "$tool" >/dev/null || die "'$tool' is required but not on PATH"
-done
-case "$PROFILE" in
-  debug) cargo_profile_args=() ;;
-  release) cargo_profile_args=(--release) ;;
-  *) die "KC_DEMO_PROFILE must be debug or release, not '$PROFILE'" ;;
+MODE=up
+case "${1:-}" in
+  up) shift ;;
+  down)
+    MODE=down
+    shift
+    ;;
+  -h | --help)
+    sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
+    exit 0
+    ;;
 esac
-
-# --- control plane ---------------------------------------------------------------------------------
+(($# <= 1)) || die "usage: demo.sh [up|down] [STATE_DIR]"
 STATE_ARG=("$@")
+STATE_DIR="${1:-$REPO_ROOT/.controlplane}"
+
+# How to run the demo again and how to stop it, as the user would type it.
+if ((${#STATE_ARG[@]} == 0)); then
+  AGAIN_CMD="make demo"
+  DOWN_CMD="make demo-down"
+else
+  AGAIN_CMD="tests/controlplane/demo.sh $STATE_DIR"
+  DOWN_CMD="tests/controlplane/demo.sh down $STATE_DIR"
+fi
+
+# demo_down: stops the controller and the artifact server, then the control plane.
+demo_down() {
+  if [[ -d "$STATE_DIR/demo" ]]; then
+    local demo_dir
+    demo_dir="$(cd "$STATE_DIR/demo" && pwd)"
+    stop_process "$demo_dir" controller 10
+    stop_process "$demo_dir" artifact-server 5
+  fi
+  "$SCRIPT_DIR/down.sh" "${STATE_ARG[@]}"
+}
+
+# choose_build: sets PROFILE to the cargo profile to build (empty with KC_DEMO_CONTROLLER_BIN).
+choose_build() {
+  PROFILE=""
+  if [[ -n "${KC_DEMO_CONTROLLER_BIN:-}" ]]; then
+    return
+  fi
+  if [[ -n "${KC_DEMO_PROFILE:-}" ]]; then
+    PROFILE="$KC_DEMO_PROFILE"
+  elif [[ -x "$TARGET_DIR/release/kustomize-controller" ]]; then
+    PROFILE=release
+  else
+    PROFILE=debug
+  fi
+  [[ "$PROFILE" == debug || "$PROFILE" == release ]] \
+    || die "KC_DEMO_PROFILE must be debug or release, not '$PROFILE'"
+}
+
+# check_prerequisites: every tool the demo and up.sh need, checked before anything starts.
+check_prerequisites() {
+  local tools=(curl tar gzip sha256sum sha1sum flock setsid base64 openssl python3)
+  [[ -z "$PROFILE" ]] || tools+=(cargo)
+  require_tools "the demo" "${tools[@]}"
+  [[ -z "$PROFILE" ]] || require_cargo "$REPO_ROOT"
+  # go, at the version the Kubernetes build needs, only if a binary still has to be built.
+  "$SCRIPT_DIR/install-binaries.sh" --check || exit 1
+}
+
+# build_controller: sets CONTROLLER to the binary to run, building it with cargo unless
+# KC_DEMO_CONTROLLER_BIN names one. cargo's output goes to DEMO_DIR/cargo-build.log.
+build_controller() {
+  if [[ -z "$PROFILE" ]]; then
+    CONTROLLER="$KC_DEMO_CONTROLLER_BIN"
+    [[ -x "$CONTROLLER" ]] || die "KC_DEMO_CONTROLLER_BIN=$CONTROLLER is not an executable file"
+    log "using the controller binary $CONTROLLER (KC_DEMO_CONTROLLER_BIN)"
+    return
+  fi
+  local build_log="$DEMO_DIR/cargo-build.log" note="" start=$SECONDS rc=0 args=()
+  CONTROLLER="$TARGET_DIR/$PROFILE/kustomize-controller"
+  if [[ "$PROFILE" == release ]]; then
+    args=(--release)
+    [[ -x "$CONTROLLER" ]] || note="first build, ~14 min on 2 cores; "
+  else
+    [[ -x "$CONTROLLER" ]] || note="first build, ~8 min on 2 cores; "
+  fi
+  printf '%s: building the controller (%s; %slog: %s) ... ' "${0##*/}" "$PROFILE" "$note" "$build_log" >&2
+  (cd "$REPO_ROOT" && cargo build --bin kustomize-controller "${args[@]}") </dev/null >"$build_log" 2>&1 || rc=$?
+  if ((rc != 0)); then
+    echo "failed after $((SECONDS - start)) s" >&2
+    log "----- last 30 lines of $build_log -----"
+    tail -n 30 "$build_log" >&2
+    die "cargo build failed (exit status $rc)"
+  fi
+  echo "done in $((SECONDS - start)) s" >&2
+  [[ -x "$CONTROLLER" ]] || die "cargo build succeeded but $CONTROLLER is missing"
+}
+
+# server_answers PORT: true if the artifact server answers on 127.0.0.1:PORT.
+server_answers() {
+  curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$1/" 2>/dev/null
+}
+
+# ensure_artifact_server: reuses the artifact server of an earlier run, or starts one (detached)
+# serving DEMO_DIR/www; sets SERVER_PORT.
+ensure_artifact_server() {
+  mkdir -p "$DEMO_DIR/www"
+  if is_running "$DEMO_DIR" artifact-server && [[ -s "$DEMO_DIR/artifact-server.port" ]]; then
+    SERVER_PORT="$(<"$DEMO_DIR/artifact-server.port")"
+    if server_answers "$SERVER_PORT"; then
+      log "reusing the artifact server on 127.0.0.1:$SERVER_PORT (pid $(<"$DEMO_DIR/artifact-server.pid"))"
+      return
+    fi
+  fi
+  stop_process "$DEMO_DIR" artifact-server 5
+  read -r SERVER_PORT <<<"$(free_ports 1)"
+  setsid nohup python3 -m http.server "$SERVER_PORT" --bind 127.0.0.1 --directory "$DEMO_DIR/www" \
+    </dev/null >>"$DEMO_DIR/artifact-server.log" 2>&1 7>&- &
+  echo "$!" >"$DEMO_DIR/artifact-server.pid"
+  echo "$SERVER_PORT" >"$DEMO_DIR/artifact-server.port"
+  local i
+  for i in {1..50}; do
+    server_answers "$SERVER_PORT" && break
+    is_running "$DEMO_DIR" artifact-server \
+      || die "the artifact server exited: $(tail -n 5 "$DEMO_DIR/artifact-server.log")"
+    ((i < 50)) || die "the artifact server is not answering on 127.0.0.1:$SERVER_PORT after 10 s"
+    sleep 0.2
+  done
+  log "started the artifact server on 127.0.0.1:$SERVER_PORT (pid $(<"$DEMO_DIR/artifact-server.pid"))"
+}
+
+# publish_artifact: packs the manifests into DEMO_DIR/www/<sha1>.tar.gz and writes it as the
+# GitRepository's status.artifact; sets REVISION.
+publish_artifact() {
+  local tmp="$DEMO_DIR/www/.pack.tmp" digest commit size url previous now generation
+  # Reproducible archive: the same manifests give the same digest and revision on every run.
+  tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 \
+    -C "$SAMPLES/manifests" -cf - . | gzip -n >"$tmp"
+  digest="sha256:$(sha256sum "$tmp" | cut -d' ' -f1)"
+  commit="$(sha1sum "$tmp" | cut -d' ' -f1)" # stands in for a git commit id
+  size="$(stat -c %s "$tmp")"
+  REVISION="main@sha1:$commit"
+  # One file per revision: a controller still fetching the previous one is not disturbed.
+  mv -f "$tmp" "$DEMO_DIR/www/$commit.tar.gz"
+  url="http://127.0.0.1:$SERVER_PORT/$commit.tar.gz"
+  [[ "sha256:$(curl -fsS --max-time 10 "$url" | sha256sum | cut -d' ' -f1)" == "$digest" ]] \
+    || die "the artifact served on $url does not match $digest"
+
+  "$KUBECTL" create namespace flux-system --dry-run=client -o yaml | "$KUBECTL" apply --server-side -f - >/dev/null
+  "$KUBECTL" apply --server-side -f "$SAMPLES/gitrepository.yaml" >/dev/null
+  previous="$("$KUBECTL" get gitrepository demo -n flux-system -o jsonpath='{.status.artifact.revision}')"
+  now="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  generation="$("$KUBECTL" get gitrepository demo -n flux-system -o jsonpath='{.metadata.generation}')"
+  "$KUBECTL" patch gitrepository demo -n flux-system --subresource=status --type=merge -p "$(
+    cat <<EOF
+{"status": {
+  "observedGeneration": $generation,
+  "conditions": [{"type": "Ready", "status": "True", "reason": "Succeeded",
+                  "message": "stored artifact for revision '$REVISION'",
+                  "observedGeneration": $generation, "lastTransitionTime": "$now"}],
+  "artifact": {"path": "gitrepository/flux-system/demo/$commit.tar.gz", "url": "$url",
+               "revision": "$REVISION", "digest": "$digest", "size": $size,
+               "lastUpdateTime": "$now"}}}
+EOF
+  )" >/dev/null
+  if [[ "$previous" == "$REVISION" ]]; then
+    log "GitRepository flux-system/demo: manifests unchanged since the last run, still $REVISION"
+  elif [[ -n "$previous" ]]; then
+    log "GitRepository flux-system/demo: new revision $REVISION ($size bytes, $digest), was $previous"
+  else
+    log "GitRepository flux-system/demo: revision $REVISION ($size bytes, $digest) on $url"
+  fi
+}
+
+# binary_stamp FILE: path, size, mtime and inode of FILE (changes whenever cargo relinks it).
+binary_stamp() {
+  stat -L -c '%n %s %Y %i' "$1"
+}
+
+# ensure_controller: reuses the running controller, or (re)starts it, detached, from a copy of
+# CONTROLLER in DEMO_DIR (so that its command line names DEMO_DIR, and a rebuild does not touch
+# the running binary): when it is not running, when CONTROLLER's content changed, or when
+# KC_DEMO_CONTROLLER_ARGS changed.
+ensure_controller() {
+  local copy="$DEMO_DIR/kustomize-controller" stamp args reason=""
+  local metrics_port health_port extra_args=()
+  stamp="$(binary_stamp "$CONTROLLER")"
+  args="${KC_DEMO_CONTROLLER_ARGS:-}"
+  if [[ ! -x "$copy" ]] || { [[ "$stamp" != "$(cat "$DEMO_DIR/controller.stamp" 2>/dev/null)" ]] \
+    && [[ "$(sha256sum <"$CONTROLLER")" != "$(sha256sum <"$copy")" ]]; }; then
+    reason="binary changed"
+    [[ -x "$copy" ]] || reason="first start"
+  fi
+  if [[ -z "$reason" ]] && ! is_running "$DEMO_DIR" controller; then
+    reason="it had exited, see the end of its log"
+  fi
+  if [[ -z "$reason" && "$args" != "$(cat "$DEMO_DIR/controller.args" 2>/dev/null)" ]]; then
+    reason="KC_DEMO_CONTROLLER_ARGS changed"
+  fi
+  echo "$stamp" >"$DEMO_DIR/controller.stamp"
+  if [[ -z "$reason" ]]; then
+    log "reusing the running controller (pid $(<"$DEMO_DIR/controller.pid"), same binary)"
+    return
+  fi
+
+  stop_process "$DEMO_DIR" controller 10
+  if [[ "$reason" == "binary changed" || "$reason" == "first start" ]]; then
+    cp "$CONTROLLER" "$copy.tmp"
+    mv -f "$copy.tmp" "$copy"
+  fi
+  echo "$args" >"$DEMO_DIR/controller.args"
+  read -r -a extra_args <<<"$args"
+  # Free loopback ports instead of Flux's defaults (:8080, :9440), which may well be taken, and
+  # only the flux-system namespace: the integration tests may share this control plane and run
+  # their own controllers against their own namespaces.
+  read -r metrics_port health_port <<<"$(free_ports 2)"
+  echo "===== $(date -u +%Y-%m-%dT%H:%M:%SZ) demo.sh starts $CONTROLLER ($reason)" >>"$CONTROLLER_LOG"
+  RUNTIME_NAMESPACE=flux-system setsid nohup "$copy" \
+    --log-encoding=console --watch-all-namespaces=false \
+    --metrics-addr="127.0.0.1:$metrics_port" --health-addr="127.0.0.1:$health_port" \
+    "${extra_args[@]}" </dev/null >>"$CONTROLLER_LOG" 2>&1 7>&- &
+  echo "$!" >"$DEMO_DIR/controller.pid"
+  log "started the controller ($reason): pid $!, a copy of $CONTROLLER"
+}
+
+# show_failure MESSAGE: prints MESSAGE, the Kustomization's status and the end of the controller
+# log, and exits 1 (the controller and the artifact server keep running).
+show_failure() {
+  log "error: $1"
+  log "----- Kustomization flux-system/demo conditions -----"
+  "$KUBECTL" get "$KS" demo -n flux-system >&2 \
+    -o jsonpath='{range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}' || true
+  log "----- last 20 lines of $CONTROLLER_LOG -----"
+  tail -n 20 "$CONTROLLER_LOG" >&2 || true
+  log "the controller and the artifact server are still running: fix what is wrong and run"
+  log "'$AGAIN_CMD' again, or stop everything with '$DOWN_CMD'"
+  exit 1
+}
+
+# wait_for_revision TOKEN: waits until the Kustomization has handled the reconcile request TOKEN
+# and is Ready with REVISION applied; fails fast if that reconcile failed at REVISION.
+wait_for_revision() {
+  local token="$1" deadline=$((SECONDS + TIMEOUT)) status applied attempted handled ready reason message
+  while true; do
+    status="$("$KUBECTL" get "$KS" demo -n flux-system -o jsonpath='{.status.lastAppliedRevision}|{.status.lastAttemptedRevision}|{.status.lastHandledReconcileAt}|{.status.conditions[?(@.type=="Ready")].status}|{.status.conditions[?(@.type=="Ready")].reason}|{.status.conditions[?(@.type=="Ready")].message}' 2>/dev/null)" || status=""
+    # Not tab-separated: read would merge the empty fields.
+    IFS='|' read -r applied attempted handled ready reason message <<<"$status" || true
+    if [[ "$handled" == "$token" && "$ready" == True && "$applied" == "$REVISION" ]]; then
+      return 0
+    fi
+    if [[ "$handled" == "$token" && "$ready" == False && "$attempted" == "$REVISION" ]]; then
+      show_failure "the Kustomization failed at $REVISION ($reason): $message"
+    fi
+    is_running "$DEMO_DIR" controller \
+      || show_failure "the controller exited before the Kustomization became Ready at $REVISION"
+    ((SECONDS < deadline)) \
+      || show_failure "the Kustomization is not Ready at $REVISION after ${TIMEOUT} s (Ready=${ready:-unset}: ${message:-no message})"
+    sleep 1
+  done
+}
+
+# plural N WORD: WORD, with an s unless N is 1.
+plural() {
+  if (($1 == 1)); then echo "$2"; else echo "$2s"; fi
+}
+
+# wait_for_rollouts: waits, at most ROLLOUT_TIMEOUT seconds in all, for the Deployments in the
+# Kustomization's inventory to roll out, and says in one line whether they did.
+wait_for_rollouts() {
+  local deployments=() pending=() ready=() d remaining start=$SECONDS
+  mapfile -t deployments < <("$KUBECTL" get "$KS" demo -n flux-system \
+    -o jsonpath='{range .status.inventory.entries[*]}{.id}{"\n"}{end}' \
+    | awk -F_ '$3 == "apps" && $4 == "Deployment" { print $1 "/" $2 }')
+  ((${#deployments[@]} > 0)) || return 0
+  for d in "${deployments[@]}"; do
+    remaining=$((start + ROLLOUT_TIMEOUT - SECONDS))
+    ((remaining > 0)) || remaining=1
+    if "$KUBECTL" rollout status "deployment/${d#*/}" -n "${d%%/*}" --timeout="${remaining}s" >/dev/null 2>&1; then
+      ready+=("$d")
+    else
+      pending+=("$d")
+    fi
+  done
+  if ((${#pending[@]} == 0)); then
+    log "$(plural "${#ready[@]}" Deployment) ${ready[*]} rolled out in $((SECONDS - start)) s: kwok simulates the nodes and kubelets, so pods turn Ready without running any container"
+  else
+    log "$(plural "${#pending[@]}" Deployment) ${pending[*]} not rolled out after ${ROLLOUT_TIMEOUT} s; that does not matter for the demo: the controller applied $( ((${#pending[@]} == 1)) && echo it || echo them), and pods here only run on kwok's simulated nodes, never as containers (see $STATE_DIR/kwok.log and kube-scheduler.log)"
+  fi
+}
+
+if [[ "$MODE" == down ]]; then
+  demo_down
+  exit 0
+fi
+
+# --- prerequisites and control plane ---------------------------------------------------------------
+choose_build
+check_prerequisites
 KUBECONFIG="$("$SCRIPT_DIR/up.sh" "${STATE_ARG[@]}")" || die "up.sh failed"
 export KUBECONFIG
-KUBECTL="$(dirname "$KUBECONFIG")/bin/kubectl"
+STATE_DIR="$(dirname "$KUBECONFIG")"
+KUBECTL="$STATE_DIR/bin/kubectl"
 [[ -x "$KUBECTL" ]] || die "$KUBECTL not found (up.sh should have linked it)"
+DEMO_DIR="$STATE_DIR/demo"
+CONTROLLER_LOG="$DEMO_DIR/controller.log"
+mkdir -p "$DEMO_DIR"
+# One demo run at a time per state dir (fd 7 is closed for the processes left running).
+exec 7>"$DEMO_DIR/lock"
+flock -w 600 7 || die "another demo.sh has held $DEMO_DIR/lock for 10 minutes"
 
 "$KUBECTL" get crd "$KUSTOMIZATION_CRD" >/dev/null 2>&1 \
   || die "the $KUSTOMIZATION_CRD CRD is not installed: generate it into $REPO_ROOT/crds/ and rerun"
 
-# --- controller binary -----------------------------------------------------------------------------
-if [[ -n "${KC_DEMO_CONTROLLER_BIN:-}" ]]; then
-  CONTROLLER="$KC_DEMO_CONTROLLER_BIN"
-else
-  log "building the controller (cargo build --bin kustomize-controller ${cargo_profile_args[*]})"
-  (cd "$REPO_ROOT" && cargo build --bin kustomize-controller "${cargo_profile_args[@]}" </dev/null >&2) \
-    || die "cargo build failed"
-  CONTROLLER="${CARGO_TARGET_DIR:-$REPO_ROOT/target}/$PROFILE/kustomize-controller"
-fi
-[[ -x "$CONTROLLER" ]] || die "controller binary $CONTROLLER not found or not executable"
-
-# --- cleanup of everything this script starts (not the control plane) -------------------------------
-WORK="$(mktemp -d)"
-CONTROLLER_LOG="$WORK/controller.log"
-server_pid=""
-controller_pid=""
-cleanup() {
-  local rc=$?
-  local pid killer
-  for pid in "$controller_pid" "$server_pid"; do
-    if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
-      kill -TERM "$pid" 2>/dev/null || true
-      (sleep 5 && kill -KILL "$pid" 2>/dev/null) &
-      killer=$!
-      wait "$pid" 2>/dev/null || true
-      kill "$killer" 2>/dev/null || true
-    fi
-  done
-  if ((rc != 0)) && [[ -f "$CONTROLLER_LOG" ]]; then
-    cp "$CONTROLLER_LOG" "$(dirname "$KUBECONFIG")/demo-controller.log" 2>/dev/null || true
-  fi
-  rm -rf "$WORK"
-  log "controller and artifact server stopped; the control plane is still running."
-  log "  use it:  export KUBECONFIG=$KUBECONFIG"
-  log "  stop it: $SCRIPT_DIR/down.sh${STATE_ARG[0]:+ ${STATE_ARG[0]}}"
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-# --- artifact --------------------------------------------------------------------------------------
-mkdir -p "$WORK/www"
-ARTIFACT="$WORK/www/demo.tar.gz"
-# Reproducible archive: same manifests, same digest and revision on every run.
-tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 \
-  -C "$SAMPLES/manifests" -cf - . | gzip -n >"$ARTIFACT"
-DIGEST="sha256:$(sha256sum "$ARTIFACT" | cut -d' ' -f1)"
-COMMIT="$(sha1sum "$ARTIFACT" | cut -d' ' -f1)" # stands in for a git commit id
-REVISION="main@sha1:$COMMIT"
-SIZE="$(stat -c %s "$ARTIFACT")"
-
-read -r PORT <<<"$(free_ports 1)"
-python3 -m http.server "$PORT" --bind 127.0.0.1 --directory "$WORK/www" \
-  </dev/null >"$WORK/http.log" 2>&1 &
-server_pid=$!
-ARTIFACT_URL="http://127.0.0.1:$PORT/demo.tar.gz"
-for i in {1..50}; do
-  if curl -fsS -o "$WORK/check.tar.gz" "$ARTIFACT_URL" 2>/dev/null; then break; fi
-  kill -0 "$server_pid" 2>/dev/null || die "artifact server exited: $(tail -n 5 "$WORK/http.log")"
-  ((i < 50)) || die "artifact server not answering on $ARTIFACT_URL after 10s"
-  sleep 0.2
-done
-[[ "sha256:$(sha256sum "$WORK/check.tar.gz" | cut -d' ' -f1)" == "$DIGEST" ]] \
-  || die "artifact served on $ARTIFACT_URL does not match $DIGEST"
-log "serving $ARTIFACT_URL ($SIZE bytes, $DIGEST)"
-
-# --- fake source: GitRepository with a hand-written status ----------------------------------------
-"$KUBECTL" create namespace flux-system --dry-run=client -o yaml | "$KUBECTL" apply --server-side -f - >/dev/null
-"$KUBECTL" apply --server-side -f "$SAMPLES/gitrepository.yaml" >/dev/null
-NOW="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-GENERATION="$("$KUBECTL" get gitrepository demo -n flux-system -o jsonpath='{.metadata.generation}')"
-"$KUBECTL" patch gitrepository demo -n flux-system --subresource=status --type=merge -p "$(
-  cat <<EOF
-{"status": {
-  "observedGeneration": $GENERATION,
-  "conditions": [{"type": "Ready", "status": "True", "reason": "Succeeded",
-                  "message": "stored artifact for revision '$REVISION'",
-                  "observedGeneration": $GENERATION, "lastTransitionTime": "$NOW"}],
-  "artifact": {"path": "gitrepository/flux-system/demo/$COMMIT.tar.gz", "url": "$ARTIFACT_URL",
-               "revision": "$REVISION", "digest": "$DIGEST", "size": $SIZE,
-               "lastUpdateTime": "$NOW"}}}
-EOF
-)" >/dev/null
-log "GitRepository flux-system/demo now advertises $REVISION"
-
-# A Kustomization left over from an earlier run would still show that run's Ready condition, and
-# its finalizer would wait for a controller: drop it (its objects stay and are re-adopted).
-if "$KUBECTL" get kustomization.kustomize.toolkit.fluxcd.io demo -n flux-system >/dev/null 2>&1; then
-  log "removing the Kustomization left over from a previous run"
-  "$KUBECTL" patch kustomization.kustomize.toolkit.fluxcd.io demo -n flux-system --type=merge \
-    -p '{"metadata":{"finalizers":null}}' >/dev/null
-  "$KUBECTL" delete kustomization.kustomize.toolkit.fluxcd.io demo -n flux-system --wait=true --timeout=30s >/dev/null
-fi
-
-# --- controller ------------------------------------------------------------------------------------
-read -r -a extra_args <<<"${KC_DEMO_CONTROLLER_ARGS:-}"
-# Free loopback ports instead of Flux's defaults (:8080, :9440), which may well be taken, and only
-# the flux-system namespace: the integration tests may share this control plane and run their own
-# controllers against their own namespaces.
-read -r METRICS_PORT HEALTH_PORT <<<"$(free_ports 2)"
-log "starting $CONTROLLER (log: $CONTROLLER_LOG)"
-RUNTIME_NAMESPACE=flux-system "$CONTROLLER" --log-encoding=console --watch-all-namespaces=false \
-  --metrics-addr="127.0.0.1:$METRICS_PORT" --health-addr="127.0.0.1:$HEALTH_PORT" \
-  "${extra_args[@]}" </dev/null >"$CONTROLLER_LOG" 2>&1 &
-controller_pid=$!
+# --- controller binary, artifact, controller, Kustomization ----------------------------------------
+build_controller
+ensure_artifact_server
+publish_artifact
+ensure_controller
 
 "$KUBECTL" apply --server-side -f "$SAMPLES/kustomization.yaml" >/dev/null
-log "applied Kustomization flux-system/demo; waiting up to ${TIMEOUT}s for it to become Ready"
+# A reconcile request makes the wait below see a reconcile of this run, even when the revision
+# did not change or the controller was just restarted.
+TOKEN="$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)"
+"$KUBECTL" annotate "$KS" demo -n flux-system --overwrite "reconcile.fluxcd.io/requestedAt=$TOKEN" >/dev/null
+log "applied Kustomization flux-system/demo; waiting up to ${TIMEOUT} s for it to be Ready at $REVISION"
+wait_for_revision "$TOKEN"
+log "Kustomization flux-system/demo is Ready at $REVISION ($((SECONDS - START_TIME)) s after the start of demo.sh)"
+wait_for_rollouts
 
-deadline=$((SECONDS + TIMEOUT))
-until "$KUBECTL" wait kustomization.kustomize.toolkit.fluxcd.io/demo -n flux-system \
-  --for=condition=Ready --timeout=5s >/dev/null 2>&1; do
-  if ! kill -0 "$controller_pid" 2>/dev/null || ((SECONDS >= deadline)); then
-    if kill -0 "$controller_pid" 2>/dev/null; then
-      log "error: Kustomization flux-system/demo not Ready after ${TIMEOUT}s"
-    else
-      local_rc=0
-      wait "$controller_pid" || local_rc=$?
-      controller_pid=""
-      log "error: the controller exited (status $local_rc) before the Kustomization became Ready"
-    fi
-    log "----- Kustomization status -----"
-    "$KUBECTL" get kustomization.kustomize.toolkit.fluxcd.io demo -n flux-system -o jsonpath='{.status}' >&2 || true
-    echo >&2
-    log "----- last 60 lines of the controller log -----"
-    if [[ -s "$CONTROLLER_LOG" ]]; then tail -n 60 "$CONTROLLER_LOG" >&2; else log "(the log is empty)"; fi
-    log "(full log kept as $(dirname "$KUBECONFIG")/demo-controller.log)"
-    exit 1
-  fi
-  sleep 1
-done
-
-log "Kustomization flux-system/demo is Ready"
+echo
 "$KUBECTL" get kustomizations.kustomize.toolkit.fluxcd.io -n flux-system
+if "$KUBECTL" get namespace demo >/dev/null 2>&1; then
+  echo
+  "$KUBECTL" get configmaps,deployments,pods -n demo
+fi
 echo
-"$KUBECTL" get namespace demo
-echo
-"$KUBECTL" get configmaps,deployments,pods -n demo
+log "the controller and the artifact server keep running in the background. Next steps:"
+log "  follow the controller:  tail -f $CONTROLLER_LOG"
+log "  use the cluster:        export KUBECONFIG=$KUBECONFIG PATH=$STATE_DIR/bin:\$PATH"
+log "  try a change:           edit config/samples/demo/manifests and run '$AGAIN_CMD' again"
+log "  stop everything:        $DOWN_CMD"

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Stops the control plane started by up.sh and deletes its state directory.
+# Stops the control plane started by up.sh, and any process recorded in a subdirectory of its
+# state directory (the demo's controller and artifact server), and deletes the state directory.
 #
 # Usage: tests/controlplane/down.sh [STATE_DIR]      (default STATE_DIR: <repo>/.controlplane)
 set -euo pipefail
@@ -26,6 +27,8 @@ fi
 exec 9>>"$STATE_DIR/lock"
 flock -w 120 9 || die "timed out after 120s waiting for $STATE_DIR/lock"
 
+# First whatever runs against the cluster: the demo's controller and artifact server.
+stop_recorded_processes "$STATE_DIR"
 for name in kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
   stop_process "$STATE_DIR" "$name" 10
 done

@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Helpers shared by up.sh, down.sh and demo.sh. Source it; it defines functions only.
+# Helpers shared by up.sh, down.sh, restart.sh and demo.sh. Source it; it defines functions only.
 
 # Defaults shared with install-binaries.sh (exported so that script builds the same versions).
 export K8S_VERSION="${K8S_VERSION:-v1.35.4}"
@@ -64,4 +64,45 @@ print(" ".join(str(s.getsockname()[1]) for s in socks))
 for s in socks:
     s.close()
 PY
+}
+
+# require_tools PURPOSE TOOL...: dies with one sentence naming every TOOL that is not on PATH.
+require_tools() {
+  local purpose="$1" tool missing=() list
+  shift
+  for tool in "$@"; do
+    command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+  done
+  ((${#missing[@]} == 0)) && return 0
+  printf -v list '%s, ' "${missing[@]}"
+  die "$purpose needs ${list%, }, not found on PATH: install what is missing and rerun"
+}
+
+# version_at_least HAVE WANT: true if dotted version HAVE (e.g. 1.95.0) is WANT (e.g. 1.89) or newer.
+version_at_least() {
+  [[ -n "$1" ]] || return 1
+  [[ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n 1)" == "$2" ]]
+}
+
+# require_cargo REPO_ROOT: dies unless cargo is at least the rust-version of REPO_ROOT/Cargo.toml.
+require_cargo() {
+  local want have
+  want="$(sed -n 's/^rust-version *= *"\([0-9.]*\)".*/\1/p' "$1/Cargo.toml")"
+  want="${want%%$'\n'*}"
+  [[ -n "$want" ]] || return 0
+  have="$(cargo --version 2>/dev/null || true)" # "cargo 1.95.0 (f2d3ce0bd 2026-03-21)"
+  have="${have#cargo }"
+  have="${have%%[!0-9.]*}"
+  version_at_least "$have" "$want" \
+    || die "building the controller needs cargo $want or newer (rust-version in Cargo.toml), but cargo on PATH is ${have:-of unknown version}: update Rust (rustup update) and rerun"
+}
+
+# stop_recorded_processes STATE_DIR: stops every process recorded by a pid file one directory
+# below STATE_DIR (the demo's controller and artifact server in STATE_DIR/demo), so that
+# wiping STATE_DIR never leaves one of them running.
+stop_recorded_processes() {
+  local pidfile
+  while IFS= read -r -d '' pidfile; do
+    stop_process "$(dirname "$pidfile")" "$(basename "$pidfile" .pid)" 5
+  done < <(find "$1" -mindepth 2 -maxdepth 2 -name '*.pid' -print0 2>/dev/null)
 }

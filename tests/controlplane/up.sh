@@ -32,9 +32,9 @@ READY_TIMEOUT="${KC_READY_TIMEOUT:-120}"
 LOCK_TIMEOUT="${KC_LOCK_TIMEOUT:-3600}"
 START_TIME=$SECONDS
 
-for tool in openssl python3 flock setsid base64; do
-  command -v "$tool" >/dev/null || die "'$tool' is required but not on PATH"
-done
+require_tools "the local control plane" openssl python3 flock setsid base64
+# go (and its version) only when a binary still has to be built.
+"$SCRIPT_DIR/install-binaries.sh" --check || exit 1
 
 STATE_DIR="${1:-$REPO_ROOT/.controlplane}"
 mkdir -p "$STATE_DIR"
@@ -198,6 +198,8 @@ EOF
 
 start_control_plane() {
   log "starting a fresh control plane in $STATE_DIR"
+  # The demo's controller and artifact server (STATE_DIR/demo) belonged to the old cluster.
+  stop_recorded_processes "$STATE_DIR"
   stop_all
   # Wipe everything but the lock we are holding.
   find "$STATE_DIR" -mindepth 1 -maxdepth 1 ! -name lock -exec rm -rf {} +
