@@ -9,7 +9,7 @@ use clap::Args;
 use kube::api::Api;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kustomize_controller::api::Kustomization;
-use kustomize_controller::apply::ObjectId;
+use kustomize_controller::apply::inventory_of;
 use kustomize_controller::diff::{self, DiffInput};
 
 use crate::offline::read_kustomization;
@@ -99,14 +99,7 @@ async fn diff_text(args: &DiffArgs) -> Result<String, String> {
     let inventory = live
         .as_ref()
         .and_then(|ks| ks.status.as_ref())
-        .and_then(|status| status.inventory.as_ref())
-        .map(|inventory| {
-            inventory
-                .entries
-                .iter()
-                .filter_map(|entry| ObjectId::from_ref(entry).ok())
-                .collect()
-        })
+        .map(inventory_of)
         .unwrap_or_default();
     let mut kustomization = match (from_file, live) {
         (Some(ks), _) => ks,

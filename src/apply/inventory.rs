@@ -20,6 +20,22 @@ pub struct ObjectId {
     pub version: String,
 }
 
+/// The objects of a Kustomization's status inventory, in its order; entries not in Flux's
+/// format are left out.
+pub fn inventory_of(status: &crate::api::KustomizationStatus) -> Vec<ObjectId> {
+    status
+        .inventory
+        .as_ref()
+        .map(|inventory| {
+            inventory
+                .entries
+                .iter()
+                .filter_map(|entry| ObjectId::from_ref(entry).ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// An inventory entry that is not in Flux's format.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("invalid inventory entry {0:?}: expected <namespace>_<name>_<group>_<kind>")]

@@ -1237,17 +1237,7 @@ async fn prune(applier: &Applier, stale: &[ObjectId]) -> Result<ChangeSet, Failu
 }
 
 fn previous_inventory(status: &KustomizationStatus) -> Vec<ObjectId> {
-    status
-        .inventory
-        .as_ref()
-        .map(|inventory| {
-            inventory
-                .entries
-                .iter()
-                .filter_map(|entry| ObjectId::from_ref(entry).ok())
-                .collect()
-        })
-        .unwrap_or_default()
+    crate::apply::inventory_of(status)
 }
 
 fn owner(ks: &Kustomization) -> Owner {

@@ -112,91 +112,85 @@ fn network_bytes(net_dev: &str) -> (f64, f64) {
         .fold((0.0, 0.0), |(rx, tx), (r, t)| (rx + r, tx + t))
 }
 
-fn gauge(
+/// Encodes one sample of `metric` (its type from the metric), when there is a value.
+fn encode(
     encoder: &mut DescriptorEncoder,
     name: &str,
     help: &str,
-    value: Option<f64>,
+    metric: Option<impl EncodeMetric>,
 ) -> std::fmt::Result {
-    let Some(value) = value else {
+    let Some(metric) = metric else {
         return Ok(());
     };
-    let gauge = ConstGauge::new(value);
-    let metric = encoder.encode_descriptor(name, help, None, gauge.metric_type())?;
-    gauge.encode(metric)
+    let sample = encoder.encode_descriptor(name, help, None, metric.metric_type())?;
+    metric.encode(sample)
 }
 
-fn counter(
-    encoder: &mut DescriptorEncoder,
-    name: &str,
-    help: &str,
-    value: Option<f64>,
-) -> std::fmt::Result {
-    let Some(value) = value else {
-        return Ok(());
-    };
-    let counter = ConstCounter::new(value);
-    let metric = encoder.encode_descriptor(name, help, None, counter.metric_type())?;
-    counter.encode(metric)
+fn gauge(value: Option<f64>) -> Option<ConstGauge<f64>> {
+    value.map(ConstGauge::new)
+}
+
+fn counter(value: Option<f64>) -> Option<ConstCounter<f64>> {
+    value.map(ConstCounter::new)
 }
 
 impl Collector for ProcessCollector {
     fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
         let s = Sample::read();
         let e = &mut encoder;
-        counter(
+        encode(
             e,
             "process_cpu_seconds",
             "Total user and system CPU time spent in seconds.",
-            s.cpu_seconds,
+            counter(s.cpu_seconds),
         )?;
-        gauge(
+        encode(
             e,
             "process_max_fds",
             "Maximum number of open file descriptors.",
-            s.max_fds,
+            gauge(s.max_fds),
         )?;
-        counter(
+        encode(
             e,
             "process_network_receive_bytes",
             "Number of bytes received by the process over the network.",
-            s.network.map(|n| n.0),
+            counter(s.network.map(|n| n.0)),
         )?;
-        counter(
+        encode(
             e,
             "process_network_transmit_bytes",
             "Number of bytes sent by the process over the network.",
-            s.network.map(|n| n.1),
+            counter(s.network.map(|n| n.1)),
         )?;
-        gauge(
+        encode(
             e,
             "process_open_fds",
             "Number of open file descriptors.",
-            s.open_fds,
+            gauge(s.open_fds),
         )?;
-        gauge(
+        encode(
             e,
             "process_resident_memory_bytes",
             "Resident memory size in bytes.",
-            s.resident_memory_bytes,
+            gauge(s.resident_memory_bytes),
         )?;
-        gauge(
+        encode(
             e,
             "process_start_time_seconds",
             "Start time of the process since unix epoch in seconds.",
-            s.start_time_seconds,
+            gauge(s.start_time_seconds),
         )?;
-        gauge(
+        encode(
             e,
             "process_virtual_memory_bytes",
             "Virtual memory size in bytes.",
-            s.virtual_memory_bytes,
+            gauge(s.virtual_memory_bytes),
         )?;
-        gauge(
+        encode(
             e,
             "process_virtual_memory_max_bytes",
             "Maximum amount of virtual memory available in bytes.",
-            s.virtual_memory_max_bytes,
+            gauge(s.virtual_memory_max_bytes),
         )?;
         Ok(())
     }

@@ -95,17 +95,7 @@ async fn diff_shows_what_applying_would_change() {
     let kubeconfig = support::kubeconfig_path();
 
     let same = local_dir(&applied);
-    let path = same.path().join("deploy");
-    let output = diff(
-        &["app", "-n", ns, "--path", &path.to_string_lossy()],
-        &kubeconfig,
-    );
-    let (stdout, stderr) = text(&output);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "stdout:\n{stdout}\nstderr:\n{stderr}"
-    );
+    let stdout = diff_exiting(ns, &same, &kubeconfig, 0);
     assert_eq!(stdout, "", "nothing to change prints nothing");
 
     let changed = local_dir(&files(
@@ -115,17 +105,7 @@ async fn diff_shows_what_applying_would_change() {
         "second-token-value",
         Some("c"),
     ));
-    let path = changed.path().join("deploy");
-    let output = diff(
-        &["app", "-n", ns, "--path", &path.to_string_lossy()],
-        &kubeconfig,
-    );
-    let (stdout, stderr) = text(&output);
-    assert_eq!(
-        output.status.code(),
-        Some(1),
-        "stdout:\n{stdout}\nstderr:\n{stderr}"
-    );
+    let stdout = diff_exiting(ns, &changed, &kubeconfig, 1);
     for expected in [
         format!("► ConfigMap/{ns}/a drifted\n"),
         "-  value: hello\n".to_string(),
@@ -153,6 +133,7 @@ async fn diff_shows_what_applying_would_change() {
         "diff changes nothing"
     );
 
+    let path = changed.path().join("deploy");
     let bad = tempfile::NamedTempFile::new().expect("temp file");
     std::fs::write(bad.path(), "not: [a kubeconfig").expect("write");
     let output = diff(
@@ -189,6 +170,22 @@ async fn diff_shows_what_applying_would_change() {
         stderr.starts_with("error: kustomize build failed: ") && stderr.contains("missing.yaml"),
         "{stderr}"
     );
+}
+
+/// Runs `diff app -n ns --path <dir>/deploy`, checks its exit status, returns its stdout.
+fn diff_exiting(ns: &str, dir: &tempfile::TempDir, kubeconfig: &Path, code: i32) -> String {
+    let path = dir.path().join("deploy");
+    let output = diff(
+        &["app", "-n", ns, "--path", &path.to_string_lossy()],
+        kubeconfig,
+    );
+    let (stdout, stderr) = text(&output);
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    stdout
 }
 
 async fn data_value(client: &kube::Client, ns: &str, name: &str) -> Option<String> {
