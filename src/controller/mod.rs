@@ -454,7 +454,11 @@ async fn reconcile_and_track(
         object.namespace.as_deref().unwrap_or_default(),
         &object.name,
     );
-    let run = std::panic::AssertUnwindSafe(reconcile(ks, ctx.clone(), permit).instrument(span));
+    // Boxed once a permit is held: the pipeline's state machine is kilobytes, and with
+    // thousands of Kustomizations queued for a permit it would otherwise be allocated for
+    // each of them while they wait (11 MiB of heap at 1000).
+    let pipeline = Box::pin(reconcile(ks, ctx.clone(), permit).instrument(span));
+    let run = std::panic::AssertUnwindSafe(pipeline);
     let (result, outcome) = match futures::FutureExt::catch_unwind(run).await {
         Ok(Ok(done)) => {
             let outcome = if done.terminal {
