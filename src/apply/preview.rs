@@ -11,15 +11,28 @@ use crate::manifest::Object;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Preview {
     /// It does not exist: it would be created as `desired`.
-    Create { id: ObjectId, desired: Value },
+    Create {
+        /// The object.
+        id: ObjectId,
+        /// What the dry-run returned (or the configuration, when its namespace is new).
+        desired: Value,
+    },
     /// It exists and drifted from the build: `live` would become `desired`.
     Configure {
+        /// The object.
         id: ObjectId,
+        /// The object as it is.
         live: Box<Value>,
+        /// The object as the dry-run of the build's configuration returned it.
         desired: Box<Value>,
     },
     /// It left the build and would be pruned.
-    Delete { id: ObjectId, live: Box<Value> },
+    Delete {
+        /// The object.
+        id: ObjectId,
+        /// The object as it is.
+        live: Box<Value>,
+    },
 }
 
 impl Preview {
