@@ -71,9 +71,11 @@ impl Applier {
                 previews.push(preview);
             }
         }
+        let built: std::collections::HashSet<String> =
+            built.iter().map(ObjectId::inventory_id).collect();
         for id in inventory
             .iter()
-            .filter(|id| !built.iter().any(|b| b.inventory_id() == id.inventory_id()))
+            .filter(|id| !built.contains(&id.inventory_id()))
         {
             if let Some((_, live, true)) = self.prune_candidate(id).await? {
                 let live = serde_json::to_value(live).unwrap_or_default();

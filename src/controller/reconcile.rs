@@ -29,7 +29,7 @@ use crate::api::source::{Artifact, artifact_of, source_version};
 use crate::api::{ConditionStatus, Kustomization, KustomizationStatus};
 use crate::apply::{
     Action, AppliedObjects, Applier, ApplyError, ApplyOptions, ChangeSet, IgnoreRules, ObjectId,
-    Owner, stale_objects,
+    Owner, inventory_of, stale_objects,
 };
 use crate::client::api_message;
 use crate::cluster::TargetCluster;
@@ -566,7 +566,7 @@ async fn apply_prune_and_check(
         }) => {
             // The intent goes; what this run did apply stays known.
             status.inventory = inventory_before;
-            let previous = previous_inventory(status);
+            let previous = inventory_of(status);
             let additions = stale_objects(&applied, &previous);
             if !additions.is_empty() {
                 let known: Vec<ObjectId> = previous.into_iter().chain(additions).collect();
@@ -595,7 +595,7 @@ async fn apply_prune_and_check(
             .await;
     }
     let inventory: Vec<ObjectId> = changes.0.iter().map(|c| c.id.clone()).collect();
-    let previous = previous_inventory(status);
+    let previous = inventory_of(status);
     let stale = stale_objects(&previous, &inventory);
     // Until the prune is done, the stale objects stay in the inventory: a failed prune or a
     // crash leaves them to be pruned by the next reconcile, never orphaned.
@@ -692,7 +692,7 @@ async fn record_intent(
     status: &mut KustomizationStatus,
     objects: &[Object],
 ) -> Result<(), Failure> {
-    let previous = previous_inventory(status);
+    let previous = inventory_of(status);
     let planned: Vec<ObjectId> = objects.iter().map(ObjectId::of).collect();
     let additions = stale_objects(&planned, &previous);
     if additions.is_empty() {
@@ -1236,10 +1236,6 @@ async fn prune(applier: &Applier, stale: &[ObjectId]) -> Result<ChangeSet, Failu
         .map_err(|e| Failure::new(reason::PRUNE_FAILED, e.to_string()))
 }
 
-fn previous_inventory(status: &KustomizationStatus) -> Vec<ObjectId> {
-    crate::apply::inventory_of(status)
-}
-
 fn owner(ks: &Kustomization) -> Owner {
     Owner {
         name: ks.name_any(),
@@ -1341,7 +1337,7 @@ async fn finalize(
         DeletionPolicy::Orphan => false,
     };
     let status = ks.status.clone().unwrap_or_default();
-    let inventory = previous_inventory(&status);
+    let inventory = inventory_of(&status);
     // As Flux decides it: with nothing in the inventory, no client is made (a Kustomization
     // whose kubeconfig Secret never existed can still go).
     if delete && ks.spec.suspend != Some(true) && !inventory.is_empty() {
