@@ -1,6 +1,6 @@
-//! Recovering the data key: each key group's first master key that an imported key opens
-//! (age, then OpenPGP, as sops orders them), combined with Shamir when there are several
-//! groups.
+//! Recovering the data key: each key group's first master key that opens (age, then
+//! OpenPGP, then key services in file order, as sops orders them), combined with Shamir when
+//! there are several groups.
 
 use zeroize::Zeroizing;
 
@@ -75,6 +75,9 @@ fn open_group(group: &[MasterKey], keys: &Keyring) -> Result<Zeroizing<Vec<u8>>,
         let opened = match key {
             MasterKey::Age { enc, .. } if keys.age_count() > 0 => keys.decrypt_age(enc),
             MasterKey::Pgp { enc, .. } if keys.pgp_count() > 0 => keys.decrypt_pgp(enc),
+            MasterKey::Service { key, enc } if keys.has_key_services() => {
+                keys.decrypt_service(key, enc)
+            }
             _ => continue,
         };
         match opened {
@@ -94,11 +97,16 @@ fn no_key(
 ) -> DataKeyError {
     let offered: Vec<String> = metadata.master_keys().map(MasterKey::describe).collect();
     let supplied = format!(
-        "{} age identit{}, {} OpenPGP key{}",
+        "{} age identit{}, {} OpenPGP key{}{}",
         keys.age_count(),
         if keys.age_count() == 1 { "y" } else { "ies" },
         keys.pgp_count(),
         if keys.pgp_count() == 1 { "" } else { "s" },
+        if keys.has_key_services() {
+            ", key services"
+        } else {
+            ""
+        },
     );
     let mut detail = String::new();
     if let Some((opened, needed, groups)) = shamir {

@@ -10,6 +10,7 @@ mod data_key;
 mod go_text;
 pub mod keys;
 pub mod metadata;
+pub mod service;
 pub mod shamir;
 pub mod stores;
 pub mod tree;
@@ -23,6 +24,7 @@ use zeroize::Zeroizing;
 pub use data_key::DataKeyError;
 pub use keys::{KeyError, Keyring};
 pub use metadata::MetadataError;
+pub use service::{KeyService, ServiceError, ServiceKey};
 pub use stores::StoreError;
 pub use walk::{ENVELOPE_PREFIX, Revealed, WalkError};
 

@@ -4,6 +4,7 @@
 
 use std::fmt;
 
+use super::service::ServiceKey;
 use super::tree::{Branch, Key, Value};
 
 /// A malformed metadata block; names the field.
@@ -54,8 +55,8 @@ pub enum MasterKey {
     Age { recipient: String, enc: String },
     /// An OpenPGP key fingerprint and the armored message holding the key.
     Pgp { fingerprint: String, enc: String },
-    /// A key service this decryptor cannot reach (cloud KMS, Vault); its type and id.
-    Remote { kind: &'static str, id: String },
+    /// A key held by a key service (cloud KMS, Vault) and the data key as it encrypted it.
+    Service { key: ServiceKey, enc: String },
 }
 
 impl fmt::Debug for MasterKey {
@@ -70,7 +71,7 @@ impl MasterKey {
         match self {
             MasterKey::Age { .. } => "age",
             MasterKey::Pgp { .. } => "pgp",
-            MasterKey::Remote { kind, .. } => kind,
+            MasterKey::Service { key, .. } => key.kind(),
         }
     }
 
@@ -79,7 +80,7 @@ impl MasterKey {
         match self {
             MasterKey::Age { recipient, .. } => format!("age {recipient}"),
             MasterKey::Pgp { fingerprint, .. } => format!("pgp {fingerprint}"),
-            MasterKey::Remote { kind, id } => format!("{kind} {id}"),
+            MasterKey::Service { key, .. } => format!("{} {}", key.kind(), key.id()),
         }
     }
 
@@ -89,7 +90,7 @@ impl MasterKey {
         match self {
             MasterKey::Age { .. } => 0,
             MasterKey::Pgp { .. } => 1,
-            MasterKey::Remote { .. } => 2,
+            MasterKey::Service { .. } => 2,
         }
     }
 }
@@ -110,15 +111,6 @@ pub struct Metadata {
     /// Whether the MAC covers only encrypted values.
     pub mac_only_encrypted: bool,
 }
-
-/// Remote key types: metadata field, the field naming the key.
-const REMOTE_KEYS: [(&str, &str); 5] = [
-    ("kms", "arn"),
-    ("gcp_kms", "resource_id"),
-    ("hckms", "key_id"),
-    ("azure_kv", "vault_url"),
-    ("hc_vault", "vault_address"),
-];
 
 impl Metadata {
     /// Reads the metadata branch a store split off the file.
@@ -331,14 +323,42 @@ fn key_groups(branch: &Branch) -> Result<Vec<Vec<MasterKey>>, MetadataError> {
     Ok(out)
 }
 
-/// The keys of one group, in the order sops builds a group (remote keys, pgp, age).
+/// The keys of one group, in the order sops builds a group (key services, pgp, age).
 fn group(branch: &Branch, prefix: &str) -> Result<Vec<MasterKey>, MetadataError> {
     let mut keys = Vec::new();
-    for (kind, id_field) in REMOTE_KEYS {
-        for entry in entries(branch, kind, prefix)? {
-            let id = string(entry, id_field)?.unwrap_or_default();
-            keys.push(MasterKey::Remote { kind, id });
-        }
+    let text = |entry: &Branch, name: &str| string(entry, name).map(Option::unwrap_or_default);
+    for entry in entries(branch, "kms", prefix)? {
+        let key = ServiceKey::AwsKms {
+            arn: text(entry, "arn")?,
+            role: text(entry, "role")?,
+            context: encryption_context(entry, &format!("{prefix}kms.context"))?,
+            profile: text(entry, "aws_profile")?,
+        };
+        keys.push(service(entry, key)?);
+    }
+    for entry in entries(branch, "gcp_kms", prefix)? {
+        let resource_id = text(entry, "resource_id")?;
+        keys.push(service(entry, ServiceKey::GcpKms { resource_id })?);
+    }
+    for entry in entries(branch, "hckms", prefix)? {
+        let key_id = text(entry, "key_id")?;
+        keys.push(service(entry, ServiceKey::HuaweiKms { key_id })?);
+    }
+    for entry in entries(branch, "azure_kv", prefix)? {
+        let key = ServiceKey::AzureKeyVault {
+            vault_url: text(entry, "vault_url")?,
+            name: text(entry, "name")?,
+            version: text(entry, "version")?,
+        };
+        keys.push(service(entry, key)?);
+    }
+    for entry in entries(branch, "hc_vault", prefix)? {
+        let key = ServiceKey::HcVault {
+            address: text(entry, "vault_address")?,
+            engine_path: text(entry, "engine_path")?,
+            key_name: text(entry, "key_name")?,
+        };
+        keys.push(service(entry, key)?);
     }
     for entry in entries(branch, "pgp", prefix)? {
         keys.push(MasterKey::Pgp {
@@ -353,6 +373,33 @@ fn group(branch: &Branch, prefix: &str) -> Result<Vec<MasterKey>, MetadataError>
         });
     }
     Ok(keys)
+}
+
+fn service(entry: &Branch, key: ServiceKey) -> Result<MasterKey, MetadataError> {
+    let enc = string(entry, "enc")?.unwrap_or_default();
+    Ok(MasterKey::Service { key, enc })
+}
+
+/// A `kms` entry's `context`: a mapping of strings (values weakly typed, as sops reads them).
+fn encryption_context(
+    entry: &Branch,
+    path: &str,
+) -> Result<Vec<(String, String)>, MetadataError> {
+    let items = match field(entry, "context") {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Map(items)) => items,
+        Some(_) => return Err(MetadataError::Invalid(path.to_owned(), "a mapping")),
+    };
+    let mut context = Vec::new();
+    for item in items {
+        let Key::Name(name) = &item.key else {
+            continue;
+        };
+        if let Some(value) = string(items, name)? {
+            context.push((name.clone(), value));
+        }
+    }
+    Ok(context)
 }
 
 fn entries<'a>(
@@ -429,6 +476,87 @@ mod tests {
         assert_eq!(md.rule, Rule::UnencryptedSuffix("_unencrypted".into()));
         assert!(!md.mac_only_encrypted);
         assert_eq!(md.last_modified, "2024-05-06T07:08:09Z");
+    }
+
+    #[test]
+    fn reads_every_key_service_entry_in_sops_group_order() {
+        let entry = |fields: &[(&str, Value)]| {
+            Value::Seq(vec![Value::Map(
+                fields
+                    .iter()
+                    .map(|(k, v)| item(k, v.clone()))
+                    .chain([item("enc", s("wrapped"))])
+                    .collect(),
+            )])
+        };
+        let md = Metadata::parse(&vec![
+            item(
+                "hc_vault",
+                entry(&[
+                    ("vault_address", s("http://127.0.0.1:8200")),
+                    ("engine_path", s("sops")),
+                    ("key_name", s("first")),
+                ]),
+            ),
+            item(
+                "azure_kv",
+                entry(&[
+                    ("vault_url", s("https://v.vault.azure.net")),
+                    ("name", s("k")),
+                    ("version", s("abc")),
+                ]),
+            ),
+            item(
+                "kms",
+                entry(&[
+                    ("arn", s("arn:aws:kms:eu-west-1:111122223333:key/k")),
+                    ("role", s("arn:aws:iam::111122223333:role/r")),
+                    (
+                        "context",
+                        Value::Map(vec![item("team", s("a")), item("n", Value::Int(1))]),
+                    ),
+                    ("aws_profile", s("dev")),
+                ]),
+            ),
+            item("gcp_kms", entry(&[("resource_id", s("projects/p/k"))])),
+            item("lastmodified", s("2024-05-06T07:08:09Z")),
+            item("version", s("3.13.2")),
+        ])
+        .unwrap();
+        let described: Vec<_> = md.master_keys().map(MasterKey::describe).collect();
+        assert_eq!(
+            described,
+            [
+                "kms arn:aws:kms:eu-west-1:111122223333:key/k+arn:aws:iam::111122223333:role/r",
+                "gcp_kms projects/p/k",
+                "azure_kv https://v.vault.azure.net/keys/k/abc",
+                "hc_vault http://127.0.0.1:8200/v1/sops/keys/first",
+            ]
+        );
+        let MasterKey::Service { key, enc } = &md.key_groups[0][0] else {
+            panic!("not a service key");
+        };
+        assert_eq!(enc, "wrapped");
+        let ServiceKey::AwsKms {
+            context, profile, ..
+        } = key
+        else {
+            panic!("not a kms key");
+        };
+        assert_eq!(
+            context,
+            &[("team".to_owned(), "a".to_owned()), ("n".into(), "1".into())]
+        );
+        assert_eq!(profile, "dev");
+        let bad = Metadata::parse(&vec![
+            item("kms", entry(&[("context", s("team:a"))])),
+            item("lastmodified", s("2024-05-06T07:08:09Z")),
+            item("version", s("3.13.2")),
+        ]);
+        assert_eq!(
+            bad,
+            Err(MetadataError::Invalid("kms.context".into(), "a mapping"))
+        );
     }
 
     #[test]

@@ -8,9 +8,12 @@ mod age;
 mod pgp;
 
 use std::fmt;
+use std::sync::Arc;
 
 use ::pgp::composed::SignedSecretKey;
 use zeroize::Zeroizing;
+
+use crate::service::{KeyService, ServiceError, ServiceKey};
 
 /// The most plaintext an `enc` may unwrap to. A data key is 32 bytes (a Shamir part 33);
 /// the bound keeps a compressed PGP message from expanding without limit.
@@ -74,6 +77,9 @@ pub enum KeyError {
         "no OpenPGP secret key found: the data holds only public keys (export it with gpg --export-secret-keys --armor)"
     )]
     NoPgpSecretKey,
+    /// A key service did not open the data key (its message names the service and key).
+    #[error(transparent)]
+    Service(#[from] ServiceError),
     /// Key data larger than any key file is.
     #[error("key data of {size} bytes exceeds the limit of {limit} bytes")]
     KeyDataTooLarge {
@@ -98,12 +104,14 @@ fn check_size(size: usize) -> Result<(), KeyError> {
     Ok(())
 }
 
-/// Age identities and OpenPGP secret keys, in memory. Secret material is wiped on drop by
-/// the crates that hold it; `Debug` shows only counts.
+/// Age identities and OpenPGP secret keys, in memory, and the key services to ask for keys
+/// held elsewhere. Secret material is wiped on drop by the crates that hold it; `Debug`
+/// shows only counts.
 #[derive(Default)]
 pub struct Keyring {
     age: Vec<::age::x25519::Identity>,
     pgp: Vec<SignedSecretKey>,
+    services: Option<Arc<dyn KeyService>>,
 }
 
 impl fmt::Debug for Keyring {
@@ -111,6 +119,7 @@ impl fmt::Debug for Keyring {
         f.debug_struct("Keyring")
             .field("age_identities", &self.age.len())
             .field("pgp_keys", &self.pgp.len())
+            .field("key_services", &self.services.is_some())
             .finish()
     }
 }
@@ -163,9 +172,35 @@ impl Keyring {
         self.pgp.len()
     }
 
-    /// Whether no key at all is held.
+    /// Whether no key at all is held and no key service can be asked.
     pub fn is_empty(&self) -> bool {
-        self.age.is_empty() && self.pgp.is_empty()
+        self.age.is_empty() && self.pgp.is_empty() && self.services.is_none()
+    }
+
+    /// Asks `services` for the keys that key services hold (cloud KMS, Vault), after the
+    /// group's age and OpenPGP keys, as sops does.
+    pub fn set_key_services(&mut self, services: Arc<dyn KeyService>) {
+        self.services = Some(services);
+    }
+
+    /// Whether key services can be asked.
+    pub fn has_key_services(&self) -> bool {
+        self.services.is_some()
+    }
+
+    /// Opens the data key (or Shamir part) that `enc` holds through `key`'s service.
+    /// `Err(KeyError::NoMatchingKey)` when no key services are set.
+    pub fn decrypt_service(
+        &self,
+        key: &ServiceKey,
+        enc: &str,
+    ) -> Result<Zeroizing<Vec<u8>>, KeyError> {
+        let services = self.services.as_ref().ok_or(KeyError::NoMatchingKey)?;
+        let part = services.decrypt(key, enc)?;
+        if part.len() > MAX_PLAINTEXT {
+            return Err(KeyError::TooLarge(MAX_PLAINTEXT));
+        }
+        Ok(part)
     }
 
     /// Unwraps a data key (or Shamir part) from the `enc` of an `age` metadata entry: an
@@ -281,7 +316,10 @@ mod tests {
         assert!(!ring.is_empty());
         assert!(Keyring::new().is_empty());
         let debug = format!("{ring:?}");
-        assert_eq!(debug, "Keyring { age_identities: 2, pgp_keys: 2 }");
+        assert_eq!(
+            debug,
+            "Keyring { age_identities: 2, pgp_keys: 2, key_services: false }"
+        );
         let secret = ID1.lines().find(|l| l.starts_with("AGE-")).unwrap();
         assert!(!debug.contains(&secret[16..]));
     }
