@@ -62,7 +62,7 @@ pub async fn preview(
     input: DiffInput,
 ) -> Result<(Vec<Preview>, SecretValues), DiffError> {
     let ks = input.kustomization;
-    let keys = decryption::load(client, &ks, None).await?;
+    let keys = decryption::load(client, &ks, &Default::default()).await?;
     let spec = ks.spec.clone();
     let (root, dir, allow_remote) = (input.root, input.dir, input.allow_remote_bases);
     let built = tokio::task::spawn_blocking(move || {

@@ -111,6 +111,11 @@ pub struct ControllerFlags {
     #[arg(long, default_value = "")]
     pub sops_age_secret: String,
 
+    /// ConfigMap (in the controller's namespace) listing the OpenBao/Vault instances
+    /// (address and login path) trusted for SOPS decryption with a ServiceAccount token.
+    #[arg(long, default_value = "")]
+    pub sops_vault_configmap: String,
+
     /// Retries of an artifact download.
     #[arg(long, default_value_t = 9)]
     pub http_retry: u32,
@@ -169,9 +174,6 @@ impl ControllerFlags {
     /// Refuses flags whose behaviour is not built, so that nothing is silently ignored.
     pub fn validate(&self) -> Result<(), UnsupportedFlag> {
         let refuse = |flag, why| Err(UnsupportedFlag { flag, why });
-        if !self.default_decryption_service_account.is_empty() {
-            return refuse("default-decryption-service-account", "SOPS decryption");
-        }
         if let Some(gate) = self.feature_gates.enabled_unsupported().next() {
             return refuse("feature-gates", gate);
         }
@@ -196,19 +198,16 @@ pub const FEATURE_GATE_DEFAULTS: [(&str, bool); 13] = [
     ("DisableConfigWatchers", false),
     ("DirectSourceFetch", false),
     ("MigrateAPIVersion", false),
+    // Retired in Flux 2.10 (object identity is always on): accepted, changes nothing.
     ("ObjectLevelWorkloadIdentity", false),
     ("DisableCommitStatusEvent", false),
 ];
 
 /// Gates whose non-default value asks for behaviour this controller does not have yet.
-const UNSUPPORTED_WHEN_CHANGED: [(&str, &str); 3] = [
+const UNSUPPORTED_WHEN_CHANGED: [(&str, &str); 2] = [
     (
         "DirectSourceFetch",
         "feature gate DirectSourceFetch (reading sources without a cache)",
-    ),
-    (
-        "ObjectLevelWorkloadIdentity",
-        "feature gate ObjectLevelWorkloadIdentity",
     ),
     (
         "CacheSecretsAndConfigMaps",
@@ -344,13 +343,18 @@ mod tests {
 
     #[test]
     fn unbuilt_behaviour_is_refused_by_name() {
-        let flags = parse(&["--default-decryption-service-account=deployer"]).unwrap();
-        let err = flags.validate().unwrap_err();
-        assert_eq!(err.flag, "default-decryption-service-account");
-        assert!(
-            err.to_string()
-                .contains("--default-decryption-service-account")
-        );
+        let flags = parse(&[
+            "--default-decryption-service-account=deployer",
+            "--sops-vault-configmap=vault-instances",
+        ])
+        .unwrap();
+        assert!(flags.validate().is_ok());
+        assert_eq!(flags.sops_vault_configmap, "vault-instances");
+        // Retired in Flux 2.10: accepted either way, object identity is always on.
+        for value in ["true", "false"] {
+            let gate = format!("--feature-gates=ObjectLevelWorkloadIdentity={value}");
+            assert!(parse(&[gate.as_str()]).unwrap().validate().is_ok());
+        }
         let flags = parse(&[
             "--default-service-account=deployer",
             "--default-kubeconfig-service-account=spoke",

@@ -17,6 +17,7 @@ pub mod diff;
 pub mod flags;
 pub mod health;
 pub mod http;
+pub mod keyservice;
 pub mod leader;
 pub mod manifest;
 pub mod metrics;

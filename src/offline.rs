@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
 use envsubst::strip_newlines;
@@ -11,6 +12,7 @@ use goyaml as yaml;
 use kustomize::LoadRestrictions;
 use kustomize::regular_file;
 use kustomize_controller::api::{Kustomization, validation};
+use kustomize_controller::keyservice::{Credentials, Environment, KeyServices};
 use kustomize_controller::render;
 use sops::{Format, Keyring};
 use zeroize::Zeroizing;
@@ -63,14 +65,19 @@ pub struct DecryptArgs {
     /// its name, as with sops.
     file: PathBuf,
     /// A SOPS key: an age identity file or an armored OpenPGP secret key (repeatable).
-    #[arg(long = "sops-key", value_name = "FILE", required = true)]
+    /// Keys held by key services (AWS KMS, Vault transit, GCP KMS, Azure Key Vault) are
+    /// opened with the credentials of the environment, as sops does.
+    #[arg(long = "sops-key", value_name = "FILE")]
     sops_keys: Vec<PathBuf>,
 }
 
 /// Runs `decrypt`: the plaintext on stdout (MAC verified), or the error on stderr.
 pub fn run_decrypt(args: &DecryptArgs) -> ExitCode {
     let result = sops_keys(&args.sops_keys, None).and_then(|keys| {
-        let keys = keys.unwrap_or_default();
+        let keys = match keys {
+            Some(keys) => keys,
+            None => with_key_services(Keyring::new())?,
+        };
         let data = read_file(&args.file, sops::MAX_ENCRYPTED_FILE_SIZE as u64)?;
         let format = Format::for_path(&args.file);
         sops::decrypt(&data, format, format, &keys, true)
@@ -191,7 +198,16 @@ fn sops_keys(
         };
         imported.map_err(|e| format!("failed to import SOPS key {}: {e}", shown(file)))?;
     }
-    Ok(Some(keys))
+    with_key_services(keys).map(Some)
+}
+
+/// `keys`, able to ask key services for keys they hold, with the environment's credentials
+/// (`AWS_*`, `VAULT_ADDR`/`VAULT_TOKEN`, `GOOGLE_APPLICATION_CREDENTIALS`, `AZURE_*`).
+fn with_key_services(mut keys: Keyring) -> Result<Keyring, String> {
+    let services = KeyServices::standalone(Credentials::default(), Environment::from_process())
+        .map_err(|e| format!("cannot start the key service client: {e}"))?;
+    keys.set_key_services(Arc::new(services));
+    Ok(keys)
 }
 
 fn is_armored_pgp(bytes: &[u8]) -> bool {

@@ -46,9 +46,9 @@ pub struct Settings {
     /// A new reconcile request cancels a running health check
     /// (`CancelHealthCheckOnNewRevision`).
     pub cancel_health_check_on_new_revision: bool,
-    /// The age Secret used when a Kustomization's decryption names no Secret
-    /// (`--sops-age-secret`, in the controller's namespace).
-    pub sops_age_secret: Option<super::decryption::GlobalAgeSecret>,
+    /// `--sops-age-secret`, `--default-decryption-service-account` and
+    /// `--sops-vault-configmap`.
+    pub decryption: super::decryption::DecryptionSettings,
     /// How long a Kustomization waits before its dependencies are checked again when no
     /// change to them was seen (`--requeue-dependency`).
     pub requeue_dependency: Duration,

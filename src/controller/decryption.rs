@@ -1,13 +1,33 @@
 //! The SOPS keys of a Kustomization: the `*.agekey` and `*.asc` entries of its
 //! `spec.decryption.secretRef` Secret, or of the controller's `--sops-age-secret` when it
-//! names none. Key material stays in memory, in the keyring.
+//! names none; and the key services with their credentials: the Secret's `sops.aws-kms`,
+//! `sops.vault-token`, `sops.gcp-kms` and `sops.azure-kv` entries, the decryption
+//! ServiceAccount (`spec.decryption.serviceAccountName`, else
+//! `--default-decryption-service-account`), else the controller's environment. Key material
+//! and credentials stay in memory.
 
-use k8s_openapi::api::core::v1::Secret;
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::{Api, Client};
+use zeroize::Zeroizing;
 
 use crate::api::Kustomization;
 use crate::api::kustomization::DecryptionProvider;
+use crate::keyservice::{
+    self, Credentials, Environment, HttpClient, KeyServices, ServiceAccountTokens,
+};
 use sops::{KeyError, Keyring};
+
+/// The Secret entry holding a Vault/OpenBao token.
+const VAULT_TOKEN_ENTRY: &str = "sops.vault-token";
+/// The Secret entry holding static AWS credentials (YAML).
+const AWS_KMS_ENTRY: &str = "sops.aws-kms";
+/// The Secret entry holding Azure AD credentials (JSON or YAML).
+const AZURE_KV_ENTRY: &str = "sops.azure-kv";
+/// The Secret entry holding GCP credentials (JSON).
+const GCP_KMS_ENTRY: &str = "sops.gcp-kms";
 
 /// Secret entries holding OpenPGP secret keys.
 const PGP_EXTENSION: &str = ".asc";
@@ -21,6 +41,19 @@ pub struct GlobalAgeSecret {
     pub namespace: String,
     /// Its name.
     pub name: String,
+}
+
+/// The controller's decryption settings.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DecryptionSettings {
+    /// `--sops-age-secret`, in the controller's namespace.
+    pub global_age_secret: Option<GlobalAgeSecret>,
+    /// `--default-decryption-service-account`: the ServiceAccount (in the Kustomization's
+    /// namespace) whose identity decrypts when the Kustomization names none.
+    pub default_service_account: Option<String>,
+    /// `--sops-vault-configmap`, in the controller's namespace: Vault login paths by
+    /// address, and the allowlist of Vault servers a ServiceAccount token is sent to.
+    pub vault_config_map: Option<(String, String)>,
 }
 
 /// Why the keys could not be loaded; in Flux's words, naming the Secret and entry.
@@ -47,13 +80,30 @@ pub enum KeysError {
         /// Why (never the key).
         source: KeyError,
     },
+    /// A key service credentials entry is malformed.
+    #[error("failed to import '{entry}' data from sops decryption Secret '{secret}': {reason}")]
+    Credentials {
+        /// The Secret entry.
+        entry: String,
+        /// `namespace/name`.
+        secret: String,
+        /// Why (never the credential).
+        reason: String,
+    },
+    /// The decryption ServiceAccount cannot be used.
+    #[error(transparent)]
+    Identity(#[from] keyservice::identity::IdentityError),
+    /// The Vault ConfigMap cannot be read.
+    #[error("{0}")]
+    VaultConfigMap(String),
 }
 
-/// The keyring for `ks`, or `None` when it does not ask for SOPS decryption.
+/// The keyring for `ks`, or `None` when it does not ask for SOPS decryption. Must be
+/// called on the tokio runtime; the keyring's key services run their calls on it.
 pub async fn load(
     client: &Client,
     ks: &Kustomization,
-    global: Option<&GlobalAgeSecret>,
+    settings: &DecryptionSettings,
 ) -> Result<Option<Keyring>, KeysError> {
     let Some(decryption) = &ks.spec.decryption else {
         return Ok(None);
@@ -61,16 +111,14 @@ pub async fn load(
     // `sops` is the only provider the API admits.
     let DecryptionProvider::Sops = decryption.provider;
     let mut keys = Keyring::new();
+    let mut credentials = Credentials::default();
     let namespace = ks.metadata.namespace.as_deref().unwrap_or("default");
-    match (&decryption.secret_ref, global) {
+    match (&decryption.secret_ref, &settings.global_age_secret) {
         (Some(reference), _) => {
             let secret = read(client, namespace, &reference.name).await?;
-            import(
-                &mut keys,
-                &secret,
-                &format!("{namespace}/{}", reference.name),
-                true,
-            )?;
+            let id = format!("{namespace}/{}", reference.name);
+            import(&mut keys, &secret, &id, true)?;
+            import_credentials(&mut credentials, &secret, &id)?;
         }
         (None, Some(global)) => {
             let secret = read(client, &global.namespace, &global.name).await?;
@@ -79,7 +127,122 @@ pub async fn load(
         }
         (None, None) => {}
     }
+    let account = decryption
+        .service_account_name
+        .as_deref()
+        .filter(|n| !n.is_empty())
+        .or(settings.default_service_account.as_deref());
+    if let Some(account) = account {
+        let tokens = ServiceAccountTokens::load(client.clone(), namespace, account).await?;
+        credentials.identity = Some(Arc::new(tokens));
+        if let Some((cm_namespace, cm_name)) = &settings.vault_config_map {
+            credentials.vault_login_paths =
+                Some(vault_login_paths(client, cm_namespace, cm_name).await?);
+        }
+    }
+    keys.set_key_services(Arc::new(KeyServices::new(
+        tokio::runtime::Handle::current(),
+        shared_http().clone(),
+        credentials,
+        process_environment().clone(),
+    )));
     Ok(Some(keys))
+}
+
+/// One HTTP client for every decryption: its connection pool outlives a reconcile.
+fn shared_http() -> &'static HttpClient {
+    static HTTP: OnceLock<HttpClient> = OnceLock::new();
+    HTTP.get_or_init(HttpClient::new)
+}
+
+fn process_environment() -> &'static Environment {
+    static ENVIRONMENT: OnceLock<Environment> = OnceLock::new();
+    ENVIRONMENT.get_or_init(Environment::from_process)
+}
+
+/// The key service credentials among a Kustomization's own Secret entries.
+fn import_credentials(
+    credentials: &mut Credentials,
+    secret: &Secret,
+    id: &str,
+) -> Result<(), KeysError> {
+    let Some(data) = &secret.data else {
+        return Ok(());
+    };
+    let error = |entry: &str, reason: String| KeysError::Credentials {
+        entry: entry.to_owned(),
+        secret: id.to_owned(),
+        reason,
+    };
+    if let Some(value) = data.get(VAULT_TOKEN_ENTRY) {
+        let token = String::from_utf8_lossy(&value.0);
+        let token = token.trim();
+        if !token.is_empty() {
+            credentials.vault_token = Some(Zeroizing::new(token.to_owned()));
+        }
+    }
+    if let Some(value) = data.get(AWS_KMS_ENTRY) {
+        credentials.aws = Some(
+            keyservice::aws::parse_static_credentials(&value.0)
+                .map_err(|e| error(AWS_KMS_ENTRY, e))?,
+        );
+    }
+    if let Some(value) = data.get(AZURE_KV_ENTRY) {
+        credentials.azure = Some(
+            keyservice::azure::parse_credentials(&value.0).map_err(|e| error(AZURE_KV_ENTRY, e))?,
+        );
+    }
+    if let Some(value) = data.get(GCP_KMS_ENTRY) {
+        credentials.gcp = Some(
+            keyservice::gcp::parse_credentials(&value.0).map_err(|e| error(GCP_KMS_ENTRY, e))?,
+        );
+    }
+    Ok(())
+}
+
+/// `config.yaml` of the `--sops-vault-configmap` ConfigMap: `instances: [{address,
+/// loginPath}]`.
+async fn vault_login_paths(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+) -> Result<HashMap<String, String>, KeysError> {
+    #[derive(serde::Deserialize)]
+    struct Config {
+        #[serde(default)]
+        instances: Vec<Instance>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Instance {
+        address: String,
+        #[serde(rename = "loginPath", default)]
+        login_path: String,
+    }
+    let id = format!("{namespace}/{name}");
+    let map = Api::<ConfigMap>::namespaced(client.clone(), namespace)
+        .get(name)
+        .await
+        .map_err(|e| {
+            KeysError::VaultConfigMap(format!("failed to get Vault ConfigMap '{id}': {e}"))
+        })?;
+    let text = map
+        .data
+        .and_then(|mut d| d.remove("config.yaml"))
+        .ok_or_else(|| {
+            KeysError::VaultConfigMap(format!(
+                "Vault ConfigMap '{id}' is missing the 'config.yaml' key"
+            ))
+        })?;
+    let config: Config = serde_saphyr::from_str(&text).map_err(|e| {
+        KeysError::VaultConfigMap(format!(
+            "failed to parse 'config.yaml' in Vault ConfigMap '{id}': {e}"
+        ))
+    })?;
+    Ok(config
+        .instances
+        .into_iter()
+        .map(|i| (i.address.trim_end_matches('/').to_owned(), i.login_path))
+        .collect())
 }
 
 async fn read(client: &Client, namespace: &str, name: &str) -> Result<Secret, KeysError> {

@@ -144,12 +144,22 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
         override_managers_before_dry_run: flags.override_manager_before_dry_run.clone(),
         migrate_api_version: flags.feature_gates.enabled("MigrateAPIVersion"),
         group_change_log: flags.feature_gates.enabled("GroupChangeLog"),
-        sops_age_secret: match (&runtime_namespace, flags.sops_age_secret.as_str()) {
-            (Some(namespace), name) if !name.is_empty() => Some(decryption::GlobalAgeSecret {
-                namespace: namespace.clone(),
-                name: name.to_owned(),
-            }),
-            _ => None,
+        decryption: decryption::DecryptionSettings {
+            global_age_secret: match (&runtime_namespace, flags.sops_age_secret.as_str()) {
+                (Some(namespace), name) if !name.is_empty() => Some(decryption::GlobalAgeSecret {
+                    namespace: namespace.clone(),
+                    name: name.to_owned(),
+                }),
+                _ => None,
+            },
+            default_service_account: Some(flags.default_decryption_service_account.clone())
+                .filter(|n| !n.is_empty()),
+            vault_config_map: match (&runtime_namespace, flags.sops_vault_configmap.as_str()) {
+                (Some(namespace), name) if !name.is_empty() => {
+                    Some((namespace.clone(), name.to_owned()))
+                }
+                _ => None,
+            },
         },
     };
     let events = events::EventSink::new(client.clone(), identity, &flags.events_addr);

@@ -166,15 +166,6 @@ impl Failure {
             ..self
         }
     }
-
-    /// Spec fields whose behaviour this controller does not have yet; `subject` names them
-    /// with their verb (`spec.kubeConfig is`).
-    fn unsupported(reason: &'static str, subject: &str) -> Self {
-        Failure::new(
-            reason,
-            format!("{subject} not supported by this controller yet"),
-        )
-    }
 }
 
 /// How a reconcile ended: what kube-runtime is to do next, and what the metrics count.
@@ -855,18 +846,7 @@ async fn fetch(ctx: &Context, artifact: &Artifact, root: &std::path::Path) -> Re
 
 /// Stage `decrypt` (keys): the SOPS keyring of `spec.decryption`, when there is one.
 async fn decryption_keys(ks: &Kustomization, ctx: &Context) -> Result<Option<Keyring>, Failure> {
-    if ks
-        .spec
-        .decryption
-        .as_ref()
-        .is_some_and(|d| d.service_account_name.is_some())
-    {
-        return Err(Failure::unsupported(
-            reason::BUILD_FAILED,
-            "spec.decryption.serviceAccountName (cloud KMS authentication) is",
-        ));
-    }
-    decryption::load(&ctx.client, ks, ctx.settings.sops_age_secret.as_ref())
+    decryption::load(&ctx.client, ks, &ctx.settings.decryption)
         .await
         .map_err(|e| Failure::new(reason::BUILD_FAILED, e.to_string()))
 }

@@ -1,0 +1,809 @@
+//! AWS KMS: `Decrypt` of the data key with SigV4-signed requests (the `aws-sigv4` crate),
+//! with the credentials Flux uses: the decryption Secret's `sops.aws-kms` entry, else the
+//! decryption ServiceAccount's role (`eks.amazonaws.com/role-arn`, a web identity token
+//! from the TokenRequest API), else the controller's environment (`AWS_ACCESS_KEY_ID`...,
+//! IRSA's `AWS_WEB_IDENTITY_TOKEN_FILE`, EKS Pod Identity's
+//! `AWS_CONTAINER_CREDENTIALS_FULL_URI`). A key with a role (`arn+role`) assumes it
+//! first, as sops does. `AWS_ENDPOINT_URL_KMS`, `AWS_ENDPOINT_URL_STS` and
+//! `AWS_ENDPOINT_URL` override the endpoints, as in the AWS SDKs.
+
+use std::collections::HashMap;
+use std::time::{Duration, SystemTime};
+
+use aws_credential_types::Credentials as AwsCredentials;
+use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningParams, SigningSettings};
+use aws_sigv4::sign::v4;
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use bytes::Bytes;
+use http::{Method, Request, StatusCode};
+use http_body_util::Full;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use zeroize::Zeroizing;
+
+use super::{Failure, KeyServices, with_retries};
+
+/// The role ARN annotation of a decryption ServiceAccount (IRSA's).
+pub const ROLE_ARN_ANNOTATION: &str = "eks.amazonaws.com/role-arn";
+/// The audience of web identity tokens for AWS STS.
+pub const DEFAULT_AUDIENCE: &str = "sts.amazonaws.com";
+/// Session credentials are renewed this long before they expire.
+const EXPIRY_MARGIN: Duration = Duration::from_secs(60);
+
+/// Static credentials from the decryption Secret's `sops.aws-kms` entry.
+#[derive(Clone)]
+pub struct StaticCredentials(AwsCredentials);
+
+impl std::fmt::Debug for StaticCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StaticCredentials(***)")
+    }
+}
+
+/// Reads a `sops.aws-kms` entry: YAML with `aws_access_key_id`, `aws_secret_access_key`
+/// and `aws_session_token`, as Flux reads it (absent fields are empty).
+pub fn parse_static_credentials(data: &[u8]) -> Result<StaticCredentials, String> {
+    #[derive(Deserialize, Default)]
+    #[serde(default)]
+    struct Entry {
+        aws_access_key_id: String,
+        aws_secret_access_key: Zeroizing<String>,
+        aws_session_token: Zeroizing<String>,
+    }
+    let text = std::str::from_utf8(data)
+        .map_err(|_| "failed to unmarshal AWS credentials file: not UTF-8 text".to_owned())?;
+    let entry: Entry = if text.trim().is_empty() {
+        Entry::default()
+    } else {
+        serde_saphyr::from_str(text).map_err(|_| {
+            "failed to unmarshal AWS credentials file: not a YAML mapping of aws_access_key_id, aws_secret_access_key and aws_session_token".to_owned()
+        })?
+    };
+    let token = (!entry.aws_session_token.is_empty()).then(|| entry.aws_session_token.to_string());
+    Ok(StaticCredentials(AwsCredentials::new(
+        entry.aws_access_key_id,
+        entry.aws_secret_access_key.as_str(),
+        token,
+        None,
+        "sops.aws-kms",
+    )))
+}
+
+/// Credentials resolved during one decryption: the base ones, and those of assumed roles.
+#[derive(Default)]
+pub struct Sessions {
+    base: HashMap<String, AwsCredentials>,
+    roles: HashMap<(String, String), AwsCredentials>,
+}
+
+fn fresh(credentials: &AwsCredentials) -> bool {
+    credentials
+        .expiry()
+        .is_none_or(|at| at > SystemTime::now() + EXPIRY_MARGIN)
+}
+
+/// Opens `enc` with the KMS key `arn`, assuming `role` first when it is set.
+pub async fn decrypt(
+    services: &KeyServices,
+    arn: &str,
+    role: &str,
+    context: &[(String, String)],
+    enc: &str,
+) -> Result<Zeroizing<Vec<u8>>, String> {
+    let key = KmsKey::parse(arn)?;
+    let blob = STANDARD
+        .decode(enc)
+        .map_err(|_| format!("the encrypted data key of {arn} is not base64"))?;
+    let credentials = credentials(services, &key, role).await?;
+    let endpoint = endpoint(services, "KMS", "kms", &key);
+    let body = decrypt_body(arn, &blob, context);
+    let response = with_retries(services.policy, || {
+        let request = signed(
+            &endpoint,
+            &key.region,
+            "kms",
+            &credentials,
+            &[
+                ("content-type", "application/x-amz-json-1.1"),
+                ("x-amz-target", "TrentService.Decrypt"),
+            ],
+            body.clone(),
+        );
+        async move {
+            let response = services
+                .http
+                .send(
+                    request.map_err(Failure::Permanent)?,
+                    services.policy.timeout,
+                )
+                .await?;
+            match response.status {
+                StatusCode::OK => Ok(response.body),
+                status => Err(json_failure(status, &response.body, "Decrypt")),
+            }
+        }
+    })
+    .await
+    .map_err(|e| format!("failed to decrypt sops data key with {arn}: {e}"))?;
+    parse_decrypt_response(&response).map_err(|e| format!("Decrypt with {arn}: {e}"))
+}
+
+/// A KMS key ARN's parts that address the service.
+#[derive(Debug, PartialEq, Eq)]
+struct KmsKey {
+    partition: String,
+    region: String,
+}
+
+impl KmsKey {
+    /// sops' rule: `arn:aws[-partition]:kms:REGION:ACCOUNT:(key|alias)/ID`.
+    fn parse(arn: &str) -> Result<KmsKey, String> {
+        let invalid = || format!("no valid ARN found in '{arn}'");
+        let mut parts = arn.splitn(6, ':');
+        let (Some("arn"), Some(partition), Some("kms"), Some(region), Some(account), Some(rest)) = (
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+        ) else {
+            return Err(invalid());
+        };
+        let partition_ok = partition.strip_prefix("aws").is_some_and(|p| {
+            p.chars()
+                .all(|c| c.is_alphanumeric() || c == '_' || c == '-')
+        });
+        let account_ok = !account.is_empty() && account.chars().all(|c| c.is_ascii_digit());
+        let id_ok = rest
+            .strip_prefix("key/")
+            .or_else(|| rest.strip_prefix("alias/"))
+            .is_some_and(|id| !id.is_empty());
+        if !partition_ok || region.is_empty() || !account_ok || !id_ok {
+            return Err(invalid());
+        }
+        Ok(KmsKey {
+            partition: partition.to_owned(),
+            region: region.to_owned(),
+        })
+    }
+
+    fn dns_suffix(&self) -> &'static str {
+        if self.partition == "aws-cn" {
+            "amazonaws.com.cn"
+        } else {
+            "amazonaws.com"
+        }
+    }
+}
+
+/// The service's endpoint: `AWS_ENDPOINT_URL_<SERVICE>`, `AWS_ENDPOINT_URL`, else the
+/// regional one.
+fn endpoint(services: &KeyServices, env_id: &str, prefix: &str, key: &KmsKey) -> String {
+    services
+        .environment
+        .get(&format!("AWS_ENDPOINT_URL_{env_id}"))
+        .or_else(|| services.environment.get("AWS_ENDPOINT_URL"))
+        .map(|url| url.trim_end_matches('/').to_owned())
+        .unwrap_or_else(|| format!("https://{prefix}.{}.{}", key.region, key.dns_suffix()))
+}
+
+fn decrypt_body(arn: &str, blob: &[u8], context: &[(String, String)]) -> Bytes {
+    let mut body = Map::new();
+    body.insert(
+        "CiphertextBlob".into(),
+        Value::String(STANDARD.encode(blob)),
+    );
+    if !context.is_empty() {
+        let context: Map<String, Value> = context
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+            .collect();
+        body.insert("EncryptionContext".into(), Value::Object(context));
+    }
+    body.insert("KeyId".into(), Value::String(arn.to_owned()));
+    Bytes::from(Value::Object(body).to_string())
+}
+
+fn parse_decrypt_response(body: &[u8]) -> Result<Zeroizing<Vec<u8>>, String> {
+    #[derive(Deserialize)]
+    struct Answer {
+        #[serde(rename = "Plaintext")]
+        plaintext: Zeroizing<String>,
+    }
+    let answer: Answer = serde_json::from_slice(body)
+        .map_err(|_| "the answer is not KMS's Decrypt response".to_owned())?;
+    STANDARD
+        .decode(answer.plaintext.as_bytes())
+        .map(Zeroizing::new)
+        .map_err(|_| "the answer's Plaintext is not base64".to_owned())
+}
+
+/// A JSON-protocol error answer: `{"__type": "...#Code", "message": "..."}`.
+fn json_failure(status: StatusCode, body: &[u8], action: &str) -> Failure {
+    let parsed: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let code = parsed
+        .get("__type")
+        .and_then(Value::as_str)
+        .map(|t| t.rsplit('#').next().unwrap_or(t).to_owned())
+        .unwrap_or_default();
+    let message = parsed
+        .get("message")
+        .or_else(|| parsed.get("Message"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let text = match (code.is_empty(), message.is_empty()) {
+        (true, _) => format!("{action} answered HTTP {}", status.as_u16()),
+        (false, true) => format!("{action} answered HTTP {}: {code}", status.as_u16()),
+        (false, false) => format!(
+            "{action} answered HTTP {}: {code}: {message}",
+            status.as_u16()
+        ),
+    };
+    if code == "ThrottlingException" {
+        Failure::Transient(text)
+    } else {
+        Failure::from_status(status, text)
+    }
+}
+
+/// A POST to `url` signed for `service` in `region`.
+fn signed(
+    url: &str,
+    region: &str,
+    service: &str,
+    credentials: &AwsCredentials,
+    headers: &[(&str, &str)],
+    body: Bytes,
+) -> Result<Request<Full<Bytes>>, String> {
+    let uri: http::Uri = format!("{url}/")
+        .parse()
+        .map_err(|_| format!("the endpoint '{url}' is not a URL"))?;
+    let host = uri
+        .authority()
+        .map(|a| a.as_str().to_owned())
+        .ok_or_else(|| format!("the endpoint '{url}' has no host"))?;
+    let mut all: Vec<(&str, &str)> = vec![("host", host.as_str())];
+    all.extend_from_slice(headers);
+    let identity = credentials.clone().into();
+    let params = v4::SigningParams::builder()
+        .identity(&identity)
+        .region(region)
+        .name(service)
+        .time(SystemTime::now())
+        .settings(SigningSettings::default())
+        .build()
+        .map_err(|e| format!("cannot sign the request: {e}"))?;
+    let params = SigningParams::V4(params);
+    let signable = SignableRequest::new(
+        "POST",
+        uri.to_string(),
+        all.iter().copied(),
+        SignableBody::Bytes(&body),
+    )
+    .map_err(|e| format!("cannot sign the request: {e}"))?;
+    let (instructions, _) = aws_sigv4::http_request::sign(signable, &params)
+        .map_err(|e| format!("cannot sign the request: {e}"))?
+        .into_parts();
+    let mut request = Request::builder().method(Method::POST).uri(uri);
+    for (name, value) in all.iter().copied().chain(instructions.headers()) {
+        request = request.header(name, value);
+    }
+    request
+        .body(Full::new(body))
+        .map_err(|e| format!("cannot build the request: {e}"))
+}
+
+/// The credentials to call KMS for `key` with: the base ones, then the key's role.
+async fn credentials(
+    services: &KeyServices,
+    key: &KmsKey,
+    role: &str,
+) -> Result<AwsCredentials, String> {
+    let base = base_credentials(services, key).await?;
+    if role.is_empty() {
+        return Ok(base);
+    }
+    let cache_key = (role.to_owned(), key.region.clone());
+    if let Some(cached) = services.sessions.lock().await.roles.get(&cache_key)
+        && fresh(cached)
+    {
+        return Ok(cached.clone());
+    }
+    let form = [
+        ("Action", "AssumeRole"),
+        ("Version", "2011-06-15"),
+        ("RoleArn", role),
+        ("RoleSessionName", &sops_session_name()),
+    ];
+    let assumed = sts_call(services, key, Some(&base), &form)
+        .await
+        .map_err(|e| format!("failed to assume role '{role}': {e}"))?;
+    services
+        .sessions
+        .lock()
+        .await
+        .roles
+        .insert(cache_key, assumed.clone());
+    Ok(assumed)
+}
+
+/// The credentials before any role of the key: Secret, ServiceAccount, environment.
+async fn base_credentials(services: &KeyServices, key: &KmsKey) -> Result<AwsCredentials, String> {
+    if let Some(StaticCredentials(credentials)) = &services.credentials.aws {
+        return Ok(credentials.clone());
+    }
+    let cache_key = key.region.clone();
+    if let Some(cached) = services.sessions.lock().await.base.get(&cache_key)
+        && fresh(cached)
+    {
+        return Ok(cached.clone());
+    }
+    let resolved = if let Some(identity) = &services.credentials.identity {
+        let role = identity.annotation(ROLE_ARN_ANNOTATION).ok_or_else(|| {
+            format!(
+                "decryption service account '{}/{}' has no {ROLE_ARN_ANNOTATION} annotation naming the IAM role to assume",
+                identity.namespace(),
+                identity.name()
+            )
+        })?;
+        let token = identity
+            .token(identity.audiences(&[DEFAULT_AUDIENCE]))
+            .await?;
+        let session = format!(
+            "{}.{}.{}.fluxcd.io",
+            identity.name(),
+            identity.namespace(),
+            key.region
+        );
+        web_identity(services, key, role, &session, &token).await?
+    } else {
+        environment_credentials(services, key).await?
+    };
+    services
+        .sessions
+        .lock()
+        .await
+        .base
+        .insert(cache_key, resolved.clone());
+    Ok(resolved)
+}
+
+/// The controller's own credentials, as the AWS SDK's default chain finds them in the
+/// environment.
+async fn environment_credentials(
+    services: &KeyServices,
+    key: &KmsKey,
+) -> Result<AwsCredentials, String> {
+    let env = &services.environment;
+    if let (Some(id), Some(secret)) = (
+        env.get("AWS_ACCESS_KEY_ID"),
+        env.get("AWS_SECRET_ACCESS_KEY"),
+    ) {
+        return Ok(AwsCredentials::new(
+            id,
+            secret,
+            env.get("AWS_SESSION_TOKEN").map(str::to_owned),
+            None,
+            "environment",
+        ));
+    }
+    if let (Some(role), Some(file)) = (
+        env.get("AWS_ROLE_ARN"),
+        env.get("AWS_WEB_IDENTITY_TOKEN_FILE"),
+    ) {
+        let token = tokio::fs::read_to_string(file)
+            .await
+            .map(Zeroizing::new)
+            .map_err(|e| format!("cannot read the web identity token file {file}: {e}"))?;
+        let session = env
+            .get("AWS_ROLE_SESSION_NAME")
+            .map(str::to_owned)
+            .unwrap_or_else(sops_session_name);
+        return web_identity(services, key, role, &session, token.trim()).await;
+    }
+    if let Some(url) = env.get("AWS_CONTAINER_CREDENTIALS_FULL_URI") {
+        return container_credentials(services, url).await;
+    }
+    Err("no AWS credentials: set aws_access_key_id and aws_secret_access_key in the decryption Secret's sops.aws-kms entry, name a decryption service account with an eks.amazonaws.com/role-arn annotation, or give the controller IRSA, EKS Pod Identity or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY".to_owned())
+}
+
+/// `AssumeRoleWithWebIdentity`: a role's credentials for a web identity token.
+async fn web_identity(
+    services: &KeyServices,
+    key: &KmsKey,
+    role: &str,
+    session: &str,
+    token: &str,
+) -> Result<AwsCredentials, String> {
+    let form = [
+        ("Action", "AssumeRoleWithWebIdentity"),
+        ("Version", "2011-06-15"),
+        ("RoleArn", role),
+        ("RoleSessionName", session),
+        ("WebIdentityToken", token),
+    ];
+    sts_call(services, key, None, &form)
+        .await
+        .map_err(|e| format!("failed to assume role '{role}' with a web identity: {e}"))
+}
+
+/// EKS Pod Identity's credential endpoint.
+async fn container_credentials(
+    services: &KeyServices,
+    url: &str,
+) -> Result<AwsCredentials, String> {
+    let env = &services.environment;
+    let authorization = match env.get("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE") {
+        Some(file) => Some(Zeroizing::new(
+            tokio::fs::read_to_string(file)
+                .await
+                .map_err(|e| format!("cannot read {file}: {e}"))?
+                .trim()
+                .to_owned(),
+        )),
+        None => env
+            .get("AWS_CONTAINER_AUTHORIZATION_TOKEN")
+            .map(|t| Zeroizing::new(t.to_owned())),
+    };
+    let body = with_retries(services.policy, || {
+        let mut request = Request::builder().method(Method::GET).uri(url);
+        if let Some(token) = &authorization {
+            request = request.header("authorization", token.as_str());
+        }
+        let request = request
+            .body(Full::new(Bytes::new()))
+            .map_err(|_| Failure::Permanent(format!("'{url}' is not a URL")));
+        async move {
+            let response = services
+                .http
+                .send(request?, services.policy.timeout)
+                .await?;
+            match response.status {
+                StatusCode::OK => Ok(response.body),
+                status => Err(Failure::from_status(
+                    status,
+                    format!(
+                        "the container credentials endpoint answered HTTP {}",
+                        status.as_u16()
+                    ),
+                )),
+            }
+        }
+    })
+    .await?;
+    #[derive(Deserialize)]
+    #[serde(rename_all = "PascalCase")]
+    struct Answer {
+        access_key_id: String,
+        secret_access_key: Zeroizing<String>,
+        token: Option<Zeroizing<String>>,
+    }
+    let answer: Answer = serde_json::from_slice(&body)
+        .map_err(|_| "the container credentials endpoint's answer is not credentials".to_owned())?;
+    Ok(AwsCredentials::new(
+        answer.access_key_id,
+        answer.secret_access_key.as_str(),
+        answer.token.map(|t| t.to_string()),
+        None,
+        "container",
+    ))
+}
+
+/// An STS Query API call (`AssumeRole` signed with `signer`, `AssumeRoleWithWebIdentity`
+/// unsigned) and the credentials it answers with.
+async fn sts_call(
+    services: &KeyServices,
+    key: &KmsKey,
+    signer: Option<&AwsCredentials>,
+    form: &[(&str, &str)],
+) -> Result<AwsCredentials, String> {
+    let endpoint = endpoint(services, "STS", "sts", key);
+    let body = Bytes::from(form_encode(form));
+    let content_type = "application/x-www-form-urlencoded; charset=utf-8";
+    let answer = with_retries(services.policy, || {
+        let request = match signer {
+            Some(credentials) => signed(
+                &endpoint,
+                &key.region,
+                "sts",
+                credentials,
+                &[("content-type", content_type)],
+                body.clone(),
+            ),
+            None => Request::builder()
+                .method(Method::POST)
+                .uri(format!("{endpoint}/"))
+                .header("content-type", content_type)
+                .body(Full::new(body.clone()))
+                .map_err(|_| format!("the endpoint '{endpoint}' is not a URL")),
+        };
+        async move {
+            let response = services
+                .http
+                .send(
+                    request.map_err(Failure::Permanent)?,
+                    services.policy.timeout,
+                )
+                .await?;
+            match response.status {
+                StatusCode::OK => Ok(response.body),
+                status => Err(xml_failure(status, &response.body)),
+            }
+        }
+    })
+    .await?;
+    parse_sts_credentials(&answer)
+}
+
+fn parse_sts_credentials(body: &[u8]) -> Result<AwsCredentials, String> {
+    let text = std::str::from_utf8(body).map_err(|_| "STS answered with non-text".to_owned())?;
+    let field =
+        |name: &str| xml_text(text, name).ok_or_else(|| format!("STS's answer has no {name}"));
+    let id = field("AccessKeyId")?;
+    let secret = Zeroizing::new(field("SecretAccessKey")?);
+    let token = Zeroizing::new(field("SessionToken")?);
+    let expiry = xml_text(text, "Expiration").and_then(|t| parse_rfc3339(&t));
+    Ok(AwsCredentials::new(
+        id,
+        secret.as_str(),
+        Some(token.to_string()),
+        expiry,
+        "sts",
+    ))
+}
+
+/// A Query-protocol error answer: `<Error><Code>..</Code><Message>..</Message></Error>`.
+fn xml_failure(status: StatusCode, body: &[u8]) -> Failure {
+    let text = String::from_utf8_lossy(body);
+    let code = xml_text(&text, "Code").unwrap_or_default();
+    let message = xml_text(&text, "Message").unwrap_or_default();
+    let mut description = format!("STS answered HTTP {}", status.as_u16());
+    for part in [code.as_str(), message.as_str()] {
+        if !part.is_empty() {
+            description.push_str(": ");
+            description.push_str(part);
+        }
+    }
+    if code == "Throttling" {
+        Failure::Transient(description)
+    } else {
+        Failure::from_status(status, description)
+    }
+}
+
+/// The text of the first `<tag>` element (these answers have no attributes on the
+/// elements read, and no nesting of the same name).
+fn xml_text(document: &str, tag: &str) -> Option<String> {
+    let open = format!("<{tag}>");
+    let close = format!("</{tag}>");
+    let start = document.find(&open)? + open.len();
+    let end = start + document[start..].find(&close)?;
+    Some(
+        document[start..end]
+            .replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&quot;", "\"")
+            .replace("&apos;", "'")
+            .replace("&amp;", "&"),
+    )
+}
+
+/// `2026-11-26T18:00:00Z` (STS's format) as a time.
+fn parse_rfc3339(text: &str) -> Option<SystemTime> {
+    let text = text.trim();
+    let (date, time) = text.split_once('T')?;
+    let mut d = date.splitn(3, '-').map(|p| p.parse::<i64>().ok());
+    let (year, month, day) = (d.next()??, d.next()??, d.next()??);
+    let time = time.trim_end_matches('Z');
+    let time = time.split('.').next()?;
+    let mut t = time.splitn(3, ':').map(|p| p.parse::<i64>().ok());
+    let (hour, minute, second) = (t.next()??, t.next()??, t.next()??);
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let seconds = days * 86_400 + hour * 3_600 + minute * 60 + second;
+    u64::try_from(seconds)
+        .ok()
+        .map(|s| SystemTime::UNIX_EPOCH + Duration::from_secs(s))
+}
+
+/// `application/x-www-form-urlencoded`, with AWS's encoding (RFC 3986 unreserved kept).
+fn form_encode(pairs: &[(&str, &str)]) -> String {
+    pairs
+        .iter()
+        .map(|(k, v)| format!("{}={}", percent_encode(k), percent_encode(v)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+fn percent_encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
+            out.push(byte as char);
+        } else {
+            out.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    out
+}
+
+/// sops' session name for an assumed role: `sops@HOSTNAME`, characters STS refuses
+/// removed, at most 64 characters.
+fn sops_session_name() -> String {
+    let host = hostname::get()
+        .map(|h| h.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let kept: String = host
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || "=,.".contains(*c) || ('@'..='_').contains(c))
+        .collect();
+    let mut name = format!("sops@{kept}");
+    name.truncate(63);
+    name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arns_as_sops_reads_them() {
+        let key = KmsKey::parse("arn:aws:kms:eu-west-1:111122223333:key/1234abcd").unwrap();
+        assert_eq!(key.region, "eu-west-1");
+        assert_eq!(key.dns_suffix(), "amazonaws.com");
+        let china = KmsKey::parse("arn:aws-cn:kms:cn-north-1:111122223333:alias/sops").unwrap();
+        assert_eq!(china.dns_suffix(), "amazonaws.com.cn");
+        for bad in [
+            "",
+            "arn:aws:kms:eu-west-1:111122223333",
+            "arn:aws:s3:eu-west-1:111122223333:key/x",
+            "arn:aws:kms::111122223333:key/x",
+            "arn:aws:kms:eu-west-1:abc:key/x",
+            "arn:aws:kms:eu-west-1:111122223333:role/x",
+            "arn:gcp:kms:eu-west-1:111122223333:key/x",
+        ] {
+            let err = KmsKey::parse(bad).unwrap_err();
+            assert_eq!(err, format!("no valid ARN found in '{bad}'"));
+        }
+    }
+
+    #[test]
+    fn static_credentials_entry_as_flux_reads_it() {
+        let parsed = parse_static_credentials(
+            b"aws_access_key_id: AKIAEXAMPLE\naws_secret_access_key: s3cr3t\naws_session_token: tok\n",
+        )
+        .unwrap();
+        assert_eq!(parsed.0.access_key_id(), "AKIAEXAMPLE");
+        assert_eq!(parsed.0.secret_access_key(), "s3cr3t");
+        assert_eq!(parsed.0.session_token(), Some("tok"));
+        assert_eq!(format!("{parsed:?}"), "StaticCredentials(***)");
+        let without_token =
+            parse_static_credentials(b"aws_access_key_id: A\naws_secret_access_key: B\n").unwrap();
+        assert_eq!(without_token.0.session_token(), None);
+        let err = parse_static_credentials(b"- not\n- a mapping: s3cr3t\n").unwrap_err();
+        assert!(
+            err.starts_with("failed to unmarshal AWS credentials file"),
+            "{err}"
+        );
+        assert!(!err.contains("s3cr3t"), "{err}");
+    }
+
+    #[test]
+    fn decrypt_body_carries_blob_context_and_key() {
+        let body = decrypt_body(
+            "arn:aws:kms:us-east-1:1:key/k",
+            b"\x01\x02\x03",
+            &[("team".into(), "a".into())],
+        );
+        assert_eq!(
+            std::str::from_utf8(&body).unwrap(),
+            r#"{"CiphertextBlob":"AQID","EncryptionContext":{"team":"a"},"KeyId":"arn:aws:kms:us-east-1:1:key/k"}"#
+        );
+        let plain = parse_decrypt_response(
+            br#"{"KeyId":"arn:aws:kms:us-east-1:1:key/k","Plaintext":"AQID","EncryptionAlgorithm":"SYMMETRIC_DEFAULT"}"#,
+        )
+        .unwrap();
+        assert_eq!(plain.as_slice(), [1, 2, 3]);
+        assert!(parse_decrypt_response(b"{}").is_err());
+    }
+
+    #[test]
+    fn error_answers_name_code_and_message() {
+        let denied = json_failure(
+            StatusCode::BAD_REQUEST,
+            br#"{"__type":"com.amazonaws.kms#AccessDeniedException","message":"not allowed"}"#,
+            "Decrypt",
+        );
+        assert!(
+            matches!(&denied, Failure::Permanent(m) if m == "Decrypt answered HTTP 400: AccessDeniedException: not allowed"),
+            "{denied:?}"
+        );
+        let throttled = json_failure(
+            StatusCode::BAD_REQUEST,
+            br#"{"__type":"ThrottlingException"}"#,
+            "Decrypt",
+        );
+        assert!(matches!(throttled, Failure::Transient(_)));
+        assert!(matches!(
+            json_failure(StatusCode::SERVICE_UNAVAILABLE, b"", "Decrypt"),
+            Failure::Transient(_)
+        ));
+        let sts = xml_failure(
+            StatusCode::FORBIDDEN,
+            b"<ErrorResponse><Error><Type>Sender</Type><Code>AccessDenied</Code><Message>Not authorized &amp; logged</Message></Error></ErrorResponse>",
+        );
+        assert!(
+            matches!(&sts, Failure::Permanent(m) if m == "STS answered HTTP 403: AccessDenied: Not authorized & logged"),
+            "{sts:?}"
+        );
+    }
+
+    #[test]
+    fn sts_answers_give_session_credentials() {
+        let body = br#"<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/">
+  <AssumeRoleResult>
+    <Credentials>
+      <AccessKeyId>ASIAEXAMPLE</AccessKeyId>
+      <SecretAccessKey>wJalrXUtnFEMI</SecretAccessKey>
+      <SessionToken>FwoGZXIvYXdzEJr</SessionToken>
+      <Expiration>2030-01-02T03:04:05Z</Expiration>
+    </Credentials>
+  </AssumeRoleResult>
+</AssumeRoleResponse>"#;
+        let credentials = parse_sts_credentials(body).unwrap();
+        assert_eq!(credentials.access_key_id(), "ASIAEXAMPLE");
+        assert_eq!(credentials.session_token(), Some("FwoGZXIvYXdzEJr"));
+        assert_eq!(
+            credentials.expiry(),
+            Some(SystemTime::UNIX_EPOCH + Duration::from_secs(1_893_553_445))
+        );
+        assert!(parse_sts_credentials(b"<nothing/>").is_err());
+    }
+
+    #[test]
+    fn signed_requests_carry_sigv4_headers() {
+        let credentials = AwsCredentials::new("AKID", "SECRET", None, None, "test");
+        let request = signed(
+            "http://127.0.0.1:5000",
+            "us-east-1",
+            "kms",
+            &credentials,
+            &[("x-amz-target", "TrentService.Decrypt")],
+            Bytes::from_static(b"{}"),
+        )
+        .unwrap();
+        let authorization = request.headers()["authorization"].to_str().unwrap();
+        assert!(
+            authorization.starts_with("AWS4-HMAC-SHA256 Credential=AKID/"),
+            "{authorization}"
+        );
+        assert!(authorization.contains("/us-east-1/kms/aws4_request"));
+        assert!(authorization.contains("SignedHeaders=host;x-amz-date;x-amz-target"));
+        assert!(!authorization.contains("SECRET"));
+        assert!(request.headers().contains_key("x-amz-date"));
+        assert_eq!(request.uri(), "http://127.0.0.1:5000/");
+    }
+
+    #[test]
+    fn session_names_keep_what_sts_accepts() {
+        let name = sops_session_name();
+        assert!(name.starts_with("sops@"));
+        assert!(name.len() < 64);
+        assert_eq!(
+            form_encode(&[("RoleArn", "arn:aws:iam::1:role/a b"), ("X", "~.-_")]),
+            "RoleArn=arn%3Aaws%3Aiam%3A%3A1%3Arole%2Fa%20b&X=~.-_"
+        );
+        assert_eq!(
+            parse_rfc3339("1970-01-01T00:00:00Z"),
+            Some(SystemTime::UNIX_EPOCH)
+        );
+    }
+}

@@ -1,0 +1,790 @@
+//! Azure Key Vault: `decrypt` (RSA-OAEP-256) of the data key over the Key Vault REST API,
+//! with the credentials Flux uses: the decryption Secret's `sops.azure-kv` entry (a client
+//! secret, a client certificate, or a user-assigned managed identity), else the
+//! decryption ServiceAccount (workload identity: its Kubernetes token as the client
+//! assertion of the `azure.workload.identity/client-id` application), else the
+//! controller's environment (`AZURE_CLIENT_SECRET` or `AZURE_CLIENT_CERTIFICATE_PATH`,
+//! then `AZURE_FEDERATED_TOKEN_FILE`, then the managed identity endpoint).
+//!
+//! Tokens are asked for the Key Vault resource of the vault URL's domain (for
+//! `x.vault.azure.net`, `https://vault.azure.net/.default`), so a key URL that points
+//! elsewhere never receives a token for Key Vault.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use base64::Engine;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use bytes::Bytes;
+use http::{Method, Request, StatusCode};
+use http_body_util::Full;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use zeroize::Zeroizing;
+
+use super::gcp::oauth::{self, Alg, Rsa, TokenResponse};
+use super::identity::ServiceAccountTokens;
+use super::{Environment, Failure, KeyServices, with_retries};
+
+/// The annotation naming the application (client) ID of a decryption ServiceAccount.
+pub const CLIENT_ID_ANNOTATION: &str = "azure.workload.identity/client-id";
+/// The annotation naming the tenant ID of a decryption ServiceAccount.
+pub const TENANT_ID_ANNOTATION: &str = "azure.workload.identity/tenant-id";
+/// The audience of ServiceAccount tokens exchanged with Microsoft Entra ID.
+pub const DEFAULT_AUDIENCE: &str = "api://AzureADTokenExchange";
+
+/// The Key Vault API version of the azkeys SDK sops v3.13.2 builds with.
+const API_VERSION: &str = "2025-07-01";
+const PUBLIC_AUTHORITY_HOST: &str = "https://login.microsoftonline.com/";
+const DEFAULT_IMDS_HOST: &str = "http://169.254.169.254";
+const DEFAULT_SCOPE: &str = "https://vault.azure.net/.default";
+/// The Key Vault and Managed HSM domains of Azure's clouds: their resource is the domain.
+const KEY_VAULT_DOMAINS: &[&str] = &[
+    "vault.azure.net",
+    "vault.azure.cn",
+    "vault.usgovcloudapi.net",
+    "vault.microsoftazure.de",
+    "managedhsm.azure.net",
+    "managedhsm.azure.cn",
+    "managedhsm.usgovcloudapi.net",
+];
+/// How long a signed client assertion is valid (MSAL's).
+const ASSERTION_LIFETIME: u64 = 600;
+
+/// The decryption Secret's `sops.azure-kv` entry, resolved as Flux's
+/// `TokenCredentialFromAADConfig` does.
+pub struct Credentials {
+    kind: Kind,
+    /// `authorityHost`, ending with `/`.
+    authority_host: String,
+}
+
+enum Kind {
+    ClientSecret {
+        tenant_id: String,
+        client_id: String,
+        secret: Zeroizing<String>,
+    },
+    ClientCertificate {
+        tenant_id: String,
+        client_id: String,
+        certificate: ClientCertificate,
+    },
+    /// A user-assigned managed identity (`clientId` alone).
+    ManagedIdentity { client_id: String },
+}
+
+/// A client certificate: its RSA key, the SHA-256 thumbprint of its certificate and the
+/// chain (leaf first) sent with `clientCertificateSendChain`.
+struct ClientCertificate {
+    key: Rsa,
+    thumbprint: Vec<u8>,
+    chain: Vec<String>,
+    send_chain: bool,
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut out = f.debug_struct("Credentials");
+        match &self.kind {
+            Kind::ClientSecret {
+                tenant_id,
+                client_id,
+                ..
+            } => out
+                .field("tenant_id", tenant_id)
+                .field("client_id", client_id)
+                .field("client_secret", &"***"),
+            Kind::ClientCertificate {
+                tenant_id,
+                client_id,
+                certificate,
+            } => out
+                .field("tenant_id", tenant_id)
+                .field("client_id", client_id)
+                .field("client_certificate", &"***")
+                .field("send_chain", &certificate.send_chain),
+            Kind::ManagedIdentity { client_id } => out.field("managed_identity", client_id),
+        };
+        out.field("authority_host", &self.authority_host).finish()
+    }
+}
+
+impl Credentials {
+    fn describe(&self) -> String {
+        match &self.kind {
+            Kind::ClientSecret { client_id, .. } => format!("client secret of '{client_id}'"),
+            Kind::ClientCertificate { client_id, .. } => {
+                format!("client certificate of '{client_id}'")
+            }
+            Kind::ManagedIdentity { client_id } => format!("managed identity '{client_id}'"),
+        }
+    }
+}
+
+/// Parses a `sops.azure-kv` entry: JSON or YAML (UTF-8, or UTF-16 with a byte order mark)
+/// with `tenantId`, `clientId`, `clientSecret`, `clientCertificate` (PEM certificate and
+/// RSA key), `clientCertificatePassword`, `clientCertificateSendChain`, `authorityHost`,
+/// or the `az` service principal fields `tenant`, `appId`, `password`. Field names match
+/// case-insensitively, as Go's JSON decoding does.
+pub fn parse_credentials(data: &[u8]) -> Result<Credentials, String> {
+    let text = decode_text(data)?;
+    let fields = parse_fields(&text)?;
+    let get = |name: &str| string_field(&fields, name);
+    let authority_host = get("authorityHost")?
+        .map(|h| with_slash(&h))
+        .unwrap_or_else(|| PUBLIC_AUTHORITY_HOST.to_owned());
+    let (tenant_id, client_id) = (get("tenantId")?, get("clientId")?);
+    let kind = match (tenant_id, client_id) {
+        (Some(tenant_id), Some(client_id)) => {
+            if let Some(secret) = get("clientSecret")? {
+                Kind::ClientSecret {
+                    tenant_id,
+                    client_id,
+                    secret: Zeroizing::new(secret),
+                }
+            } else if let Some(pem) = get("clientCertificate")?.map(Zeroizing::new) {
+                let send_chain = bool_field(&fields, "clientCertificateSendChain")?;
+                let password = get("clientCertificatePassword")?.map(Zeroizing::new);
+                Kind::ClientCertificate {
+                    tenant_id,
+                    client_id,
+                    certificate: parse_certificate(&pem, password.is_some(), send_chain)?,
+                }
+            } else {
+                return Err("invalid data: requires 'clientSecret' or 'clientCertificate' when both 'tenantId' and 'clientId' are set".to_owned());
+            }
+        }
+        (_, client_id) => match (get("tenant")?, get("appId")?, get("password")?, client_id) {
+            (Some(tenant_id), Some(client_id), Some(secret), _) => Kind::ClientSecret {
+                tenant_id,
+                client_id,
+                secret: Zeroizing::new(secret),
+            },
+            (.., Some(client_id)) => Kind::ManagedIdentity { client_id },
+            _ => return Err("invalid data: requires a 'clientId' field, a combination of 'tenantId', 'clientId' and 'clientSecret', or 'tenantId', 'clientId' and 'clientCertificate'".to_owned()),
+        },
+    };
+    if let Kind::ClientSecret { tenant_id, .. } | Kind::ClientCertificate { tenant_id, .. } = &kind
+    {
+        check_tenant(tenant_id)?;
+    }
+    Ok(Credentials {
+        kind,
+        authority_host,
+    })
+}
+
+/// The entry's text: UTF-8 (a byte order mark skipped), or UTF-16 with a byte order mark.
+fn decode_text(data: &[u8]) -> Result<Zeroizing<String>, String> {
+    let utf16 = |rest: &[u8], big: bool| -> Result<Zeroizing<String>, String> {
+        let units: Zeroizing<Vec<u16>> = Zeroizing::new(
+            rest.chunks_exact(2)
+                .map(|c| {
+                    if big {
+                        u16::from_be_bytes([c[0], c[1]])
+                    } else {
+                        u16::from_le_bytes([c[0], c[1]])
+                    }
+                })
+                .collect(),
+        );
+        String::from_utf16(&units).map(Zeroizing::new).map_err(|_| {
+            "failed to decode Azure authentication file bytes: invalid UTF-16".to_owned()
+        })
+    };
+    match data {
+        [0xFF, 0xFE, rest @ ..] => utf16(rest, false),
+        [0xFE, 0xFF, rest @ ..] => utf16(rest, true),
+        [0xEF, 0xBB, 0xBF, rest @ ..] | rest => std::str::from_utf8(rest)
+            .map(|s| Zeroizing::new(s.to_owned()))
+            .map_err(|_| {
+                "failed to decode Azure authentication file bytes: not UTF-8 text".to_owned()
+            }),
+    }
+}
+
+/// The entry's top-level mapping (JSON is YAML).
+fn parse_fields(text: &str) -> Result<Map<String, Value>, String> {
+    if text.trim().is_empty() {
+        return Ok(Map::new());
+    }
+    match serde_saphyr::from_str::<Value>(text) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(Value::Null) => Ok(Map::new()),
+        Ok(_) => Err("failed to unmarshal Azure authentication file: not a mapping".to_owned()),
+        Err(_) => {
+            Err("failed to unmarshal Azure authentication file: not valid JSON or YAML".to_owned())
+        }
+    }
+}
+
+/// A field by name: the exact key, else one equal ignoring case.
+fn field<'a>(fields: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
+    fields.get(name).or_else(|| {
+        fields
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v)
+    })
+}
+
+fn string_field(fields: &Map<String, Value>, name: &str) -> Result<Option<String>, String> {
+    match field(fields, name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok((!s.is_empty()).then(|| s.clone())),
+        Some(_) => Err(format!(
+            "failed to unmarshal Azure authentication file: '{name}' must be a string"
+        )),
+    }
+}
+
+fn bool_field(fields: &Map<String, Value>, name: &str) -> Result<bool, String> {
+    match field(fields, name) {
+        None | Some(Value::Null) => Ok(false),
+        Some(Value::Bool(b)) => Ok(*b),
+        Some(_) => Err(format!(
+            "failed to unmarshal Azure authentication file: '{name}' must be a boolean"
+        )),
+    }
+}
+
+fn with_slash(host: &str) -> String {
+    if host.ends_with('/') {
+        host.to_owned()
+    } else {
+        format!("{host}/")
+    }
+}
+
+/// A tenant ID is a GUID or a domain name: nothing that changes the token URL's path.
+fn check_tenant(tenant_id: &str) -> Result<(), String> {
+    if tenant_id
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
+    {
+        Ok(())
+    } else {
+        Err(format!("invalid tenant ID '{tenant_id}'"))
+    }
+}
+
+/// A PEM client certificate with its unencrypted RSA key.
+fn parse_certificate(
+    pem: &str,
+    has_password: bool,
+    send_chain: bool,
+) -> Result<ClientCertificate, String> {
+    let invalid = |reason: &str| format!("invalid clientCertificate: {reason}");
+    if !pem.contains("-----BEGIN") {
+        return Err(invalid(
+            "not PEM (PKCS#12 certificates are not supported: convert to PEM)",
+        ));
+    }
+    if pem.contains("ENCRYPTED") {
+        let also = if has_password {
+            ""
+        } else {
+            " and no clientCertificatePassword is set"
+        };
+        return Err(invalid(&format!(
+            "the private key is encrypted{also}; encrypted keys are not supported: store the key unencrypted in the Secret"
+        )));
+    }
+    let key = Rsa::from_pem(pem).map_err(|e| invalid(&e))?;
+    let blocks = oauth::pem_blocks(pem).map_err(|e| invalid(&e))?;
+    let certificates: Vec<&[u8]> = blocks
+        .iter()
+        .filter(|b| b.label == "CERTIFICATE")
+        .map(|b| b.der.as_slice())
+        .collect();
+    // The leaf is the certificate of the key: the one holding its public key (as MSAL).
+    let leaf = certificates
+        .iter()
+        .position(|der| contains(der, key.public_key()))
+        .ok_or_else(|| invalid("no certificate matches the private key"))?;
+    let mut chain = vec![STANDARD.encode(certificates[leaf])];
+    chain.extend(
+        certificates
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != leaf)
+            .map(|(_, der)| STANDARD.encode(der)),
+    );
+    let thumbprint = ring::digest::digest(&ring::digest::SHA256, certificates[leaf])
+        .as_ref()
+        .to_vec();
+    Ok(ClientCertificate {
+        key,
+        thumbprint,
+        chain,
+        send_chain,
+    })
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && haystack.windows(needle.len()).any(|w| w == needle)
+}
+
+/// An access token for one Key Vault resource, cached in [`KeyServices`] until shortly
+/// before it expires.
+pub struct AccessToken {
+    value: Zeroizing<String>,
+    renew_at: Instant,
+    scope: String,
+}
+
+impl std::fmt::Debug for AccessToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AccessToken")
+            .field("value", &"***")
+            .field("renew_at", &self.renew_at)
+            .field("scope", &self.scope)
+            .finish()
+    }
+}
+
+/// Opens a data key: `enc` is the unpadded base64url of the wrapped key, as sops writes it.
+pub async fn decrypt(
+    services: &KeyServices,
+    vault_url: &str,
+    name: &str,
+    version: &str,
+    enc: &str,
+) -> Result<Zeroizing<Vec<u8>>, String> {
+    let key_url = format!("{vault_url}/keys/{name}/{version}");
+    let failed = |reason: String| {
+        format!("failed to decrypt sops data key with Azure Key Vault key '{key_url}': {reason}")
+    };
+    let url = decrypt_url(vault_url, name, version).map_err(&failed)?;
+    let scope = scope_for(vault_url).map_err(&failed)?;
+    let wrapped = URL_SAFE_NO_PAD
+        .decode(enc.trim())
+        .map_err(|e| format!("failed to base64 decode Azure Key Vault encrypted key: {e}"))?;
+    let token = access_token(services, &scope).await?;
+    with_retries(services.policy, || async {
+        let request = decrypt_request(&url, &wrapped, &token)?;
+        let response = services.http.send(request, services.policy.timeout).await?;
+        parse_decrypt_response(response.status, &response.body)
+    })
+    .await
+    .map_err(failed)
+}
+
+/// `{vault}/keys/{name}[/{version}]/decrypt?api-version=...`; the vault must be HTTPS
+/// (plain HTTP only on loopback, for tests), and the name and version plain identifiers.
+fn decrypt_url(vault_url: &str, name: &str, version: &str) -> Result<String, String> {
+    let vault: http::Uri = vault_url
+        .parse()
+        .map_err(|_| format!("invalid vault URL '{vault_url}'"))?;
+    let host = vault.host().unwrap_or("");
+    let loopback = matches!(host, "127.0.0.1" | "localhost" | "[::1]");
+    match vault.scheme_str() {
+        Some("https") => {}
+        Some("http") if loopback => {}
+        _ => return Err(format!("vault URL '{vault_url}' is not an https:// URL")),
+    }
+    let plain = |s: &str| s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+    if name.is_empty() || !plain(name) || !plain(version) {
+        return Err(format!("invalid key name '{name}' or version '{version}'"));
+    }
+    let base = vault_url.trim_end_matches('/');
+    let version = if version.is_empty() {
+        String::new()
+    } else {
+        format!("/{version}")
+    };
+    Ok(format!(
+        "{base}/keys/{name}{version}/decrypt?api-version={API_VERSION}"
+    ))
+}
+
+/// The token scope of a vault: its Key Vault domain's resource for Azure's clouds, else
+/// the parent domain of its host (a token for nothing else).
+fn scope_for(vault_url: &str) -> Result<String, String> {
+    let uri: http::Uri = vault_url
+        .parse()
+        .map_err(|_| format!("invalid vault URL '{vault_url}'"))?;
+    let host = uri.host().unwrap_or("").to_ascii_lowercase();
+    if let Some(domain) = KEY_VAULT_DOMAINS
+        .iter()
+        .find(|d| host.ends_with(&format!(".{d}")))
+    {
+        return Ok(format!("https://{domain}/.default"));
+    }
+    if matches!(host.as_str(), "127.0.0.1" | "localhost" | "[::1]") {
+        return Ok(DEFAULT_SCOPE.to_owned());
+    }
+    match host.split_once('.') {
+        Some((_, parent)) if parent.contains('.') => Ok(format!("https://{parent}/.default")),
+        _ => Ok(format!("https://{host}/.default")),
+    }
+}
+
+/// The Key Vault `decrypt` request with RSA-OAEP-256.
+fn decrypt_request(
+    url: &str,
+    wrapped: &[u8],
+    token: &str,
+) -> Result<Request<Full<Bytes>>, Failure> {
+    let body = json!({ "alg": "RSA-OAEP-256", "value": URL_SAFE_NO_PAD.encode(wrapped) });
+    Request::builder()
+        .method(Method::POST)
+        .uri(url)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .header(http::header::AUTHORIZATION, format!("Bearer {token}"))
+        .body(Full::new(Bytes::from(body.to_string())))
+        .map_err(|e| Failure::Permanent(format!("invalid request: {e}")))
+}
+
+/// Reads a `decrypt` answer: `{"kid", "value": base64url}`.
+fn parse_decrypt_response(status: StatusCode, body: &[u8]) -> Result<Zeroizing<Vec<u8>>, Failure> {
+    #[derive(Deserialize)]
+    struct Answer {
+        #[serde(default)]
+        value: Zeroizing<String>,
+    }
+    if !status.is_success() {
+        return Err(Failure::from_status(
+            status,
+            oauth::service_error(status, body),
+        ));
+    }
+    let answer: Answer = serde_json::from_slice(body)
+        .map_err(|_| Failure::Permanent("unreadable answer: not the expected JSON".to_owned()))?;
+    URL_SAFE_NO_PAD
+        .decode(answer.value.trim_end_matches('='))
+        .map(Zeroizing::new)
+        .map_err(|_| Failure::Permanent("the answer's value is not base64url".to_owned()))
+}
+
+/// A valid token for `scope`: the cached one, else a new one.
+async fn access_token(services: &KeyServices, scope: &str) -> Result<Zeroizing<String>, String> {
+    let mut cached = services.azure_tokens.lock().await;
+    if let Some(token) = cached
+        .as_ref()
+        .filter(|t| t.scope == scope && Instant::now() < t.renew_at)
+    {
+        return Ok(token.value.clone());
+    }
+    let response = new_token(services, scope).await?;
+    let value = response.access_token.clone();
+    *cached = Some(AccessToken {
+        renew_at: oauth::renew_at(response.expires_in),
+        value: response.access_token,
+        scope: scope.to_owned(),
+    });
+    Ok(value)
+}
+
+/// How a token is got.
+enum Grant<'a> {
+    /// Client credentials: a secret, a certificate, or a ServiceAccount token as assertion.
+    Client {
+        authority_host: String,
+        tenant_id: &'a str,
+        client_id: &'a str,
+        proof: Proof<'a>,
+    },
+    /// The managed identity endpoint (IMDS), for a user-assigned identity if given.
+    ManagedIdentity { client_id: Option<&'a str> },
+}
+
+enum Proof<'a> {
+    Secret(&'a str),
+    Certificate(&'a ClientCertificate),
+    Assertion(Zeroizing<String>),
+}
+
+/// A new token: from the Secret's credentials, else the decryption ServiceAccount's
+/// workload identity, else the controller's environment.
+async fn new_token(services: &KeyServices, scope: &str) -> Result<TokenResponse, String> {
+    if let Some(credentials) = &services.credentials.azure {
+        return request_token(services, secret_grant(credentials), scope)
+            .await
+            .map_err(|e| {
+                format!(
+                    "failed to get an access token with the {} (sops.azure-kv): {e}",
+                    credentials.describe()
+                )
+            });
+    }
+    if let Some(identity) = &services.credentials.identity {
+        let grant = identity_grant(services, identity).await?;
+        return request_token(services, grant, scope).await.map_err(|e| {
+            format!(
+                "failed to get an access token with workload identity of service account '{}/{}': {e}",
+                identity.namespace(),
+                identity.name()
+            )
+        });
+    }
+    environment_token(services, scope).await
+}
+
+fn secret_grant(credentials: &Credentials) -> Grant<'_> {
+    let client = |tenant_id, client_id, proof| Grant::Client {
+        authority_host: credentials.authority_host.clone(),
+        tenant_id,
+        client_id,
+        proof,
+    };
+    match &credentials.kind {
+        Kind::ClientSecret {
+            tenant_id,
+            client_id,
+            secret,
+        } => client(tenant_id, client_id, Proof::Secret(secret)),
+        Kind::ClientCertificate {
+            tenant_id,
+            client_id,
+            certificate,
+        } => client(tenant_id, client_id, Proof::Certificate(certificate)),
+        Kind::ManagedIdentity { client_id } => Grant::ManagedIdentity {
+            client_id: Some(client_id),
+        },
+    }
+}
+
+/// Workload identity of the decryption ServiceAccount, as fluxcd/pkg/auth/azure does it.
+async fn identity_grant<'a>(
+    services: &KeyServices,
+    identity: &'a Arc<ServiceAccountTokens>,
+) -> Result<Grant<'a>, String> {
+    let account = format!("'{}/{}'", identity.namespace(), identity.name());
+    let annotation = |key: &str, what: &str| {
+        identity.annotation(key).ok_or_else(|| {
+            format!("azure {what} is not set in the annotation {key} of decryption service account {account}")
+        })
+    };
+    let tenant_id = annotation(TENANT_ID_ANNOTATION, "tenant ID")?;
+    let client_id = annotation(CLIENT_ID_ANNOTATION, "client ID")?;
+    check_tenant(tenant_id)?;
+    let token = identity
+        .token(identity.audiences(&[DEFAULT_AUDIENCE]))
+        .await?;
+    Ok(Grant::Client {
+        authority_host: environment_authority(&services.environment),
+        tenant_id,
+        client_id,
+        proof: Proof::Assertion(token),
+    })
+}
+
+/// `AZURE_AUTHORITY_HOST`, else the public cloud's.
+fn environment_authority(environment: &Environment) -> String {
+    environment
+        .get("AZURE_AUTHORITY_HOST")
+        .map(with_slash)
+        .unwrap_or_else(|| PUBLIC_AUTHORITY_HOST.to_owned())
+}
+
+/// The controller's credentials, in the order of Flux's default Azure credential:
+/// environment (secret, certificate), workload identity, managed identity.
+async fn environment_token(services: &KeyServices, scope: &str) -> Result<TokenResponse, String> {
+    let env = &services.environment;
+    let authority_host = environment_authority(env);
+    let (tenant, client) = (env.get("AZURE_TENANT_ID"), env.get("AZURE_CLIENT_ID"));
+    if let (Some(tenant_id), Some(client_id)) = (tenant, client) {
+        check_tenant(tenant_id)?;
+        let client = |proof| Grant::Client {
+            authority_host: authority_host.clone(),
+            tenant_id,
+            client_id,
+            proof,
+        };
+        let failed = |source: &str, e: String| {
+            format!("failed to get an access token with {source} of '{client_id}': {e}")
+        };
+        if let Some(secret) = env.get("AZURE_CLIENT_SECRET") {
+            return request_token(services, client(Proof::Secret(secret)), scope)
+                .await
+                .map_err(|e| failed("AZURE_CLIENT_SECRET", e));
+        }
+        if let Some(path) = env.get("AZURE_CLIENT_CERTIFICATE_PATH") {
+            let certificate = read_certificate(env, path).await?;
+            return request_token(services, client(Proof::Certificate(&certificate)), scope)
+                .await
+                .map_err(|e| failed("AZURE_CLIENT_CERTIFICATE_PATH", e));
+        }
+        if let (Some(file), Some(_)) = (
+            env.get("AZURE_FEDERATED_TOKEN_FILE"),
+            env.get("AZURE_AUTHORITY_HOST"),
+        ) {
+            let token = tokio::fs::read_to_string(file)
+                .await
+                .map_err(|e| format!("failed to read AZURE_FEDERATED_TOKEN_FILE '{file}': {e}"))?;
+            let assertion = Zeroizing::new(token.trim().to_owned());
+            return request_token(services, client(Proof::Assertion(assertion)), scope)
+                .await
+                .map_err(|e| failed("workload identity (AZURE_FEDERATED_TOKEN_FILE)", e));
+        }
+    }
+    request_token(
+        services,
+        Grant::ManagedIdentity { client_id: client },
+        scope,
+    )
+    .await
+    .map_err(|e| format!("failed to get an access token with managed identity: {e}"))
+}
+
+async fn read_certificate(env: &Environment, path: &str) -> Result<ClientCertificate, String> {
+    let pem = Zeroizing::new(
+        tokio::fs::read_to_string(path)
+            .await
+            .map_err(|e| format!("failed to read AZURE_CLIENT_CERTIFICATE_PATH '{path}': {e}"))?,
+    );
+    let send_chain = matches!(
+        env.get("AZURE_CLIENT_SEND_CERTIFICATE_CHAIN"),
+        Some("1" | "true" | "True" | "TRUE")
+    );
+    let has_password = env.get("AZURE_CLIENT_CERTIFICATE_PASSWORD").is_some();
+    parse_certificate(&pem, has_password, send_chain)
+        .map_err(|e| format!("AZURE_CLIENT_CERTIFICATE_PATH '{path}': {e}"))
+}
+
+/// Sends a grant's token request, with retries.
+async fn request_token(
+    services: &KeyServices,
+    grant: Grant<'_>,
+    scope: &str,
+) -> Result<TokenResponse, String> {
+    let imds = services
+        .environment
+        .get("AZURE_POD_IDENTITY_AUTHORITY_HOST")
+        .unwrap_or(DEFAULT_IMDS_HOST)
+        .trim_end_matches('/')
+        .to_owned();
+    with_retries(services.policy, || async {
+        let request = match &grant {
+            Grant::Client {
+                authority_host,
+                tenant_id,
+                client_id,
+                proof,
+            } => client_token_request(
+                authority_host,
+                tenant_id,
+                client_id,
+                proof,
+                scope,
+                oauth::unix_now(),
+            )?,
+            Grant::ManagedIdentity { client_id } => {
+                managed_identity_request(&imds, *client_id, scope)?
+            }
+        };
+        let response = services.http.send(request, services.policy.timeout).await?;
+        oauth::parse_token_response(response.status, &response.body)
+    })
+    .await
+}
+
+/// The Microsoft identity platform's token endpoint of a tenant.
+fn token_url(authority_host: &str, tenant_id: &str) -> String {
+    format!("{authority_host}{tenant_id}/oauth2/v2.0/token")
+}
+
+/// A client credentials token request (v2.0 endpoint).
+fn client_token_request(
+    authority_host: &str,
+    tenant_id: &str,
+    client_id: &str,
+    proof: &Proof<'_>,
+    scope: &str,
+    now: u64,
+) -> Result<Request<Full<Bytes>>, Failure> {
+    let url = token_url(authority_host, tenant_id);
+    let mut form = vec![
+        ("client_id", client_id),
+        ("scope", scope),
+        ("grant_type", "client_credentials"),
+    ];
+    let assertion;
+    match proof {
+        Proof::Secret(secret) => form.push(("client_secret", secret)),
+        Proof::Certificate(certificate) => {
+            assertion =
+                client_assertion(certificate, client_id, &url, now).map_err(Failure::Permanent)?;
+            form.push(("client_assertion_type", JWT_BEARER));
+            form.push(("client_assertion", &assertion));
+        }
+        Proof::Assertion(token) => {
+            form.push(("client_assertion_type", JWT_BEARER));
+            form.push(("client_assertion", token));
+        }
+    }
+    oauth::form_request(&url, &form)
+}
+
+const JWT_BEARER: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+
+/// The certificate's signed client assertion, as MSAL makes it: PS256, the SHA-256
+/// thumbprint in `x5t#S256`, the chain in `x5c` when asked.
+fn client_assertion(
+    certificate: &ClientCertificate,
+    client_id: &str,
+    token_url: &str,
+    now: u64,
+) -> Result<Zeroizing<String>, String> {
+    let mut header = json!({
+        "alg": "PS256",
+        "typ": "JWT",
+        "x5t#S256": STANDARD.encode(&certificate.thumbprint),
+    });
+    if certificate.send_chain {
+        header["x5c"] = json!(certificate.chain);
+    }
+    let claims = json!({
+        "aud": token_url,
+        "exp": now + ASSERTION_LIFETIME,
+        "iss": client_id,
+        "jti": random_id()?,
+        "nbf": now,
+        "sub": client_id,
+    });
+    oauth::sign_jwt(&header, &claims, &certificate.key, Alg::Ps256)
+}
+
+/// A random UUID (version 4) for `jti`.
+fn random_id() -> Result<String, String> {
+    use ring::rand::SecureRandom;
+    let mut bytes = [0u8; 16];
+    ring::rand::SystemRandom::new()
+        .fill(&mut bytes)
+        .map_err(|_| "no random numbers for the client assertion".to_owned())?;
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    ))
+}
+
+/// The Azure Instance Metadata Service's managed identity token request.
+fn managed_identity_request(
+    imds: &str,
+    client_id: Option<&str>,
+    scope: &str,
+) -> Result<Request<Full<Bytes>>, Failure> {
+    let resource = scope.trim_end_matches("/.default");
+    let mut url = format!(
+        "{imds}/metadata/identity/oauth2/token?api-version=2018-02-01&resource={}",
+        oauth::percent_encode(resource)
+    );
+    if let Some(id) = client_id {
+        url.push_str(&format!("&client_id={}", oauth::percent_encode(id)));
+    }
+    Request::builder()
+        .method(Method::GET)
+        .uri(url)
+        .header("Metadata", "true")
+        .body(Full::new(Bytes::new()))
+        .map_err(|e| Failure::Permanent(format!("invalid managed identity request: {e}")))
+}

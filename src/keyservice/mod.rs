@@ -1,0 +1,289 @@
+//! Key services for SOPS: the data keys of files encrypted with AWS KMS, HashiCorp Vault
+//! (or OpenBao) transit, GCP KMS or Azure Key Vault are opened by calling that service, with
+//! the credentials Flux would use for the Kustomization: its decryption Secret's
+//! `sops.aws-kms`, `sops.vault-token`, `sops.gcp-kms` and `sops.azure-kv` entries, else its
+//! decryption ServiceAccount (object identity), else the controller's own environment.
+//!
+//! The decryptor (`sops`) is synchronous and runs on a blocking thread; [`KeyServices`]
+//! answers it by running the calls on the tokio runtime. Each call has a deadline and is
+//! retried with backoff while the service does not answer or says it is busy. Credentials
+//! and data keys stay in memory; no message carries them.
+
+pub mod aws;
+pub mod azure;
+pub mod gcp;
+pub mod http;
+pub mod identity;
+pub mod vault;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use sops::{ServiceError, ServiceKey};
+use zeroize::Zeroizing;
+
+pub use http::HttpClient;
+pub use identity::ServiceAccountTokens;
+
+/// Deadline and retries of every key service call.
+#[derive(Clone, Copy, Debug)]
+pub struct CallPolicy {
+    /// Deadline of one request.
+    pub timeout: Duration,
+    /// How many times a request is sent before its failure is reported.
+    pub attempts: u32,
+    /// The wait before the second attempt; doubled for each one after.
+    pub backoff: Duration,
+}
+
+impl Default for CallPolicy {
+    fn default() -> Self {
+        CallPolicy {
+            timeout: Duration::from_secs(10),
+            attempts: 3,
+            backoff: Duration::from_millis(250),
+        }
+    }
+}
+
+/// Why one attempt at a call failed.
+#[derive(Debug)]
+pub enum Failure {
+    /// The service did not answer, or said it is busy: worth another attempt.
+    Transient(String),
+    /// The service answered with a refusal, or the request cannot be made.
+    Permanent(String),
+}
+
+impl From<http::HttpError> for Failure {
+    fn from(error: http::HttpError) -> Self {
+        if error.is_transient() {
+            Failure::Transient(error.to_string())
+        } else {
+            Failure::Permanent(error.to_string())
+        }
+    }
+}
+
+impl Failure {
+    /// The failure of an answer with HTTP `status`: 429 and 5xx are transient.
+    pub fn from_status(status: ::http::StatusCode, message: String) -> Self {
+        if status == ::http::StatusCode::TOO_MANY_REQUESTS || status.is_server_error() {
+            Failure::Transient(message)
+        } else {
+            Failure::Permanent(message)
+        }
+    }
+
+    fn message(self) -> String {
+        match self {
+            Failure::Transient(m) | Failure::Permanent(m) => m,
+        }
+    }
+}
+
+/// Runs `attempt` until it succeeds, fails permanently, or `policy.attempts` are spent;
+/// each attempt under `policy.timeout`.
+pub async fn with_retries<T, F, Fut>(policy: CallPolicy, mut attempt: F) -> Result<T, String>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, Failure>>,
+{
+    let mut backoff = policy.backoff;
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let outcome = match tokio::time::timeout(policy.timeout, attempt()).await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(Failure::Transient(format!(
+                "no answer within {:?}",
+                policy.timeout
+            ))),
+        };
+        match outcome {
+            Ok(value) => return Ok(value),
+            Err(Failure::Transient(message)) if tries < policy.attempts => {
+                tracing::debug!(attempt = tries, error = %message, "key service call failed; retrying");
+                tokio::time::sleep(backoff).await;
+                backoff *= 2;
+            }
+            Err(Failure::Transient(message)) if policy.attempts > 1 => {
+                return Err(format!("{message} (after {tries} attempts)"));
+            }
+            Err(failure) => return Err(failure.message()),
+        }
+    }
+}
+
+/// The process environment variables the key services read (captured once, so that tests
+/// can give their own).
+#[derive(Clone, Debug, Default)]
+pub struct Environment(HashMap<String, String>);
+
+impl Environment {
+    /// The variables of this process.
+    pub fn from_process() -> Self {
+        Environment(std::env::vars().collect())
+    }
+
+    /// From explicit pairs.
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        Environment(
+            pairs
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
+        )
+    }
+
+    /// A variable's value, `None` when unset or empty.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .get(name)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    }
+}
+
+/// The credentials of one Kustomization's decryption, by service. What is `None` falls
+/// back to object identity (a decryption ServiceAccount) and then to the environment.
+#[derive(Default)]
+pub struct Credentials {
+    /// `sops.aws-kms`: static AWS credentials.
+    pub aws: Option<aws::StaticCredentials>,
+    /// `sops.vault-token`: a Vault/OpenBao token.
+    pub vault_token: Option<Zeroizing<String>>,
+    /// `sops.gcp-kms`: GCP credentials JSON.
+    pub gcp: Option<gcp::Credentials>,
+    /// `sops.azure-kv`: Azure AD configuration.
+    pub azure: Option<azure::Credentials>,
+    /// The decryption ServiceAccount's tokens and annotations (object identity).
+    pub identity: Option<Arc<ServiceAccountTokens>>,
+    /// Vault login paths by address (`--sops-vault-configmap`), when configured.
+    pub vault_login_paths: Option<HashMap<String, String>>,
+}
+
+/// Where the blocking decryptor's calls run.
+enum Executor {
+    /// A runtime the caller already has (the controller).
+    Handle(tokio::runtime::Handle),
+    /// A runtime of our own (the offline commands).
+    Owned(tokio::runtime::Runtime),
+}
+
+/// The key services of one decryption: implements [`sops::KeyService`].
+pub struct KeyServices {
+    executor: Executor,
+    http: HttpClient,
+    credentials: Credentials,
+    environment: Environment,
+    policy: CallPolicy,
+    sessions: tokio::sync::Mutex<aws::Sessions>,
+    vault_tokens: tokio::sync::Mutex<HashMap<String, Zeroizing<String>>>,
+    gcp_tokens: tokio::sync::Mutex<Option<gcp::AccessToken>>,
+    azure_tokens: tokio::sync::Mutex<Option<azure::AccessToken>>,
+}
+
+impl KeyServices {
+    /// Key services whose calls run on `handle`'s runtime; the decryptor must call them from
+    /// a thread outside it (a blocking task).
+    pub fn new(
+        handle: tokio::runtime::Handle,
+        http: HttpClient,
+        credentials: Credentials,
+        environment: Environment,
+    ) -> Self {
+        Self::with_executor(Executor::Handle(handle), http, credentials, environment)
+    }
+
+    /// Key services with a runtime of their own, for a caller that has none.
+    pub fn standalone(credentials: Credentials, environment: Environment) -> std::io::Result<Self> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        // The client's pool spawns onto the runtime current when it is built.
+        let http = {
+            let _guard = runtime.enter();
+            HttpClient::new()
+        };
+        Ok(Self::with_executor(
+            Executor::Owned(runtime),
+            http,
+            credentials,
+            environment,
+        ))
+    }
+
+    fn with_executor(
+        executor: Executor,
+        http: HttpClient,
+        credentials: Credentials,
+        environment: Environment,
+    ) -> Self {
+        KeyServices {
+            executor,
+            http,
+            credentials,
+            environment,
+            policy: CallPolicy::default(),
+            sessions: Default::default(),
+            vault_tokens: Default::default(),
+            gcp_tokens: Default::default(),
+            azure_tokens: Default::default(),
+        }
+    }
+
+    /// Replaces the deadline and retries of every call.
+    pub fn with_policy(mut self, policy: CallPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Opens `enc` with `key`'s service.
+    pub async fn open(
+        &self,
+        key: &ServiceKey,
+        enc: &str,
+    ) -> Result<Zeroizing<Vec<u8>>, ServiceError> {
+        let failed =
+            |reason: String| ServiceError::Failed(format!("{}: {reason}", key.service_name()));
+        match key {
+            ServiceKey::AwsKms {
+                arn, role, context, ..
+            } => aws::decrypt(self, arn, role, context, enc)
+                .await
+                .map_err(failed),
+            ServiceKey::HcVault {
+                address,
+                engine_path,
+                key_name,
+            } => vault::decrypt(self, address, engine_path, key_name, enc)
+                .await
+                .map_err(failed),
+            ServiceKey::GcpKms { resource_id } => {
+                gcp::decrypt(self, resource_id, enc).await.map_err(failed)
+            }
+            ServiceKey::AzureKeyVault {
+                vault_url,
+                name,
+                version,
+            } => azure::decrypt(self, vault_url, name, version, enc)
+                .await
+                .map_err(failed),
+            ServiceKey::HuaweiKms { .. } => Err(failed(
+                "Huawei Cloud KMS keys are not supported by this controller".to_owned(),
+            )),
+        }
+    }
+}
+
+impl sops::KeyService for KeyServices {
+    fn decrypt(&self, key: &ServiceKey, enc: &str) -> Result<Zeroizing<Vec<u8>>, ServiceError> {
+        match &self.executor {
+            Executor::Handle(handle) => handle.block_on(self.open(key, enc)),
+            Executor::Owned(runtime) => runtime.block_on(self.open(key, enc)),
+        }
+    }
+}
