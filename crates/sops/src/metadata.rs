@@ -381,10 +381,7 @@ fn service(entry: &Branch, key: ServiceKey) -> Result<MasterKey, MetadataError> 
 }
 
 /// A `kms` entry's `context`: a mapping of strings (values weakly typed, as sops reads them).
-fn encryption_context(
-    entry: &Branch,
-    path: &str,
-) -> Result<Vec<(String, String)>, MetadataError> {
+fn encryption_context(entry: &Branch, path: &str) -> Result<Vec<(String, String)>, MetadataError> {
     let items = match field(entry, "context") {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Map(items)) => items,
@@ -545,7 +542,10 @@ mod tests {
         };
         assert_eq!(
             context,
-            &[("team".to_owned(), "a".to_owned()), ("n".into(), "1".into())]
+            &[
+                ("team".to_owned(), "a".to_owned()),
+                ("n".into(), "1".into())
+            ]
         );
         assert_eq!(profile, "dev");
         let bad = Metadata::parse(&vec![
