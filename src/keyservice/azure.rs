@@ -68,7 +68,7 @@ enum Kind {
     ClientCertificate {
         tenant_id: String,
         client_id: String,
-        certificate: ClientCertificate,
+        certificate: Box<ClientCertificate>,
     },
     /// A user-assigned managed identity (`clientId` alone).
     ManagedIdentity { client_id: String },
@@ -149,7 +149,11 @@ pub fn parse_credentials(data: &[u8]) -> Result<Credentials, String> {
                 Kind::ClientCertificate {
                     tenant_id,
                     client_id,
-                    certificate: parse_certificate(&pem, password.is_some(), send_chain)?,
+                    certificate: Box::new(parse_certificate(
+                        &pem,
+                        password.is_some(),
+                        send_chain,
+                    )?),
                 }
             } else {
                 return Err("invalid data: requires 'clientSecret' or 'clientCertificate' when both 'tenantId' and 'clientId' are set".to_owned());
@@ -787,4 +791,519 @@ fn managed_identity_request(
         .header("Metadata", "true")
         .body(Full::new(Bytes::new()))
         .map_err(|e| Failure::Permanent(format!("invalid managed identity request: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keyservice::gcp::tests::{TEST_KEY, percent_decode, policy, server, verified_parts};
+    use crate::keyservice::{Credentials as AllCredentials, HttpClient};
+    use ring::signature::RSA_PSS_2048_8192_SHA256;
+
+    const TEST_CERT: &str = include_str!("testdata/rsa-test-cert.pem");
+    const TEST_KEY_PKCS1: &str = include_str!("testdata/rsa-test-key-pkcs1.pem");
+    /// `openssl x509 -outform der | openssl dgst -sha256 -binary | base64` of the test cert.
+    const TEST_CERT_SHA256: &str = "givuNtngl5faWi7k/T7m3NXopJM/DJEsxOA0MqCjTh8=";
+    const TOKEN: &str = "eyJ0eXAiOiJKV1Qi.azure-access-token-DO-NOT-LEAK";
+    const SECRET: &str = "qWgdYAmab0YSkuL1qKv5bPX-DO-NOT-LEAK";
+    const TENANT: &str = "72f988bf-86f1-41af-91ab-2d7cd011db47";
+    const CLIENT: &str = "535fb089-9ff3-47b6-9bfb-4f1264799865";
+
+    fn form(body: &str) -> std::collections::HashMap<String, String> {
+        body.split('&')
+            .map(|pair| {
+                let (k, v) = pair.split_once('=').unwrap();
+                (k.to_owned(), percent_decode(v))
+            })
+            .collect()
+    }
+
+    async fn body_of(request: Request<Full<Bytes>>) -> String {
+        use http_body_util::BodyExt;
+        let bytes = request.into_body().collect().await.unwrap().to_bytes();
+        String::from_utf8(bytes.to_vec()).unwrap()
+    }
+
+    fn certificate_config(key: &str, send_chain: bool) -> String {
+        json!({
+            "tenantId": TENANT,
+            "clientId": CLIENT,
+            "clientCertificate": format!("{TEST_CERT}{key}"),
+            "clientCertificateSendChain": send_chain,
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn parses_a_client_secret_from_json_or_yaml() {
+        let json =
+            format!(r#"{{"tenantId":"{TENANT}","clientId":"{CLIENT}","clientSecret":"{SECRET}"}}"#);
+        let yaml = format!(
+            "tenantId: {TENANT}\nclientID: {CLIENT}\nclientsecret: {SECRET}\nauthorityHost: https://login.chinacloudapi.cn\n"
+        );
+        for (text, authority) in [
+            (json, PUBLIC_AUTHORITY_HOST),
+            (yaml, "https://login.chinacloudapi.cn/"),
+        ] {
+            let credentials = parse_credentials(text.as_bytes()).unwrap();
+            let Kind::ClientSecret {
+                tenant_id,
+                client_id,
+                secret,
+            } = &credentials.kind
+            else {
+                panic!("not a client secret");
+            };
+            assert_eq!(
+                (tenant_id.as_str(), client_id.as_str(), secret.as_str()),
+                (TENANT, CLIENT, SECRET)
+            );
+            assert_eq!(credentials.authority_host, authority);
+            assert!(!format!("{credentials:?}").contains(SECRET));
+        }
+    }
+
+    #[test]
+    fn follows_flux_precedence() {
+        let az = format!(r#"{{"appId":"{CLIENT}","tenant":"{TENANT}","password":"{SECRET}"}}"#);
+        assert!(matches!(
+            parse_credentials(az.as_bytes()).unwrap().kind,
+            Kind::ClientSecret { .. }
+        ));
+        let managed = format!(r#"{{"clientId":"{CLIENT}"}}"#);
+        assert!(matches!(
+            parse_credentials(managed.as_bytes()).unwrap().kind,
+            Kind::ManagedIdentity { .. }
+        ));
+        let both = format!(
+            r#"{{"tenantId":"{TENANT}","clientId":"{CLIENT}","clientSecret":"{SECRET}","clientCertificate":"junk"}}"#
+        );
+        assert!(matches!(
+            parse_credentials(both.as_bytes()).unwrap().kind,
+            Kind::ClientSecret { .. }
+        ));
+        let neither = format!(r#"{{"tenantId":"{TENANT}","clientId":"{CLIENT}"}}"#);
+        let error = parse_credentials(neither.as_bytes()).unwrap_err();
+        assert!(
+            error.contains("requires 'clientSecret' or 'clientCertificate'"),
+            "{error}"
+        );
+        let error = parse_credentials(b"").unwrap_err();
+        assert!(error.contains("requires a 'clientId' field"), "{error}");
+        let error = parse_credentials(b"- a\n- b\n").unwrap_err();
+        assert!(error.contains("not a mapping"), "{error}");
+    }
+
+    #[test]
+    fn decodes_utf16_with_a_byte_order_mark() {
+        let text =
+            format!(r#"{{"tenantId":"{TENANT}","clientId":"{CLIENT}","clientSecret":"{SECRET}"}}"#);
+        let mut le = vec![0xFF, 0xFE];
+        le.extend(text.encode_utf16().flat_map(u16::to_le_bytes));
+        let mut be = vec![0xFE, 0xFF];
+        be.extend(text.encode_utf16().flat_map(u16::to_be_bytes));
+        let mut utf8 = vec![0xEF, 0xBB, 0xBF];
+        utf8.extend(text.as_bytes());
+        for data in [le, be, utf8] {
+            assert!(matches!(
+                parse_credentials(&data).unwrap().kind,
+                Kind::ClientSecret { .. }
+            ));
+        }
+    }
+
+    #[test]
+    fn parses_client_certificates_with_pkcs8_or_pkcs1_keys() {
+        for key in [TEST_KEY, TEST_KEY_PKCS1] {
+            let credentials = parse_credentials(certificate_config(key, true).as_bytes()).unwrap();
+            let Kind::ClientCertificate { certificate, .. } = &credentials.kind else {
+                panic!("not a certificate");
+            };
+            assert_eq!(STANDARD.encode(&certificate.thumbprint), TEST_CERT_SHA256);
+            assert_eq!(certificate.chain.len(), 1);
+            assert!(certificate.send_chain);
+            assert!(!format!("{credentials:?}").contains("PRIVATE"));
+        }
+    }
+
+    #[test]
+    fn refuses_unusable_certificates_clearly() {
+        let encrypted = certificate_config(
+            "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIB\n-----END ENCRYPTED PRIVATE KEY-----\n",
+            false,
+        );
+        let error = parse_credentials(encrypted.as_bytes()).unwrap_err();
+        assert!(
+            error.contains("encrypted keys are not supported"),
+            "{error}"
+        );
+        let pfx = format!(
+            r#"{{"tenantId":"{TENANT}","clientId":"{CLIENT}","clientCertificate":"MIIKZQIBAzCCCi8GCSqGSIb3DQEHAaCC"}}"#
+        );
+        let error = parse_credentials(pfx.as_bytes()).unwrap_err();
+        assert!(error.contains("PKCS#12"), "{error}");
+        let no_cert =
+            json!({"tenantId": TENANT, "clientId": CLIENT, "clientCertificate": TEST_KEY})
+                .to_string();
+        let error = parse_credentials(no_cert.as_bytes()).unwrap_err();
+        assert!(
+            error.contains("no certificate matches the private key") && !error.contains("MII"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn signs_the_client_assertion_as_msal_does() {
+        let credentials = parse_credentials(certificate_config(TEST_KEY, true).as_bytes()).unwrap();
+        let Kind::ClientCertificate { certificate, .. } = &credentials.kind else {
+            panic!()
+        };
+        let url = token_url(PUBLIC_AUTHORITY_HOST, TENANT);
+        let request = client_token_request(
+            PUBLIC_AUTHORITY_HOST,
+            TENANT,
+            CLIENT,
+            &Proof::Certificate(certificate),
+            DEFAULT_SCOPE,
+            1_700_000_000,
+        )
+        .unwrap();
+        assert_eq!(
+            request.uri(),
+            format!("https://login.microsoftonline.com/{TENANT}/oauth2/v2.0/token").as_str()
+        );
+        let fields = form(&futures::executor::block_on(body_of(request)));
+        assert_eq!(fields["grant_type"], "client_credentials");
+        assert_eq!(fields["scope"], "https://vault.azure.net/.default");
+        assert_eq!(
+            fields["client_assertion_type"],
+            "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+        );
+        assert!(!fields.contains_key("client_secret"));
+        let (header, claims) = verified_parts(
+            &fields["client_assertion"],
+            certificate.key.public_key(),
+            &RSA_PSS_2048_8192_SHA256,
+        );
+        assert_eq!(header["alg"], "PS256");
+        assert_eq!(header["typ"], "JWT");
+        assert_eq!(header["x5t#S256"], TEST_CERT_SHA256);
+        let leaf: String = TEST_CERT
+            .lines()
+            .filter(|l| !l.starts_with("-----"))
+            .collect();
+        assert_eq!(header["x5c"], json!([leaf]));
+        assert_eq!(claims["aud"], url.as_str());
+        assert_eq!(claims["iss"], CLIENT);
+        assert_eq!(claims["sub"], CLIENT);
+        assert_eq!(claims["nbf"], 1_700_000_000u64);
+        assert_eq!(claims["exp"], 1_700_000_600u64);
+        assert_eq!(claims["jti"].as_str().unwrap().len(), 36);
+    }
+
+    #[test]
+    fn builds_the_client_secret_request_of_the_identity_platform_reference() {
+        let request = client_token_request(
+            "https://login.microsoftonline.com/",
+            TENANT,
+            CLIENT,
+            &Proof::Secret(SECRET),
+            DEFAULT_SCOPE,
+            0,
+        )
+        .unwrap();
+        let body = futures::executor::block_on(body_of(request));
+        assert_eq!(
+            body,
+            format!(
+                "client_id={CLIENT}&scope=https%3A%2F%2Fvault.azure.net%2F.default&grant_type=client_credentials&client_secret={SECRET}"
+            )
+        );
+        let request = client_token_request(
+            PUBLIC_AUTHORITY_HOST,
+            TENANT,
+            CLIENT,
+            &Proof::Assertion(Zeroizing::new("k8s.sa.jwt".into())),
+            DEFAULT_SCOPE,
+            0,
+        )
+        .unwrap();
+        let fields = form(&futures::executor::block_on(body_of(request)));
+        assert_eq!(fields["client_assertion"], "k8s.sa.jwt");
+    }
+
+    #[test]
+    fn reads_identity_platform_answers() {
+        let body = br#"{"token_type":"Bearer","expires_in":3599,"ext_expires_in":3599,"access_token":"eyJ0eXAiOiJKV1QiLCJhbGciOiJSUzI1NiIsIng1dCI6Ik1uQ19WWmNBVGZNNXBP..."}"#;
+        let token = oauth::parse_token_response(StatusCode::OK, body).unwrap();
+        assert_eq!(token.expires_in, 3599);
+        let imds = br#"{"access_token":"eyJ0eXAi...","refresh_token":"","expires_in":"3599","expires_on":"1506484173","not_before":"1506480273","resource":"https://vault.azure.net","token_type":"Bearer"}"#;
+        assert_eq!(
+            oauth::parse_token_response(StatusCode::OK, imds)
+                .unwrap()
+                .expires_in,
+            3599
+        );
+        let refusal = br#"{"error":"invalid_client","error_description":"AADSTS7000215: Invalid client secret provided. Ensure the secret being sent in the request is the client secret value, not the client secret ID.","error_codes":[7000215],"timestamp":"2024-01-01 00:00:00Z"}"#;
+        let Err(Failure::Permanent(message)) =
+            oauth::parse_token_response(StatusCode::UNAUTHORIZED, refusal)
+        else {
+            panic!()
+        };
+        assert!(message.starts_with("status 401 Unauthorized: invalid_client: AADSTS7000215: Invalid client secret provided."), "{message}");
+    }
+
+    #[test]
+    fn builds_the_decrypt_request_of_the_key_vault_reference() {
+        let url = decrypt_url(
+            "https://myvault.vault.azure.net/",
+            "sdktestkey",
+            "0698c2156c1a4e1da5b6bab6f6422fd6",
+        )
+        .unwrap();
+        assert_eq!(
+            url,
+            "https://myvault.vault.azure.net/keys/sdktestkey/0698c2156c1a4e1da5b6bab6f6422fd6/decrypt?api-version=2025-07-01"
+        );
+        assert_eq!(
+            decrypt_url("https://v.vault.azure.net", "k", "").unwrap(),
+            "https://v.vault.azure.net/keys/k/decrypt?api-version=2025-07-01"
+        );
+        let request = decrypt_request(&url, &[0xfb, 0xff, 0x01], TOKEN).unwrap();
+        assert_eq!(request.method(), Method::POST);
+        assert_eq!(
+            request.headers()[http::header::AUTHORIZATION],
+            format!("Bearer {TOKEN}").as_str()
+        );
+        let body: Value =
+            serde_json::from_str(&futures::executor::block_on(body_of(request))).unwrap();
+        assert_eq!(body, json!({"alg": "RSA-OAEP-256", "value": "-_8B"}));
+    }
+
+    #[test]
+    fn refuses_key_urls_that_could_leak_a_token() {
+        assert!(decrypt_url("http://myvault.vault.azure.net", "k", "v").is_err());
+        assert!(decrypt_url("https://v.vault.azure.net", "k/../../x", "v").is_err());
+        assert!(decrypt_url("https://v.vault.azure.net", "k", "v?x=1").is_err());
+        assert!(decrypt_url("http://127.0.0.1:8080", "k", "v").is_ok());
+        assert_eq!(
+            scope_for("https://x.vault.azure.net").unwrap(),
+            "https://vault.azure.net/.default"
+        );
+        assert_eq!(
+            scope_for("https://x.vault.azure.cn/").unwrap(),
+            "https://vault.azure.cn/.default"
+        );
+        assert_eq!(
+            scope_for("https://x.managedhsm.azure.net").unwrap(),
+            "https://managedhsm.azure.net/.default"
+        );
+        assert_eq!(
+            scope_for("https://vault.azure.net.evil.example.com").unwrap(),
+            "https://azure.net.evil.example.com/.default"
+        );
+        assert_eq!(
+            scope_for("https://evil.com").unwrap(),
+            "https://evil.com/.default"
+        );
+    }
+
+    #[test]
+    fn reads_the_decrypt_answer_and_key_vault_errors() {
+        let body = br#"{"kid":"https://myvault.vault.azure.net/keys/sdktestkey/0698c2156c1a4e1da5b6bab6f6422fd6","value":"ZGF0YSBrZXk"}"#;
+        assert_eq!(
+            parse_decrypt_response(StatusCode::OK, body)
+                .unwrap()
+                .as_slice(),
+            b"data key"
+        );
+        let forbidden = br#"{"error":{"code":"Forbidden","message":"The user, group or application 'appid=...' does not have keys decrypt permission on key vault 'myvault'.","innererror":{"code":"ForbiddenByPolicy"}}}"#;
+        let Err(Failure::Permanent(message)) =
+            parse_decrypt_response(StatusCode::FORBIDDEN, forbidden)
+        else {
+            panic!()
+        };
+        assert!(
+            message.starts_with("status 403 Forbidden: Forbidden: The user, group or application"),
+            "{message}"
+        );
+        assert!(matches!(
+            parse_decrypt_response(StatusCode::TOO_MANY_REQUESTS, b"{}"),
+            Err(Failure::Transient(_))
+        ));
+    }
+
+    #[test]
+    fn builds_the_managed_identity_request() {
+        let request =
+            managed_identity_request(DEFAULT_IMDS_HOST, Some(CLIENT), DEFAULT_SCOPE).unwrap();
+        assert_eq!(
+            request.uri(),
+            format!("http://169.254.169.254/metadata/identity/oauth2/token?api-version=2018-02-01&resource=https%3A%2F%2Fvault.azure.net&client_id={CLIENT}").as_str()
+        );
+        assert_eq!(request.headers()["Metadata"], "true");
+    }
+
+    fn services(credentials: AllCredentials, env: &[(&str, &str)]) -> KeyServices {
+        KeyServices::new(
+            tokio::runtime::Handle::current(),
+            HttpClient::new(),
+            credentials,
+            Environment::from_pairs(env.iter().copied()),
+        )
+        .with_policy(policy())
+    }
+
+    fn secret_credentials(authority: &str) -> AllCredentials {
+        let config = json!({"tenantId": TENANT, "clientId": CLIENT, "clientSecret": SECRET, "authorityHost": authority});
+        AllCredentials {
+            azure: Some(parse_credentials(config.to_string().as_bytes()).unwrap()),
+            ..Default::default()
+        }
+    }
+
+    fn token_answer() -> (u16, String) {
+        (
+            200,
+            json!({"token_type": "Bearer", "expires_in": 3599, "access_token": TOKEN}).to_string(),
+        )
+    }
+
+    #[tokio::test]
+    async fn decrypts_retrying_a_busy_vault_and_caching_the_token() {
+        let server = server::serve(vec![
+            token_answer(),
+            (
+                503,
+                r#"{"error":{"code":"ServiceUnavailable","message":"busy"}}"#.to_owned(),
+            ),
+            (200, r#"{"kid":"k","value":"ZGF0YSBrZXk"}"#.to_owned()),
+            (200, r#"{"kid":"k","value":"c2Vjb25k"}"#.to_owned()),
+        ])
+        .await;
+        let services = services(secret_credentials(&server.url), &[]);
+        let enc = URL_SAFE_NO_PAD.encode(b"wrapped key");
+        let key = decrypt(&services, &server.url, "sops", "v1", &enc)
+            .await
+            .unwrap();
+        assert_eq!(key.as_slice(), b"data key");
+        let again = decrypt(&services, &server.url, "sops", "v1", &enc)
+            .await
+            .unwrap();
+        assert_eq!(again.as_slice(), b"second");
+        let requests = server.requests();
+        assert_eq!(
+            requests.len(),
+            4,
+            "one token request, three decrypt requests"
+        );
+        assert_eq!(requests[0].target, format!("/{TENANT}/oauth2/v2.0/token"));
+        assert_eq!(form(&requests[0].body)["client_secret"], SECRET);
+        for request in &requests[1..] {
+            assert_eq!(
+                request.target,
+                "/keys/sops/v1/decrypt?api-version=2025-07-01"
+            );
+            assert!(request.headers.contains(&format!(
+                "authorization: bearer {}",
+                TOKEN.to_ascii_lowercase()
+            )));
+            assert_eq!(
+                request.body,
+                json!({"alg": "RSA-OAEP-256", "value": enc}).to_string()
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn reports_a_refusal_with_the_key_url_and_no_secret() {
+        let server = server::serve(vec![
+            token_answer(),
+            (403, r#"{"error":{"code":"Forbidden","message":"Caller is not authorized to perform action on resource."}}"#.to_owned()),
+        ])
+        .await;
+        let services = services(secret_credentials(&server.url), &[]);
+        let error = decrypt(&services, &server.url, "sops", "v1", "d3JhcHBlZA")
+            .await
+            .unwrap_err();
+        assert_eq!(
+            error,
+            format!(
+                "failed to decrypt sops data key with Azure Key Vault key '{}/keys/sops/v1': status 403 Forbidden: Forbidden: Caller is not authorized to perform action on resource.",
+                server.url
+            )
+        );
+        assert!(!error.contains(TOKEN) && !error.contains(SECRET));
+        assert_eq!(server.requests().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn reports_a_token_refusal_without_the_secret() {
+        let server = server::serve(vec![(
+            401,
+            r#"{"error":"invalid_client","error_description":"AADSTS7000215: Invalid client secret provided."}"#.to_owned(),
+        )])
+        .await;
+        let services = services(secret_credentials(&server.url), &[]);
+        let error = decrypt(&services, &server.url, "sops", "v1", "d3JhcHBlZA")
+            .await
+            .unwrap_err();
+        assert!(
+            error.contains(CLIENT) && error.contains("AADSTS7000215"),
+            "{error}"
+        );
+        assert!(!error.contains(SECRET), "{error}");
+    }
+
+    #[tokio::test]
+    async fn uses_the_federated_token_file_of_the_environment() {
+        let server =
+            server::serve(vec![token_answer(), (200, r#"{"value":"YQ"}"#.to_owned())]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("token");
+        std::fs::write(&file, "federated.k8s.jwt\n").unwrap();
+        let file = file.to_str().unwrap().to_owned();
+        let services = services(
+            AllCredentials::default(),
+            &[
+                ("AZURE_TENANT_ID", TENANT),
+                ("AZURE_CLIENT_ID", CLIENT),
+                ("AZURE_FEDERATED_TOKEN_FILE", &file),
+                ("AZURE_AUTHORITY_HOST", &server.url),
+            ],
+        );
+        let key = decrypt(&services, &server.url, "sops", "", "d3JhcHBlZA")
+            .await
+            .unwrap();
+        assert_eq!(key.as_slice(), b"a");
+        let requests = server.requests();
+        let fields = form(&requests[0].body);
+        assert_eq!(fields["client_assertion"], "federated.k8s.jwt");
+        assert_eq!(fields["client_id"], CLIENT);
+        assert_eq!(
+            requests[1].target,
+            "/keys/sops/decrypt?api-version=2025-07-01"
+        );
+    }
+
+    #[tokio::test]
+    async fn falls_back_to_the_managed_identity_endpoint() {
+        let imds = json!({"access_token": TOKEN, "expires_in": "3599", "token_type": "Bearer"})
+            .to_string();
+        let server = server::serve(vec![(200, imds), (200, r#"{"value":"YQ"}"#.to_owned())]).await;
+        let services = services(
+            AllCredentials::default(),
+            &[("AZURE_POD_IDENTITY_AUTHORITY_HOST", &server.url)],
+        );
+        decrypt(&services, &server.url, "sops", "v1", "d3JhcHBlZA")
+            .await
+            .unwrap();
+        let requests = server.requests();
+        assert_eq!(requests[0].method, "GET");
+        assert_eq!(
+            requests[0].target,
+            "/metadata/identity/oauth2/token?api-version=2018-02-01&resource=https%3A%2F%2Fvault.azure.net"
+        );
+        assert!(requests[0].headers.contains("metadata: true"));
+    }
 }

@@ -62,7 +62,7 @@ enum Kind {
     ServiceAccount {
         client_email: String,
         private_key_id: Option<String>,
-        key: Rsa,
+        key: Box<Rsa>,
         token_uri: String,
     },
     /// A user's refresh token (`gcloud auth application-default login`).
@@ -194,7 +194,7 @@ fn service_account(
     Ok(Kind::ServiceAccount {
         client_email,
         private_key_id: non_empty(private_key_id),
-        key,
+        key: Box::new(key),
         token_uri,
     })
 }
@@ -865,10 +865,10 @@ pub(super) mod oauth {
                     }
                     _ => return Err(format!("PEM block '{label}' ends without beginning")),
                 }
-            } else if let Some((_, body)) = current.as_mut() {
-                if !line.contains(':') {
-                    body.push_str(line);
-                }
+            } else if let Some((_, body)) = current.as_mut()
+                && !line.contains(':')
+            {
+                body.push_str(line);
             }
         }
         if let Some((label, _)) = current {

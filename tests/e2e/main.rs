@@ -11,6 +11,7 @@ mod flux_cli;
 mod flux_parity;
 mod health;
 mod hostile;
+mod keyservices;
 mod progress;
 mod remote_bases;
 mod sharding;
@@ -105,6 +106,16 @@ fn start_controller_binary(
     binary: &std::path::Path,
     args: &[&str],
 ) -> ControllerProcess {
+    start_controller_binary_with_env(name, binary, args, &[])
+}
+
+/// [`start_controller_binary`] with extra environment variables.
+fn start_controller_binary_with_env(
+    name: &str,
+    binary: &std::path::Path,
+    args: &[&str],
+    env: &[(&str, String)],
+) -> ControllerProcess {
     let kubeconfig = support::kubeconfig_path();
     let temp_root = std::env::temp_dir().join(support::unique_name(&format!("controller-{name}")));
     std::fs::create_dir_all(temp_root.join("tmp")).expect("controller temp dir");
@@ -123,6 +134,7 @@ fn start_controller_binary(
     );
     let child = Command::new("sh")
         .args(["-c", &script])
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .env("KUBECONFIG", &kubeconfig)
         .env("TMPDIR", temp_root.join("tmp"))
         .env("RUST_LOG", "info,kustomize_controller=debug")

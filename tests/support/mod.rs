@@ -10,6 +10,7 @@
 #![allow(dead_code)]
 
 pub mod hostile;
+pub mod keyservers;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -1,0 +1,307 @@
+//! SOPS key services end to end: Secrets encrypted by the real sops with AWS KMS (moto) and
+//! Vault transit (a Vault dev server) are decrypted by the controller with the credentials
+//! Flux would use (the decryption Secret's `sops.aws-kms` and `sops.vault-token`, the
+//! decryption ServiceAccount's IAM role) and applied; bad credentials fail the build with a
+//! message naming the service and key, and nothing is applied.
+
+use k8s_openapi::api::core::v1::{Secret, ServiceAccount};
+
+use super::support::keyservers::{KeyServers, ROLE, key_servers};
+use super::*;
+
+const SHARD: &str = "keyservices";
+
+/// A controller that reaches moto through `AWS_ENDPOINT_URL` and has no AWS credentials or
+/// Vault token of its own: whatever it decrypts, it decrypted with the Kustomization's.
+fn keyservice_controller() -> &'static ControllerProcess {
+    static CONTROLLER: OnceLock<ControllerProcess> = OnceLock::new();
+    CONTROLLER.get_or_init(|| {
+        let servers = key_servers();
+        start_controller_binary_with_env(
+            SHARD,
+            std::path::Path::new(env!("CARGO_BIN_EXE_kustomize-controller")),
+            &[&format!(
+                "--watch-label-selector={RUN_LABEL}={},{SHARD_LABEL}={SHARD}",
+                run_id()
+            )],
+            &[
+                ("AWS_ENDPOINT_URL", servers.moto.clone()),
+                ("AWS_ACCESS_KEY_ID", String::new()),
+                ("AWS_SECRET_ACCESS_KEY", String::new()),
+                ("VAULT_TOKEN", String::new()),
+            ],
+        )
+    })
+}
+
+fn secret_manifest(ns: &str, name: &str, value: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {name}\n  namespace: {ns}\nstringData:\n  password: {value}\n"
+    )
+}
+
+/// `plain` encrypted by sops with `args`, only the Secret's values encrypted (as Flux users
+/// do).
+fn encrypted(servers: &KeyServers, plain: &str, args: &[&str]) -> String {
+    let dir = std::env::temp_dir().join(support::unique_name("ks-e2e"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("secret.yaml"), plain).unwrap();
+    let mut all = vec!["encrypt", "--encrypted-regex", "^(data|stringData)$"];
+    all.extend_from_slice(args);
+    all.push("secret.yaml");
+    String::from_utf8(servers.sops(&dir, &all)).unwrap()
+}
+
+/// A namespace whose artifact holds a KMS-encrypted Secret `from-kms` and a Vault-encrypted
+/// Secret `from-vault`.
+async fn fixture(test: &str) -> (kube::Client, TestNamespace) {
+    keyservice_controller();
+    let servers = key_servers();
+    let client = support::client().await;
+    let ns = TestNamespace::new(&client, test).await;
+    let kms = encrypted(
+        servers,
+        &secret_manifest(ns.name(), "from-kms", "kms-plaintext-1"),
+        &["--kms", &servers.kms_arn],
+    );
+    let vault = encrypted(
+        servers,
+        &secret_manifest(ns.name(), "from-vault", "vault-plaintext-2"),
+        &["--hc-vault-transit", &servers.vault_key],
+    );
+    create_git_repository(&client, ns.name(), "repo").await;
+    let files = [
+        (
+            "deploy/kustomization.yaml".to_owned(),
+            "resources:\n- kms.yaml\n- vault.yaml\n".to_owned(),
+        ),
+        ("deploy/kms.yaml".to_owned(), kms),
+        ("deploy/vault.yaml".to_owned(), vault),
+    ];
+    let (url, digest) = serve(tarball(&files));
+    publish_artifact(&client, ns.name(), "repo", &revision(1), &url, &digest).await;
+    (client, ns)
+}
+
+async fn create_secret(client: &kube::Client, ns: &str, name: &str, data: &[(&str, &str)]) {
+    let secret: Secret = serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": ns},
+        "stringData": data.iter().map(|(k, v)| (k.to_string(), json!(v))).collect::<serde_json::Map<_, _>>(),
+    }))
+    .unwrap();
+    Api::<Secret>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &secret)
+        .await
+        .expect("create Secret");
+}
+
+async fn create_service_account(client: &kube::Client, ns: &str, name: &str, annotations: Value) {
+    let account: ServiceAccount = serde_json::from_value(json!({
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": {"name": name, "namespace": ns, "annotations": annotations},
+    }))
+    .unwrap();
+    Api::<ServiceAccount>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &account)
+        .await
+        .expect("create ServiceAccount");
+}
+
+async fn create(client: &kube::Client, ns: &str, decryption: Value) {
+    create_labelled_kustomization(
+        client,
+        ns,
+        "app",
+        "repo",
+        json!({"decryption": decryption}),
+        json!({SHARD_LABEL: SHARD}),
+    )
+    .await;
+}
+
+async fn password(client: &kube::Client, ns: &str, name: &str) -> Option<String> {
+    let secret = Api::<Secret>::namespaced(client.clone(), ns)
+        .get_opt(name)
+        .await
+        .expect("get Secret")?;
+    let value = secret.data?.remove("password")?;
+    Some(String::from_utf8_lossy(&value.0).into_owned())
+}
+
+async fn wait_ready_shard(
+    client: &kube::Client,
+    ns: &str,
+    expected: ConditionStatus,
+) -> (String, String) {
+    wait_for(
+        WAIT,
+        "the Kustomization's Ready condition",
+        async || match ready(client, ns, "app").await {
+            Some((status, reason, message)) if status == expected => Ok((reason, message)),
+            other => Err(format!(
+                "{other:?}\n--- controller log tail ---\n{}",
+                tail(&keyservice_controller().log(), 30)
+            )),
+        },
+    )
+    .await
+}
+
+#[tokio::test]
+async fn secret_credentials_open_kms_and_vault_keys() {
+    let (client, ns) = fixture("ks-secret").await;
+    let servers = key_servers();
+    create_secret(
+        &client,
+        ns.name(),
+        "sops-creds",
+        &[
+            (
+                "sops.aws-kms",
+                "aws_access_key_id: test\naws_secret_access_key: test\n",
+            ),
+            (
+                "sops.vault-token",
+                &format!("{}\n", super::support::keyservers::VAULT_TOKEN),
+            ),
+        ],
+    )
+    .await;
+    let _ = servers;
+    create(
+        &client,
+        ns.name(),
+        json!({"provider": "sops", "secretRef": {"name": "sops-creds"}}),
+    )
+    .await;
+    let (reason, message) = wait_ready_shard(&client, ns.name(), ConditionStatus::True).await;
+    assert_eq!(reason, "ReconciliationSucceeded", "{message}");
+    assert_eq!(
+        password(&client, ns.name(), "from-kms").await.as_deref(),
+        Some("kms-plaintext-1")
+    );
+    assert_eq!(
+        password(&client, ns.name(), "from-vault").await.as_deref(),
+        Some("vault-plaintext-2")
+    );
+}
+
+#[tokio::test]
+async fn a_decryption_service_account_assumes_its_iam_role() {
+    let (client, ns) = fixture("ks-identity").await;
+    create_secret(
+        &client,
+        ns.name(),
+        "vault-only",
+        &[("sops.vault-token", super::support::keyservers::VAULT_TOKEN)],
+    )
+    .await;
+    create_service_account(
+        &client,
+        ns.name(),
+        "sops-decryptor",
+        json!({"eks.amazonaws.com/role-arn": ROLE}),
+    )
+    .await;
+    create(
+        &client,
+        ns.name(),
+        json!({"provider": "sops", "secretRef": {"name": "vault-only"}, "serviceAccountName": "sops-decryptor"}),
+    )
+    .await;
+    let (reason, message) = wait_ready_shard(&client, ns.name(), ConditionStatus::True).await;
+    assert_eq!(reason, "ReconciliationSucceeded", "{message}");
+    assert_eq!(
+        password(&client, ns.name(), "from-kms").await.as_deref(),
+        Some("kms-plaintext-1")
+    );
+}
+
+#[tokio::test]
+async fn bad_credentials_fail_the_build_and_apply_nothing() {
+    keyservice_controller();
+    let servers = key_servers();
+    // Malformed static credentials: refused on import, naming the entry.
+    let (client, ns) = fixture("ks-malformed").await;
+    create_secret(
+        &client,
+        ns.name(),
+        "sops-creds",
+        &[("sops.aws-kms", "- a list\n- not: credentials\n")],
+    )
+    .await;
+    create(
+        &client,
+        ns.name(),
+        json!({"provider": "sops", "secretRef": {"name": "sops-creds"}}),
+    )
+    .await;
+    let (reason, message) = wait_ready_shard(&client, ns.name(), ConditionStatus::False).await;
+    assert_eq!(reason, "BuildFailed", "{message}");
+    assert!(
+        message.contains("failed to import 'sops.aws-kms' data from sops decryption Secret"),
+        "{message}"
+    );
+
+    // A wrong Vault token: the build fails naming the service and the key; the KMS Secret,
+    // which would have decrypted, is not applied either.
+    let (client, ns) = fixture("ks-denied").await;
+    create_secret(
+        &client,
+        ns.name(),
+        "sops-creds",
+        &[
+            (
+                "sops.aws-kms",
+                "aws_access_key_id: test\naws_secret_access_key: test\n",
+            ),
+            ("sops.vault-token", "not-the-token"),
+        ],
+    )
+    .await;
+    create(
+        &client,
+        ns.name(),
+        json!({"provider": "sops", "secretRef": {"name": "sops-creds"}}),
+    )
+    .await;
+    let (reason, message) = wait_ready_shard(&client, ns.name(), ConditionStatus::False).await;
+    assert_eq!(reason, "BuildFailed", "{message}");
+    assert!(
+        message.contains("HashiCorp Vault transit")
+            && message.contains(&servers.vault_key)
+            && message.contains("permission denied"),
+        "{message}"
+    );
+    assert!(
+        !message.contains("not-the-token") && !message.contains("plaintext"),
+        "{message}"
+    );
+    assert_eq!(password(&client, ns.name(), "from-kms").await, None);
+    assert_eq!(password(&client, ns.name(), "from-vault").await, None);
+
+    // A credential provider this controller does not have is refused by name.
+    let (client, ns) = fixture("ks-spiffe").await;
+    create_service_account(
+        &client,
+        ns.name(),
+        "spiffe-sa",
+        json!({"credential.auth.fluxcd.io/provider": "spiffe"}),
+    )
+    .await;
+    create(
+        &client,
+        ns.name(),
+        json!({"provider": "sops", "serviceAccountName": "spiffe-sa"}),
+    )
+    .await;
+    let (reason, message) = wait_ready_shard(&client, ns.name(), ConditionStatus::False).await;
+    assert_eq!(reason, "BuildFailed", "{message}");
+    assert!(
+        message.contains("credential provider 'spiffe'") && message.contains("spiffe-sa"),
+        "{message}"
+    );
+}

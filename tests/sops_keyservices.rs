@@ -1,0 +1,283 @@
+//! SOPS files encrypted by the real sops against real local key services (moto's AWS KMS and
+//! STS, a Vault dev server's transit engine) are decrypted by `kustomize-controller decrypt`
+//! byte for byte as `sops -d` prints them, with the credentials of the environment, as sops
+//! reads them. Failures name the service and the key, and never carry a value.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use support::keyservers::{KeyServers, ROLE, key_servers};
+
+const PLAIN_YAML: &str = "apiVersion: v1\nkind: Secret\nmetadata:\n    name: creds\nstringData:\n    password: hunter2-from-keyservice\n    token: t0k3n\n";
+const PLAIN_JSON: &str = "{\n\t\"password\": \"hunter2-from-keyservice\",\n\t\"port\": 5432\n}";
+const PLAIN_ENV: &str = "PASSWORD=hunter2-from-keyservice\nUSER=admin\n";
+const PLAIN_INI: &str = "[db]\npassword = hunter2-from-keyservice\n";
+const PLAIN_BINARY: &str = "hunter2-from-keyservice: not a structured file\n";
+
+fn age_key() -> PathBuf {
+    support::repo_root().join("tests/fixtures/sops/keys/age-1.agekey")
+}
+
+fn age_recipient() -> String {
+    std::fs::read_to_string(age_key())
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("# public key: "))
+        .expect("the identity file names its recipient")
+        .to_owned()
+}
+
+fn workdir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(support::unique_name(name));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `sops encrypt ARGS name` of `plain` written to `dir/name`; the encrypted file's path.
+fn encrypt(servers: &KeyServers, dir: &Path, name: &str, plain: &str, args: &[&str]) -> PathBuf {
+    std::fs::write(dir.join(name), plain).unwrap();
+    let mut all = vec!["encrypt"];
+    all.extend_from_slice(args);
+    all.push(name);
+    let encrypted = servers.sops(dir, &all);
+    let path = dir.join(format!("enc.{name}"));
+    std::fs::write(&path, encrypted).unwrap();
+    path
+}
+
+/// Our `decrypt` with exactly `env` (plus PATH and an empty HOME) and `args`.
+fn ours(file: &Path, env: &[(&str, String)], args: &[&str]) -> Output {
+    let home = workdir("home");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_kustomize-controller"));
+    command
+        .arg("decrypt")
+        .arg(file)
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &home);
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    command.output().expect("run kustomize-controller decrypt")
+}
+
+fn assert_same_as_sops(servers: &KeyServers, file: &Path, output: &Output) {
+    let dir = file.parent().unwrap();
+    let name = file.file_name().unwrap().to_str().unwrap();
+    let reference = servers.sops(dir, &["decrypt", name]);
+    assert!(
+        output.status.success(),
+        "decrypt {name} failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&reference),
+        "{name}"
+    );
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn kms_and_vault_files_decrypt_as_sops_does_in_every_format() {
+    let servers = key_servers();
+    let dir = workdir("ks-formats");
+    let files = [
+        ("s.yaml", PLAIN_YAML),
+        ("s.json", PLAIN_JSON),
+        ("s.env", PLAIN_ENV),
+        ("s.ini", PLAIN_INI),
+        ("s.txt", PLAIN_BINARY),
+    ];
+    let kms = servers.kms_arn.as_str();
+    for (name, plain) in files {
+        for (label, args) in [
+            ("kms", vec!["--kms", kms]),
+            (
+                "kms-context",
+                vec![
+                    "--kms",
+                    kms,
+                    "--encryption-context",
+                    "team:platform,env:prod",
+                ],
+            ),
+            (
+                "vault",
+                vec!["--hc-vault-transit", servers.vault_key.as_str()],
+            ),
+        ] {
+            let file = encrypt(servers, &dir, &format!("{label}-{name}"), plain, &args);
+            let output = ours(&file, &servers.sops_env(), &[]);
+            assert_same_as_sops(servers, &file, &output);
+            assert!(
+                String::from_utf8_lossy(&output.stdout).contains("hunter2-from-keyservice"),
+                "{label} {name}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_kms_key_with_a_role_is_opened_after_assuming_it() {
+    let servers = key_servers();
+    let dir = workdir("ks-role");
+    let key = format!("{}+{ROLE}", servers.kms_arn);
+    let file = encrypt(servers, &dir, "role.yaml", PLAIN_YAML, &["--kms", &key]);
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains(&format!("role: {ROLE}")), "{text}");
+    assert_same_as_sops(servers, &file, &ours(&file, &servers.sops_env(), &[]));
+}
+
+#[test]
+fn a_file_for_kms_and_age_opens_with_either() {
+    let servers = key_servers();
+    let dir = workdir("ks-either");
+    let recipient = age_recipient();
+    let file = encrypt(
+        servers,
+        &dir,
+        "both.yaml",
+        PLAIN_YAML,
+        &["--kms", &servers.kms_arn, "--age", &recipient],
+    );
+    // KMS only: no age key given.
+    assert_same_as_sops(servers, &file, &ours(&file, &servers.sops_env(), &[]));
+    // Age only: no AWS credentials, and the KMS endpoint is a closed port, so the data key
+    // can only have come from the age key (tried first, as sops does).
+    let age_only = ours(
+        &file,
+        &[("AWS_ENDPOINT_URL", "http://127.0.0.1:1".into())],
+        &["--sops-key", age_key().to_str().unwrap()],
+    );
+    assert_same_as_sops(servers, &file, &age_only);
+}
+
+#[test]
+fn shamir_key_groups_combine_parts_from_kms_vault_and_age() {
+    let servers = key_servers();
+    let dir = workdir("ks-shamir");
+    std::fs::write(
+        dir.join(".sops.yaml"),
+        format!(
+            "creation_rules:\n  - shamir_threshold: 2\n    key_groups:\n      - kms:\n          - arn: {}\n      - hc_vault:\n          - {}\n      - age:\n          - {}\n",
+            servers.kms_arn,
+            servers.vault_key,
+            age_recipient()
+        ),
+    )
+    .unwrap();
+    let file = encrypt(servers, &dir, "groups.yaml", PLAIN_YAML, &[]);
+    // All three services.
+    assert_same_as_sops(servers, &file, &ours(&file, &servers.sops_env(), &[]));
+    // Vault refuses (wrong token) and there is no age key: one part of two.
+    let mut env = servers.sops_env();
+    env.retain(|(k, _)| *k != "VAULT_TOKEN");
+    env.push(("VAULT_TOKEN", "wrong-token".into()));
+    let one_part = ours(&file, &env, &[]);
+    assert!(!one_part.status.success());
+    let message = stderr(&one_part);
+    assert!(
+        message.contains("1 of 3 key groups opened, 2 needed")
+            && message.contains("HashiCorp Vault transit")
+            && message.contains("403"),
+        "{message}"
+    );
+    // The age key makes up for Vault.
+    assert_same_as_sops(
+        servers,
+        &file,
+        &ours(&file, &env, &["--sops-key", age_key().to_str().unwrap()]),
+    );
+}
+
+#[test]
+fn failures_name_the_service_and_the_key_and_no_value() {
+    let servers = key_servers();
+    let dir = workdir("ks-failures");
+    let file = encrypt(
+        servers,
+        &dir,
+        "kms.yaml",
+        PLAIN_YAML,
+        &["--kms", &servers.kms_arn],
+    );
+    let arn = servers.kms_arn.as_str();
+    let failing = |env: Vec<(&'static str, String)>| {
+        let output = ours(&file, &env, &[]);
+        assert!(!output.status.success());
+        assert!(output.stdout.is_empty());
+        let message = stderr(&output);
+        assert!(
+            message.contains("AWS KMS") && message.contains(arn),
+            "{message}"
+        );
+        assert!(!message.contains("hunter2"), "{message}");
+        message
+    };
+    // Unreachable service: connection refused, retried, then reported.
+    let unreachable = failing(vec![
+        ("AWS_ENDPOINT_URL", "http://127.0.0.1:1".into()),
+        ("AWS_ACCESS_KEY_ID", "test".into()),
+        ("AWS_SECRET_ACCESS_KEY", "test".into()),
+    ]);
+    assert!(
+        unreachable.contains("127.0.0.1:1") && unreachable.contains("after 3 attempts"),
+        "{unreachable}"
+    );
+    // No credentials anywhere.
+    let none = failing(vec![("AWS_ENDPOINT_URL", servers.moto.clone())]);
+    assert!(none.contains("no AWS credentials"), "{none}");
+    // Wrong region: the ARN says eu-west-1 but the key lives in us-east-1.
+    let text = std::fs::read_to_string(&file).unwrap();
+    let moved = arn.replace("us-east-1", "eu-west-1");
+    let wrong_region = dir.join("wrong-region.yaml");
+    std::fs::write(&wrong_region, text.replace(arn, &moved)).unwrap();
+    let output = ours(&wrong_region, &servers.sops_env(), &[]);
+    assert!(!output.status.success());
+    let message = stderr(&output);
+    assert!(
+        message.contains("AWS KMS") && message.contains(&moved) && message.contains("HTTP 400"),
+        "{message}"
+    );
+    // A key from another file: KMS refuses to open this data key with it.
+    let other = text.replace(arn, &servers.kms_arn_eu);
+    let other_key = dir.join("other-key.yaml");
+    std::fs::write(&other_key, other).unwrap();
+    let output = ours(&other_key, &servers.sops_env(), &[]);
+    let message = stderr(&output);
+    assert!(
+        !output.status.success() && message.contains(&servers.kms_arn_eu),
+        "{message}"
+    );
+    // Vault: a wrong token is a 403 naming the transit key.
+    let vault_file = encrypt(
+        servers,
+        &dir,
+        "vault.yaml",
+        PLAIN_YAML,
+        &["--hc-vault-transit", &servers.vault_key],
+    );
+    let output = ours(&vault_file, &[("VAULT_TOKEN", "wrong".into())], &[]);
+    let message = stderr(&output);
+    assert!(
+        !output.status.success()
+            && message.contains("HashiCorp Vault transit")
+            && message.contains("/v1/sops/keys/firstkey")
+            && message.contains("permission denied"),
+        "{message}"
+    );
+    // No token at all.
+    let output = ours(&vault_file, &[], &[]);
+    assert!(
+        stderr(&output).contains("no token for Vault"),
+        "{}",
+        stderr(&output)
+    );
+}
