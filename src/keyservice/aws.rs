@@ -22,6 +22,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use zeroize::Zeroizing;
 
+use super::oauth;
 use super::{Failure, KeyServices, with_retries};
 
 /// The role ARN annotation of a decryption ServiceAccount (IRSA's).
@@ -500,7 +501,7 @@ async fn sts_call(
     form: &[(&str, &str)],
 ) -> Result<AwsCredentials, String> {
     let endpoint = endpoint(services, "STS", "sts", key);
-    let body = Bytes::from(form_encode(form));
+    let body = Bytes::from(oauth::form_encode(form).as_bytes().to_vec());
     let content_type = "application/x-www-form-urlencoded; charset=utf-8";
     let answer = with_retries(services.policy, || {
         let request = match signer {
@@ -544,7 +545,9 @@ fn parse_sts_credentials(body: &[u8]) -> Result<AwsCredentials, String> {
     let id = field("AccessKeyId")?;
     let secret = Zeroizing::new(field("SecretAccessKey")?);
     let token = Zeroizing::new(field("SessionToken")?);
-    let expiry = xml_text(text, "Expiration").and_then(|t| parse_rfc3339(&t));
+    let expiry = xml_text(text, "Expiration")
+        .and_then(|t| oauth::parse_rfc3339(&t))
+        .map(|seconds| SystemTime::UNIX_EPOCH + Duration::from_secs(seconds));
     Ok(AwsCredentials::new(
         id,
         secret.as_str(),
@@ -588,51 +591,6 @@ fn xml_text(document: &str, tag: &str) -> Option<String> {
             .replace("&apos;", "'")
             .replace("&amp;", "&"),
     )
-}
-
-/// `2026-11-26T18:00:00Z` (STS's format) as a time.
-fn parse_rfc3339(text: &str) -> Option<SystemTime> {
-    let text = text.trim();
-    let (date, time) = text.split_once('T')?;
-    let mut d = date.splitn(3, '-').map(|p| p.parse::<i64>().ok());
-    let (year, month, day) = (d.next()??, d.next()??, d.next()??);
-    let time = time.trim_end_matches('Z');
-    let time = time.split('.').next()?;
-    let mut t = time.splitn(3, ':').map(|p| p.parse::<i64>().ok());
-    let (hour, minute, second) = (t.next()??, t.next()??, t.next()??);
-    // Days from the civil date (Howard Hinnant's algorithm).
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let seconds = days * 86_400 + hour * 3_600 + minute * 60 + second;
-    u64::try_from(seconds)
-        .ok()
-        .map(|s| SystemTime::UNIX_EPOCH + Duration::from_secs(s))
-}
-
-/// `application/x-www-form-urlencoded`, with AWS's encoding (RFC 3986 unreserved kept).
-fn form_encode(pairs: &[(&str, &str)]) -> String {
-    pairs
-        .iter()
-        .map(|(k, v)| format!("{}={}", percent_encode(k), percent_encode(v)))
-        .collect::<Vec<_>>()
-        .join("&")
-}
-
-fn percent_encode(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'_' | b'.' | b'~') {
-            out.push(byte as char);
-        } else {
-            out.push_str(&format!("%{byte:02X}"));
-        }
-    }
-    out
 }
 
 /// sops' session name for an assumed role: `sops@HOSTNAME`, characters STS refuses
@@ -797,13 +755,5 @@ mod tests {
         let name = sops_session_name();
         assert!(name.starts_with("sops@"));
         assert!(name.len() < 64);
-        assert_eq!(
-            form_encode(&[("RoleArn", "arn:aws:iam::1:role/a b"), ("X", "~.-_")]),
-            "RoleArn=arn%3Aaws%3Aiam%3A%3A1%3Arole%2Fa%20b&X=~.-_"
-        );
-        assert_eq!(
-            parse_rfc3339("1970-01-01T00:00:00Z"),
-            Some(SystemTime::UNIX_EPOCH)
-        );
     }
 }

@@ -22,8 +22,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use zeroize::Zeroizing;
 
-use super::gcp::oauth::{self, Alg, Rsa, TokenResponse};
 use super::identity::ServiceAccountTokens;
+use super::oauth::{self, Alg, Rsa, TokenResponse};
 use super::{Environment, Failure, KeyServices, with_retries};
 
 /// The annotation naming the application (client) ID of a decryption ServiceAccount.

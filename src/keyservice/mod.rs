@@ -14,6 +14,7 @@ pub mod azure;
 pub mod gcp;
 pub mod http;
 pub mod identity;
+mod oauth;
 pub mod vault;
 
 use std::collections::HashMap;
@@ -285,5 +286,89 @@ impl sops::KeyService for KeyServices {
             Executor::Handle(handle) => handle.block_on(self.open(key, enc)),
             Executor::Owned(runtime) => runtime.block_on(self.open(key, enc)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn quick() -> CallPolicy {
+        CallPolicy {
+            timeout: Duration::from_millis(200),
+            attempts: 3,
+            backoff: Duration::from_millis(10),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_silent_service_times_out_after_every_attempt() {
+        // Accepts connections and never answers.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                held.push(socket);
+            }
+        });
+        let http = HttpClient::new();
+        let mut attempts = 0;
+        let started = std::time::Instant::now();
+        let result: Result<(), String> = with_retries(quick(), || {
+            attempts += 1;
+            let request = ::http::Request::post(format!("http://{address}/v1/sops/decrypt/k"))
+                .body(http_body_util::Full::new(bytes::Bytes::new()))
+                .unwrap();
+            let http = http.clone();
+            async move {
+                http.send(request, Duration::from_millis(200)).await?;
+                Ok(())
+            }
+        })
+        .await;
+        let message = result.unwrap_err();
+        assert_eq!(attempts, 3);
+        assert!(
+            message.contains(&format!(
+                "no response from http://{address}/v1/sops/decrypt/k"
+            )) && message.ends_with("(after 3 attempts)"),
+            "{message}"
+        );
+        assert!(started.elapsed() >= Duration::from_millis(600));
+    }
+
+    #[tokio::test]
+    async fn permanent_failures_are_not_retried() {
+        let mut attempts = 0;
+        let result: Result<(), String> = with_retries(quick(), || {
+            attempts += 1;
+            async { Err(Failure::Permanent("HTTP 403: permission denied".into())) }
+        })
+        .await;
+        assert_eq!(result.unwrap_err(), "HTTP 403: permission denied");
+        assert_eq!(attempts, 1);
+        let mut attempts = 0;
+        let result = with_retries(quick(), || {
+            attempts += 1;
+            let outcome = if attempts < 3 {
+                Err(Failure::from_status(
+                    ::http::StatusCode::SERVICE_UNAVAILABLE,
+                    "HTTP 503".into(),
+                ))
+            } else {
+                Ok(7)
+            };
+            async move { outcome }
+        })
+        .await;
+        assert_eq!(result, Ok(7));
+    }
+
+    #[test]
+    fn environment_ignores_empty_values() {
+        let env = Environment::from_pairs([("VAULT_TOKEN", ""), ("AWS_REGION", "eu-west-1")]);
+        assert_eq!(env.get("VAULT_TOKEN"), None);
+        assert_eq!(env.get("AWS_REGION"), Some("eu-west-1"));
     }
 }
