@@ -126,8 +126,8 @@ pub async fn decrypt(
         }
     })
     .await
-    .map_err(|e| format!("failed to decrypt sops data key with {arn}: {e}"))?;
-    parse_decrypt_response(&response).map_err(|e| format!("Decrypt with {arn}: {e}"))
+    .map_err(|e| format!("failed to decrypt the sops data key: {e}"))?;
+    parse_decrypt_response(&response).map_err(|e| format!("Decrypt: {e}"))
 }
 
 /// A KMS key ARN's parts that address the service.

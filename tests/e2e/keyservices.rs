@@ -305,3 +305,125 @@ async fn bad_credentials_fail_the_build_and_apply_nothing() {
         "{message}"
     );
 }
+
+/// Vault's Kubernetes auth method on the Vault dev server, checking tokens with this
+/// cluster's TokenReview API, and a role `sops-<ns>` for the ServiceAccount `decryptor` of
+/// `ns`, whose tokens must carry Vault's address as audience (the audience Flux asks for).
+async fn configure_vault_kubernetes_auth(servers: &KeyServers, ns: &str) -> String {
+    use super::support::keyservers::http;
+    let kubeconfig = kube::config::Kubeconfig::read_from(support::kubeconfig_path())
+        .expect("read the test kubeconfig");
+    let cluster = kubeconfig.clusters[0].cluster.as_ref().expect("a cluster");
+    let server = cluster.server.clone().expect("the API server's URL");
+    let ca = cluster
+        .certificate_authority_data
+        .as_deref()
+        .map(|data| {
+            use base64::Engine;
+            let pem = base64::engine::general_purpose::STANDARD
+                .decode(data)
+                .expect("base64 CA");
+            String::from_utf8(pem).expect("PEM CA")
+        })
+        .expect("the cluster's CA");
+    // Enabling twice answers 400 "path is already in use": fine for the second test.
+    let _ = http(
+        &servers.vault,
+        "POST",
+        "/v1/sys/auth/kubernetes",
+        Some(r#"{"type":"kubernetes"}"#),
+    );
+    let config = json!({
+        "kubernetes_host": server,
+        "kubernetes_ca_cert": ca,
+        "disable_local_ca_jwt": true,
+    });
+    let (status, body) = http(
+        &servers.vault,
+        "POST",
+        "/v1/auth/kubernetes/config",
+        Some(&config.to_string()),
+    );
+    assert!(status / 100 == 2, "kubernetes auth config: {status} {body}");
+    let policy = json!({"policy": "path \"sops/decrypt/*\" { capabilities = [\"update\"] }"});
+    let (status, body) = http(
+        &servers.vault,
+        "PUT",
+        "/v1/sys/policies/acl/sops-decrypt",
+        Some(&policy.to_string()),
+    );
+    assert!(status / 100 == 2, "policy: {status} {body}");
+    let role = format!("sops-{ns}");
+    let definition = json!({
+        "bound_service_account_names": ["decryptor"],
+        "bound_service_account_namespaces": [ns],
+        "audience": servers.vault,
+        "token_policies": ["sops-decrypt"],
+        "token_ttl": "10m",
+    });
+    let (status, body) = http(
+        &servers.vault,
+        "POST",
+        &format!("/v1/auth/kubernetes/role/{role}"),
+        Some(&definition.to_string()),
+    );
+    assert!(status / 100 == 2, "role: {status} {body}");
+    role
+}
+
+#[tokio::test]
+async fn a_decryption_service_account_logs_in_to_vault() {
+    use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
+    let (client, ns) = fixture("ks-vault-login").await;
+    let servers = key_servers();
+    let role = configure_vault_kubernetes_auth(servers, ns.name()).await;
+    // Vault reviews the ServiceAccount's own token, so the account may review tokens.
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": format!("{}-token-review", ns.name())},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:auth-delegator"},
+        "subjects": [{"kind": "ServiceAccount", "name": "decryptor", "namespace": ns.name()}],
+    }))
+    .unwrap();
+    let bindings = Api::<ClusterRoleBinding>::all(client.clone());
+    bindings
+        .create(&PostParams::default(), &binding)
+        .await
+        .expect("bind system:auth-delegator");
+    create_secret(
+        &client,
+        ns.name(),
+        "aws-only",
+        &[(
+            "sops.aws-kms",
+            "aws_access_key_id: test\naws_secret_access_key: test\n",
+        )],
+    )
+    .await;
+    create_service_account(
+        &client,
+        ns.name(),
+        "decryptor",
+        json!({
+            "transit-engine.auth.fluxcd.io/login-path": "auth/kubernetes/login",
+            "transit-engine.auth.fluxcd.io/role": role,
+        }),
+    )
+    .await;
+    create(
+        &client,
+        ns.name(),
+        json!({"provider": "sops", "secretRef": {"name": "aws-only"}, "serviceAccountName": "decryptor"}),
+    )
+    .await;
+    let outcome = wait_ready_shard(&client, ns.name(), ConditionStatus::True).await;
+    let _ = bindings
+        .delete(&format!("{}-token-review", ns.name()), &Default::default())
+        .await;
+    assert_eq!(outcome.0, "ReconciliationSucceeded", "{}", outcome.1);
+    assert_eq!(
+        password(&client, ns.name(), "from-vault").await.as_deref(),
+        Some("vault-plaintext-2")
+    );
+}
