@@ -307,9 +307,14 @@ async fn bad_credentials_fail_the_build_and_apply_nothing() {
 }
 
 /// Vault's Kubernetes auth method on the Vault dev server, checking tokens with this
-/// cluster's TokenReview API, and a role `sops-<ns>` for the ServiceAccount `decryptor` of
-/// `ns`, whose tokens must carry Vault's address as audience (the audience Flux asks for).
-async fn configure_vault_kubernetes_auth(servers: &KeyServers, ns: &str) -> String {
+/// cluster's TokenReview API as `reviewer_jwt`, and a role `sops-<ns>` for the
+/// ServiceAccount `decryptor` of `ns`, whose tokens must carry Vault's address as audience
+/// (the audience Flux asks for).
+async fn configure_vault_kubernetes_auth(
+    servers: &KeyServers,
+    ns: &str,
+    reviewer_jwt: &str,
+) -> String {
     use super::support::keyservers::http;
     let kubeconfig = kube::config::Kubeconfig::read_from(support::kubeconfig_path())
         .expect("read the test kubeconfig");
@@ -336,6 +341,7 @@ async fn configure_vault_kubernetes_auth(servers: &KeyServers, ns: &str) -> Stri
     let config = json!({
         "kubernetes_host": server,
         "kubernetes_ca_cert": ca,
+        "token_reviewer_jwt": reviewer_jwt,
         "disable_local_ca_jwt": true,
     });
     let (status, body) = http(
@@ -373,17 +379,18 @@ async fn configure_vault_kubernetes_auth(servers: &KeyServers, ns: &str) -> Stri
 
 #[tokio::test]
 async fn a_decryption_service_account_logs_in_to_vault() {
+    use k8s_openapi::api::authentication::v1::TokenRequest;
     use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
     let (client, ns) = fixture("ks-vault-login").await;
     let servers = key_servers();
-    let role = configure_vault_kubernetes_auth(servers, ns.name()).await;
-    // Vault reviews the ServiceAccount's own token, so the account may review tokens.
+    // Vault reviews tokens as `vault-reviewer`, which may review tokens.
+    create_service_account(&client, ns.name(), "vault-reviewer", json!({})).await;
     let binding: ClusterRoleBinding = serde_json::from_value(json!({
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRoleBinding",
         "metadata": {"name": format!("{}-token-review", ns.name())},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:auth-delegator"},
-        "subjects": [{"kind": "ServiceAccount", "name": "decryptor", "namespace": ns.name()}],
+        "subjects": [{"kind": "ServiceAccount", "name": "vault-reviewer", "namespace": ns.name()}],
     }))
     .unwrap();
     let bindings = Api::<ClusterRoleBinding>::all(client.clone());
@@ -391,6 +398,18 @@ async fn a_decryption_service_account_logs_in_to_vault() {
         .create(&PostParams::default(), &binding)
         .await
         .expect("bind system:auth-delegator");
+    let request: TokenRequest = serde_json::from_value(json!({
+        "apiVersion": "authentication.k8s.io/v1",
+        "kind": "TokenRequest",
+        "spec": {"expirationSeconds": 3600},
+    }))
+    .unwrap();
+    let issued: TokenRequest = Api::<ServiceAccount>::namespaced(client.clone(), ns.name())
+        .create_subresource("token", "vault-reviewer", &PostParams::default(), &request)
+        .await
+        .expect("a token for vault-reviewer");
+    let reviewer_jwt = issued.status.expect("token").token;
+    let role = configure_vault_kubernetes_auth(servers, ns.name(), &reviewer_jwt).await;
     create_secret(
         &client,
         ns.name(),
