@@ -446,3 +446,93 @@ async fn a_decryption_service_account_logs_in_to_vault() {
         Some("vault-plaintext-2")
     );
 }
+
+/// Flux's controller (v1.9.5) for the parity check, with the same environment as ours.
+fn flux_keyservice_controller() -> &'static ControllerProcess {
+    static CONTROLLER: OnceLock<ControllerProcess> = OnceLock::new();
+    CONTROLLER.get_or_init(|| {
+        let servers = key_servers();
+        let flux =
+            support::reference_tool("KC_FLUX_KC_BIN", "tests/bench/install-flux-controller.sh");
+        start_controller_binary_with_env(
+            "keyservices-flux",
+            &flux,
+            &[&format!(
+                "--watch-label-selector={RUN_LABEL}={},{SHARD_LABEL}=keyservices-flux",
+                run_id()
+            )],
+            &[
+                ("AWS_ENDPOINT_URL", servers.moto.clone()),
+                ("AWS_ACCESS_KEY_ID", String::new()),
+                ("AWS_SECRET_ACCESS_KEY", String::new()),
+                ("VAULT_TOKEN", String::new()),
+            ],
+        )
+    })
+}
+
+/// The same Secret entries, artifact and Kustomization given to Flux's controller and to
+/// ours: both apply the same plaintext, and both refuse a wrong Vault token as BuildFailed.
+#[tokio::test]
+async fn flux_reads_the_same_credential_entries() {
+    flux_keyservice_controller();
+    for (shard, token, expected) in [
+        ("keyservices-flux", "root", ConditionStatus::True),
+        (SHARD, "root", ConditionStatus::True),
+        ("keyservices-flux", "wrong", ConditionStatus::False),
+        (SHARD, "wrong", ConditionStatus::False),
+    ] {
+        let (client, ns) = fixture("ks-parity").await;
+        create_secret(
+            &client,
+            ns.name(),
+            "sops-creds",
+            &[
+                (
+                    "sops.aws-kms",
+                    "aws_access_key_id: test\naws_secret_access_key: test\n",
+                ),
+                ("sops.vault-token", token),
+            ],
+        )
+        .await;
+        create_labelled_kustomization(
+            &client,
+            ns.name(),
+            "app",
+            "repo",
+            json!({"decryption": {"provider": "sops", "secretRef": {"name": "sops-creds"}}}),
+            json!({SHARD_LABEL: shard}),
+        )
+        .await;
+        let what = format!("{shard} with Vault token {token:?}: Ready={expected:?}");
+        let (reason, message) = wait_for(WAIT, &what, async || {
+            match ready(&client, ns.name(), "app").await {
+                Some((status, reason, message)) if status == expected => Ok((reason, message)),
+                other => Err(format!("{other:?}")),
+            }
+        })
+        .await;
+        if expected == ConditionStatus::True {
+            assert_eq!(reason, "ReconciliationSucceeded", "{shard}: {message}");
+            assert_eq!(
+                password(&client, ns.name(), "from-kms").await.as_deref(),
+                Some("kms-plaintext-1"),
+                "{shard}"
+            );
+            assert_eq!(
+                password(&client, ns.name(), "from-vault").await.as_deref(),
+                Some("vault-plaintext-2"),
+                "{shard}"
+            );
+        } else {
+            assert_eq!(reason, "BuildFailed", "{shard}: {message}");
+            assert!(message.contains("permission denied"), "{shard}: {message}");
+            assert_eq!(
+                password(&client, ns.name(), "from-kms").await,
+                None,
+                "{shard}"
+            );
+        }
+    }
+}
