@@ -45,6 +45,17 @@ if [[ -z "${KC_SOPS_BIN:-}" ]]; then
   KC_SOPS_BIN="$(bash "$repo/tests/sops/install-tools.sh")"
 fi
 export KC_SOPS_BIN
+# The key services SOPS files are encrypted against in tests/sops_keyservices.rs and
+# tests/e2e/keyservices.rs: moto's AWS KMS and STS (PyPI) and a Vault dev server (built from the
+# Go module proxy).
+if [[ -z "${KC_MOTO_SERVER:-}" ]]; then
+  KC_MOTO_SERVER="$(bash "$repo/tests/keyservices/install-moto.sh")"
+fi
+export KC_MOTO_SERVER
+if [[ -z "${KC_VAULT_BIN:-}" ]]; then
+  KC_VAULT_BIN="$(bash "$repo/tests/keyservices/install-vault.sh")"
+fi
+export KC_VAULT_BIN
 # The flux CLI that tests/e2e/flux_cli.rs drives this controller with (get, tree, events,
 # suspend/resume, reconcile, diff).
 if [[ -z "${KC_FLUX_CLI:-}" ]]; then
