@@ -11,6 +11,50 @@ use super::*;
 
 const SHARD: &str = "keyservices";
 
+/// The controller's own namespace (`RUNTIME_NAMESPACE`), holding its
+/// `--sops-vault-configmap` ConfigMap `vault-instances`, which trusts the Vault dev server
+/// with login path `auth/kubernetes/login`.
+fn runtime_namespace() -> &'static str {
+    static NAMESPACE: OnceLock<String> = OnceLock::new();
+    NAMESPACE.get_or_init(|| {
+        let name = support::unique_name("t-ks-runtime");
+        let config = format!(
+            "instances:\n- address: {}\n  loginPath: auth/kubernetes/login\n",
+            key_servers().vault
+        );
+        let manifest = json!({
+            "apiVersion": "v1",
+            "kind": "List",
+            "items": [
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}},
+                {
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": {"name": "vault-instances", "namespace": name},
+                    "data": {"config.yaml": config},
+                },
+            ],
+        });
+        let mut apply = support::kubectl()
+            .args(["apply", "-f", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("kubectl apply");
+        apply
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(manifest.to_string().as_bytes())
+            .expect("write the manifest");
+        assert!(
+            apply.wait().expect("kubectl").success(),
+            "kubectl apply failed"
+        );
+        name
+    })
+}
+
 /// A controller that reaches moto through `AWS_ENDPOINT_URL` and has no AWS credentials or
 /// Vault token of its own: whatever it decrypts, it decrypted with the Kustomization's.
 fn keyservice_controller() -> &'static ControllerProcess {
@@ -20,11 +64,15 @@ fn keyservice_controller() -> &'static ControllerProcess {
         start_controller_binary_with_env(
             SHARD,
             std::path::Path::new(env!("CARGO_BIN_EXE_kustomize-controller")),
-            &[&format!(
-                "--watch-label-selector={RUN_LABEL}={},{SHARD_LABEL}={SHARD}",
-                run_id()
-            )],
             &[
+                &format!(
+                    "--watch-label-selector={RUN_LABEL}={},{SHARD_LABEL}={SHARD}",
+                    run_id()
+                ),
+                "--sops-vault-configmap=vault-instances",
+            ],
+            &[
+                ("RUNTIME_NAMESPACE", runtime_namespace().to_owned()),
                 ("AWS_ENDPOINT_URL", servers.moto.clone()),
                 ("AWS_ACCESS_KEY_ID", String::new()),
                 ("AWS_SECRET_ACCESS_KEY", String::new()),
@@ -307,14 +355,15 @@ async fn bad_credentials_fail_the_build_and_apply_nothing() {
 }
 
 /// Vault's Kubernetes auth method on the Vault dev server, checking tokens with this
-/// cluster's TokenReview API as `reviewer_jwt`, and a role `sops-<ns>` for the
+/// cluster's TokenReview API as `reviewer_jwt`, and a role `role` for the
 /// ServiceAccount `decryptor` of `ns`, whose tokens must carry Vault's address as audience
 /// (the audience Flux asks for).
 async fn configure_vault_kubernetes_auth(
     servers: &KeyServers,
     ns: &str,
+    role: &str,
     reviewer_jwt: &str,
-) -> String {
+) {
     use super::support::keyservers::http;
     let kubeconfig = kube::config::Kubeconfig::read_from(support::kubeconfig_path())
         .expect("read the test kubeconfig");
@@ -359,7 +408,6 @@ async fn configure_vault_kubernetes_auth(
         Some(&policy.to_string()),
     );
     assert!(status / 100 == 2, "policy: {status} {body}");
-    let role = format!("sops-{ns}");
     let definition = json!({
         "bound_service_account_names": ["decryptor"],
         "bound_service_account_namespaces": [ns],
@@ -374,21 +422,22 @@ async fn configure_vault_kubernetes_auth(
         Some(&definition.to_string()),
     );
     assert!(status / 100 == 2, "role: {status} {body}");
-    role
 }
 
-#[tokio::test]
-async fn a_decryption_service_account_logs_in_to_vault() {
+/// A fixture whose ServiceAccount `decryptor` (with `annotations`) must log in to Vault as
+/// `role` to open the Vault key; the KMS key opens with the Secret's static credentials.
+async fn vault_login_fixture(test: &str, role: &dyn Fn(&str) -> String, annotations: Value) {
     use k8s_openapi::api::authentication::v1::TokenRequest;
     use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
-    let (client, ns) = fixture("ks-vault-login").await;
+    let (client, ns) = fixture(test).await;
     let servers = key_servers();
     // Vault reviews tokens as `vault-reviewer`, which may review tokens.
     create_service_account(&client, ns.name(), "vault-reviewer", json!({})).await;
+    let binding_name = format!("{}-token-review", ns.name());
     let binding: ClusterRoleBinding = serde_json::from_value(json!({
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "ClusterRoleBinding",
-        "metadata": {"name": format!("{}-token-review", ns.name())},
+        "metadata": {"name": binding_name},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:auth-delegator"},
         "subjects": [{"kind": "ServiceAccount", "name": "vault-reviewer", "namespace": ns.name()}],
     }))
@@ -409,7 +458,8 @@ async fn a_decryption_service_account_logs_in_to_vault() {
         .await
         .expect("a token for vault-reviewer");
     let reviewer_jwt = issued.status.expect("token").token;
-    let role = configure_vault_kubernetes_auth(servers, ns.name(), &reviewer_jwt).await;
+    let role = role(ns.name());
+    configure_vault_kubernetes_auth(servers, ns.name(), &role, &reviewer_jwt).await;
     create_secret(
         &client,
         ns.name(),
@@ -420,16 +470,15 @@ async fn a_decryption_service_account_logs_in_to_vault() {
         )],
     )
     .await;
-    create_service_account(
-        &client,
-        ns.name(),
-        "decryptor",
-        json!({
-            "transit-engine.auth.fluxcd.io/login-path": "auth/kubernetes/login",
-            "transit-engine.auth.fluxcd.io/role": role,
-        }),
-    )
-    .await;
+    let mut annotations = annotations;
+    if let Some(map) = annotations.as_object_mut() {
+        for value in map.values_mut() {
+            if value == "ROLE" {
+                *value = json!(role);
+            }
+        }
+    }
+    create_service_account(&client, ns.name(), "decryptor", annotations).await;
     create(
         &client,
         ns.name(),
@@ -437,14 +486,32 @@ async fn a_decryption_service_account_logs_in_to_vault() {
     )
     .await;
     let outcome = wait_ready_shard(&client, ns.name(), ConditionStatus::True).await;
-    let _ = bindings
-        .delete(&format!("{}-token-review", ns.name()), &Default::default())
-        .await;
+    let _ = bindings.delete(&binding_name, &Default::default()).await;
     assert_eq!(outcome.0, "ReconciliationSucceeded", "{}", outcome.1);
     assert_eq!(
         password(&client, ns.name(), "from-vault").await.as_deref(),
         Some("vault-plaintext-2")
     );
+}
+
+#[tokio::test]
+async fn a_decryption_service_account_logs_in_to_vault() {
+    vault_login_fixture(
+        "ks-vault-login",
+        &|ns| format!("sops-{ns}"),
+        json!({
+            "transit-engine.auth.fluxcd.io/login-path": "auth/kubernetes/login",
+            "transit-engine.auth.fluxcd.io/role": "ROLE",
+        }),
+    )
+    .await;
+}
+
+/// Without the annotations, `--sops-vault-configmap` gives the login path for the address
+/// and the role is `<namespace>_<name>`, as in Flux.
+#[tokio::test]
+async fn the_vault_configmap_gives_the_login_path() {
+    vault_login_fixture("ks-vault-cm", &|ns| format!("{ns}_decryptor"), json!({})).await;
 }
 
 /// Flux's controller (v1.9.5) for the parity check, with the same environment as ours.
