@@ -123,3 +123,135 @@ fn no_key(
         detail,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::*;
+    use crate::service::{KeyService, ServiceError, ServiceKey};
+
+    const ID1: &str = include_str!("keys/testdata/id1.txt");
+    const SOPS_GNUPG: &str = include_str!("keys/testdata/sops_gnupg.yaml");
+
+    /// A key service that opens `enc == "good"` to `key` and refuses anything else.
+    struct FakeKms {
+        key: Vec<u8>,
+        calls: AtomicUsize,
+    }
+
+    impl KeyService for FakeKms {
+        fn decrypt(
+            &self,
+            _key: &ServiceKey,
+            enc: &str,
+        ) -> Result<Zeroizing<Vec<u8>>, ServiceError> {
+            self.calls.fetch_add(1, Ordering::SeqCst);
+            match enc {
+                "good" => Ok(Zeroizing::new(self.key.clone())),
+                _ => Err(ServiceError::Failed(
+                    "AWS KMS: AccessDeniedException".into(),
+                )),
+            }
+        }
+    }
+
+    fn age_enc() -> String {
+        #[derive(serde::Deserialize)]
+        struct File {
+            sops: Meta,
+        }
+        #[derive(serde::Deserialize)]
+        struct Meta {
+            age: Vec<Entry>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Entry {
+            enc: String,
+        }
+        let file: File = serde_saphyr::from_str(SOPS_GNUPG).unwrap();
+        file.sops.age[0].enc.clone()
+    }
+
+    fn kms(enc: &str) -> MasterKey {
+        MasterKey::Service {
+            key: ServiceKey::AwsKms {
+                arn: "arn:aws:kms:us-east-1:111122223333:key/k".into(),
+                role: String::new(),
+                context: Vec::new(),
+                profile: String::new(),
+            },
+            enc: enc.into(),
+        }
+    }
+
+    fn metadata(groups: Vec<Vec<MasterKey>>) -> Metadata {
+        Metadata {
+            key_groups: groups,
+            shamir_threshold: 0,
+            last_modified: "2024-01-01T00:00:00Z".into(),
+            mac: String::new(),
+            rule: crate::metadata::Rule::UnencryptedSuffix("_unencrypted".into()),
+            mac_only_encrypted: false,
+        }
+    }
+
+    fn keyring(age: bool, service: &Arc<FakeKms>) -> Keyring {
+        let mut keys = Keyring::new();
+        if age {
+            keys.import_age(ID1).unwrap();
+        }
+        keys.set_key_services(service.clone());
+        keys
+    }
+
+    #[test]
+    fn age_is_tried_before_the_key_service() {
+        let service = Arc::new(FakeKms {
+            key: vec![7; 32],
+            calls: AtomicUsize::new(0),
+        });
+        let age = MasterKey::Age {
+            recipient: "age1...".into(),
+            enc: age_enc(),
+        };
+        let md = metadata(vec![vec![kms("good"), age]]);
+        let from_age = recover(&md, &keyring(true, &service)).unwrap();
+        assert_ne!(from_age.as_slice(), [7; 32]);
+        assert_eq!(service.calls.load(Ordering::SeqCst), 0);
+        let from_kms = recover(&md, &keyring(false, &service)).unwrap();
+        assert_eq!(from_kms.as_slice(), [7; 32]);
+        assert_eq!(service.calls.load(Ordering::SeqCst), 1);
+    }
+
+    #[test]
+    fn a_refusal_is_reported_with_the_key_and_the_next_key_is_tried() {
+        let service = Arc::new(FakeKms {
+            key: vec![9; 32],
+            calls: AtomicUsize::new(0),
+        });
+        let keys = keyring(false, &service);
+        let opened = recover(&metadata(vec![vec![kms("bad"), kms("good")]]), &keys).unwrap();
+        assert_eq!(opened.as_slice(), [9; 32]);
+        let err = recover(&metadata(vec![vec![kms("bad")]]), &keys)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("supplied: 0 age identities, 0 OpenPGP keys, key services")
+                && err.contains(
+                    "group 1: kms arn:aws:kms:us-east-1:111122223333:key/k: AWS KMS: AccessDeniedException"
+                ),
+            "{err}"
+        );
+        // Without key services, a service key is skipped, as sops skips a key no key
+        // service handles.
+        let err = recover(&metadata(vec![vec![kms("good")]]), &Keyring::new())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("supplied: 0 age identities, 0 OpenPGP keys;"),
+            "{err}"
+        );
+    }
+}
