@@ -250,7 +250,7 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(
-            err.contains("supplied: 0 age identities, 0 OpenPGP keys;"),
+            err.ends_with("supplied: 0 age identities, 0 OpenPGP keys"),
             "{err}"
         );
     }
