@@ -111,23 +111,32 @@ pub async fn decrypt(
             ],
             body.clone(),
         );
-        async move {
-            let response = services
-                .http
-                .send(
-                    request.map_err(Failure::Permanent)?,
-                    services.policy.timeout,
-                )
-                .await?;
-            match response.status {
-                StatusCode::OK => Ok(response.body),
-                status => Err(json_failure(status, &response.body, "Decrypt")),
-            }
-        }
+        send_ok(services, request, |status, body| {
+            json_failure(status, body, "Decrypt")
+        })
     })
     .await
     .map_err(|e| format!("failed to decrypt the sops data key: {e}"))?;
     parse_decrypt_response(&response).map_err(|e| format!("Decrypt: {e}"))
+}
+
+/// Sends `request` and returns the body of a 200 answer; another status is `failure`'s.
+async fn send_ok(
+    services: &KeyServices,
+    request: Result<Request<Full<Bytes>>, String>,
+    failure: impl Fn(StatusCode, &[u8]) -> Failure,
+) -> Result<Bytes, Failure> {
+    let response = services
+        .http
+        .send(
+            request.map_err(Failure::Permanent)?,
+            services.policy.timeout,
+        )
+        .await?;
+    match response.status {
+        StatusCode::OK => Ok(response.body),
+        status => Err(failure(status, &response.body)),
+    }
 }
 
 /// A KMS key ARN's parts that address the service.
@@ -520,19 +529,7 @@ async fn sts_call(
                 .body(Full::new(body.clone()))
                 .map_err(|_| format!("the endpoint '{endpoint}' is not a URL")),
         };
-        async move {
-            let response = services
-                .http
-                .send(
-                    request.map_err(Failure::Permanent)?,
-                    services.policy.timeout,
-                )
-                .await?;
-            match response.status {
-                StatusCode::OK => Ok(response.body),
-                status => Err(xml_failure(status, &response.body)),
-            }
-        }
+        send_ok(services, request, xml_failure)
     })
     .await?;
     parse_sts_credentials(&answer)

@@ -432,13 +432,7 @@ fn decrypt_request(
     token: &str,
 ) -> Result<Request<Full<Bytes>>, Failure> {
     let body = json!({ "alg": "RSA-OAEP-256", "value": URL_SAFE_NO_PAD.encode(wrapped) });
-    Request::builder()
-        .method(Method::POST)
-        .uri(url)
-        .header(http::header::CONTENT_TYPE, "application/json")
-        .header(http::header::AUTHORIZATION, format!("Bearer {token}"))
-        .body(Full::new(Bytes::from(body.to_string())))
-        .map_err(|e| Failure::Permanent(format!("invalid request: {e}")))
+    oauth::bearer_json_post(url, token, &body)
 }
 
 /// Reads a `decrypt` answer: `{"kid", "value": base64url}`.

@@ -311,13 +311,11 @@ fn decrypt_request(
     token: &str,
 ) -> Result<Request<Full<Bytes>>, Failure> {
     let body = json!({ "ciphertext": STANDARD.encode(ciphertext) });
-    Request::builder()
-        .method(Method::POST)
-        .uri(format!("{endpoint}/v1/{resource_id}:decrypt"))
-        .header(http::header::CONTENT_TYPE, "application/json")
-        .header(http::header::AUTHORIZATION, format!("Bearer {token}"))
-        .body(Full::new(Bytes::from(body.to_string())))
-        .map_err(|e| Failure::Permanent(format!("invalid request: {e}")))
+    oauth::bearer_json_post(
+        &format!("{endpoint}/v1/{resource_id}:decrypt"),
+        token,
+        &body,
+    )
 }
 
 /// Reads a `cryptoKeys.decrypt` answer: `{"plaintext": base64}`.

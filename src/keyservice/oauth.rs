@@ -326,3 +326,18 @@ pub fn json_error_kind(error: &serde_json::Error) -> &'static str {
         serde_json::error::Category::Eof => "unexpected end of input",
     }
 }
+
+/// A JSON POST to `url` with a bearer token.
+pub fn bearer_json_post(
+    url: &str,
+    token: &str,
+    body: &serde_json::Value,
+) -> Result<Request<Full<Bytes>>, Failure> {
+    Request::builder()
+        .method(Method::POST)
+        .uri(url)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .header(http::header::AUTHORIZATION, format!("Bearer {token}"))
+        .body(Full::new(Bytes::from(body.to_string())))
+        .map_err(|e| Failure::Permanent(format!("invalid request: {e}")))
+}
