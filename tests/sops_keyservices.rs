@@ -281,3 +281,30 @@ fn failures_name_the_service_and_the_key_and_no_value() {
         stderr(&output)
     );
 }
+
+#[test]
+fn access_denied_by_iam_names_the_service_the_key_and_the_refusal() {
+    let denied = support::keyservers::denied_kms();
+    let output = ours(
+        &denied.file,
+        &[
+            ("AWS_ENDPOINT_URL", denied.endpoint.clone()),
+            ("AWS_ACCESS_KEY_ID", denied.access_key.0.clone()),
+            ("AWS_SECRET_ACCESS_KEY", denied.access_key.1.clone()),
+        ],
+        &[],
+    );
+    assert!(!output.status.success());
+    let message = stderr(&output);
+    assert!(
+        message.contains("AWS KMS")
+            && message.contains(&denied.kms_arn)
+            && message.contains("HTTP 403: AccessDenied")
+            && message.contains("is not authorized to perform: kms:Decrypt"),
+        "{message}"
+    );
+    assert!(
+        !message.contains(&denied.access_key.1) && !message.contains("hunter2"),
+        "{message}"
+    );
+}

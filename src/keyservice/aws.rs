@@ -230,27 +230,34 @@ fn parse_decrypt_response(body: &[u8]) -> Result<Zeroizing<Vec<u8>>, String> {
         .map_err(|_| "the answer's Plaintext is not base64".to_owned())
 }
 
-/// A JSON-protocol error answer: `{"__type": "...#Code", "message": "..."}`.
+/// A JSON-protocol error answer: `{"__type": "...#Code", "message": "..."}`; an answer in
+/// XML (what an access check in front of the service writes) is read for its code and
+/// message too.
 fn json_failure(status: StatusCode, body: &[u8], action: &str) -> Failure {
     let parsed: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
-    let code = parsed
+    let mut code = parsed
         .get("__type")
         .and_then(Value::as_str)
         .map(|t| t.rsplit('#').next().unwrap_or(t).to_owned())
         .unwrap_or_default();
-    let message = parsed
+    let mut message = parsed
         .get("message")
         .or_else(|| parsed.get("Message"))
         .and_then(Value::as_str)
-        .unwrap_or_default();
-    let text = match (code.is_empty(), message.is_empty()) {
-        (true, _) => format!("{action} answered HTTP {}", status.as_u16()),
-        (false, true) => format!("{action} answered HTTP {}: {code}", status.as_u16()),
-        (false, false) => format!(
-            "{action} answered HTTP {}: {code}: {message}",
-            status.as_u16()
-        ),
-    };
+        .unwrap_or_default()
+        .to_owned();
+    if parsed.is_null() {
+        let text = String::from_utf8_lossy(body);
+        code = xml_text(&text, "Code").unwrap_or_default();
+        message = xml_text(&text, "Message").unwrap_or_default();
+    }
+    let mut text = format!("{action} answered HTTP {}", status.as_u16());
+    for part in [code.as_str(), message.as_str()] {
+        if !part.is_empty() {
+            text.push_str(": ");
+            text.push_str(part);
+        }
+    }
     if code == "ThrottlingException" {
         Failure::Transient(text)
     } else {
@@ -691,6 +698,15 @@ mod tests {
             json_failure(StatusCode::SERVICE_UNAVAILABLE, b"", "Decrypt"),
             Failure::Transient(_)
         ));
+        let xml = json_failure(
+            StatusCode::FORBIDDEN,
+            b"<ErrorResponse><Errors><Error><Code>AccessDenied</Code><Message>User: arn:aws:iam::1:user/d is not authorized to perform: kms:Decrypt</Message></Error></Errors></ErrorResponse>",
+            "Decrypt",
+        );
+        assert!(
+            matches!(&xml, Failure::Permanent(m) if m == "Decrypt answered HTTP 403: AccessDenied: User: arn:aws:iam::1:user/d is not authorized to perform: kms:Decrypt"),
+            "{xml:?}"
+        );
         let sts = xml_failure(
             StatusCode::FORBIDDEN,
             b"<ErrorResponse><Error><Type>Sender</Type><Code>AccessDenied</Code><Message>Not authorized &amp; logged</Message></Error></ErrorResponse>",

@@ -197,6 +197,12 @@ fn failure(status: StatusCode, body: &[u8]) -> Failure {
         .map(|a| a.errors)
         .unwrap_or_default();
     let mut message = format!("HTTP {}", status.as_u16());
+    // Vault lists nested errors over several lines ("2 errors occurred:\n\t* ..."): one
+    // line reads better in a condition.
+    let errors: Vec<String> = errors
+        .iter()
+        .map(|e| e.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
     if !errors.is_empty() {
         message.push_str(": ");
         message.push_str(&errors.join("; "));
@@ -223,6 +229,14 @@ mod tests {
             br#"{"errors":["permission denied"]}"#,
         );
         assert!(matches!(&denied, Failure::Permanent(m) if m == "HTTP 403: permission denied"));
+        let nested = failure(
+            StatusCode::FORBIDDEN,
+            br#"{"errors":["2 errors occurred:\n\t* permission denied\n\t* invalid token\n\n"]}"#,
+        );
+        assert!(
+            matches!(&nested, Failure::Permanent(m) if m == "HTTP 403: 2 errors occurred: * permission denied * invalid token"),
+            "{nested:?}"
+        );
         assert!(matches!(
             failure(
                 StatusCode::SERVICE_UNAVAILABLE,

@@ -237,3 +237,105 @@ impl KeyServers {
         output.stdout
     }
 }
+
+/// A second moto server with its access checks on, and a file encrypted there for its key.
+pub struct DeniedKms {
+    _child: Child,
+    /// Its endpoint.
+    pub endpoint: String,
+    /// The key's ARN.
+    pub kms_arn: String,
+    /// The access key of user `denied`, whose policy denies `kms:Decrypt`.
+    pub access_key: (String, String),
+    /// A YAML file sops encrypted for the key (before the checks were turned on).
+    pub file: PathBuf,
+}
+
+/// The access-checking moto server of this test process, started on first use.
+pub fn denied_kms() -> &'static DeniedKms {
+    static SERVER: OnceLock<DeniedKms> = OnceLock::new();
+    SERVER.get_or_init(|| {
+        let servers = key_servers();
+        let moto_server = reference_tool("KC_MOTO_SERVER", "tests/keyservices/install-moto.sh");
+        let python = moto_server.with_file_name("python");
+        let dir = std::env::temp_dir().join(super::unique_name("denied-kms"));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let port = free_port();
+        let endpoint = format!("http://127.0.0.1:{port}");
+        let child = start_tied(
+            &format!("'{}' -H 127.0.0.1 -p {port}", moto_server.display()),
+            &dir.join("moto.log"),
+        );
+        wait_http(&endpoint, "GET", "/", None, &dir.join("moto.log"));
+        let kms_arn = create_kms_key(&python, &endpoint, "us-east-1");
+        let script = r#"
+import json, sys, boto3
+iam = boto3.client("iam", endpoint_url=sys.argv[1], region_name="us-east-1",
+                   aws_access_key_id="test", aws_secret_access_key="test")
+iam.create_user(UserName="denied")
+key = iam.create_access_key(UserName="denied")["AccessKey"]
+iam.put_user_policy(UserName="denied", PolicyName="no-decrypt", PolicyDocument=json.dumps({
+    "Version": "2012-10-17",
+    "Statement": [
+        {"Effect": "Deny", "Action": "kms:Decrypt", "Resource": "*"},
+        {"Effect": "Allow", "Action": "*", "Resource": "*"},
+    ]}))
+print(key["AccessKeyId"], key["SecretAccessKey"])
+"#;
+        let output = Command::new(&python)
+            .args(["-c", script, &endpoint])
+            .output()
+            .expect("run moto's python");
+        assert!(
+            output.status.success(),
+            "IAM setup: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let mut words = stdout.split_whitespace().map(str::to_owned);
+        let access_key = (
+            words.next().expect("access key id"),
+            words.next().expect("secret"),
+        );
+        std::fs::write(dir.join("plain.yaml"), "password: hunter2-denied\n").expect("write");
+        let mut command = Command::new(&servers.sops);
+        command.current_dir(&dir).args([
+            "--disable-version-check",
+            "encrypt",
+            "--kms",
+            &kms_arn,
+            "plain.yaml",
+        ]);
+        for (k, v) in servers.sops_env() {
+            command.env(k, v);
+        }
+        command.env("AWS_ENDPOINT_URL", &endpoint);
+        let encrypted = command.output().expect("run sops");
+        assert!(
+            encrypted.status.success(),
+            "sops encrypt: {}",
+            String::from_utf8_lossy(&encrypted.stderr)
+        );
+        let file = dir.join("denied.yaml");
+        std::fs::write(&file, &encrypted.stdout).expect("write");
+        // Access checks from now on (moto wants the count as a text/plain body).
+        let reset = r#"
+import sys, urllib.request
+request = urllib.request.Request(sys.argv[1] + "/moto-api/reset-auth", data=b"0",
+                                 headers={"Content-Type": "text/plain"}, method="POST")
+urllib.request.urlopen(request, timeout=30).read()
+"#;
+        let status = Command::new(&python)
+            .args(["-c", reset, &endpoint])
+            .status()
+            .expect("run moto's python");
+        assert!(status.success(), "turning moto's access checks on failed");
+        DeniedKms {
+            _child: child,
+            endpoint,
+            kms_arn,
+            access_key,
+            file,
+        }
+    })
+}
