@@ -56,11 +56,11 @@ fn http_get(port: u16, path: &str) -> Result<(u16, String), String> {
 #[test]
 fn flags_without_behaviour_are_refused_by_name() {
     for (flag, name) in [
-        (
-            "--default-decryption-service-account=deployer",
-            "--default-decryption-service-account",
-        ),
         ("--feature-gates=DirectSourceFetch=true", "--feature-gates"),
+        (
+            "--feature-gates=CacheSecretsAndConfigMaps=true",
+            "--feature-gates",
+        ),
     ] {
         let output = Command::new(BINARY)
             .arg(flag)
