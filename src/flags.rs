@@ -116,6 +116,15 @@ pub struct ControllerFlags {
     #[arg(long, default_value = "")]
     pub sops_vault_configmap: String,
 
+    /// The most tokens the token cache holds (credentials obtained with a decryption
+    /// ServiceAccount); 0 turns it off.
+    #[arg(long, default_value_t = 100)]
+    pub token_cache_max_size: usize,
+
+    /// The longest a token is cached (at most one hour).
+    #[arg(long, default_value = "1h", value_parser = parse_duration)]
+    pub token_cache_max_duration: Duration,
+
     /// Retries of an artifact download.
     #[arg(long, default_value_t = 9)]
     pub http_retry: u32,
@@ -350,6 +359,11 @@ mod tests {
         .unwrap();
         assert!(flags.validate().is_ok());
         assert_eq!(flags.sops_vault_configmap, "vault-instances");
+        assert_eq!(flags.token_cache_max_size, 100);
+        assert_eq!(flags.token_cache_max_duration, Duration::from_secs(3600));
+        let flags = parse(&["--token-cache-max-size=0", "--token-cache-max-duration=10m"]).unwrap();
+        assert_eq!(flags.token_cache_max_size, 0);
+        assert_eq!(flags.token_cache_max_duration, Duration::from_secs(600));
         // Retired in Flux 2.10: accepted either way, object identity is always on.
         for value in ["true", "false"] {
             let gate = format!("--feature-gates=ObjectLevelWorkloadIdentity={value}");

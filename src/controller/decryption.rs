@@ -15,6 +15,7 @@ use zeroize::Zeroizing;
 
 use crate::api::Kustomization;
 use crate::api::kustomization::DecryptionProvider;
+use crate::keyservice::token_cache::TokenCache;
 use crate::keyservice::{
     self, Credentials, Environment, HttpClient, KeyServices, ServiceAccountTokens,
 };
@@ -44,7 +45,7 @@ pub struct GlobalAgeSecret {
 }
 
 /// The controller's decryption settings.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Default)]
 pub struct DecryptionSettings {
     /// `--sops-age-secret`, in the controller's namespace.
     pub global_age_secret: Option<GlobalAgeSecret>,
@@ -54,6 +55,19 @@ pub struct DecryptionSettings {
     /// `--sops-vault-configmap`, in the controller's namespace: Vault login paths by
     /// address, and the allowlist of Vault servers a ServiceAccount token is sent to.
     pub vault_config_map: Option<(String, String)>,
+    /// The process-wide token cache (`--token-cache-max-size`), when on.
+    pub token_cache: Option<Arc<TokenCache>>,
+}
+
+impl std::fmt::Debug for DecryptionSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DecryptionSettings")
+            .field("global_age_secret", &self.global_age_secret)
+            .field("default_service_account", &self.default_service_account)
+            .field("vault_config_map", &self.vault_config_map)
+            .field("token_cache", &self.token_cache.is_some())
+            .finish()
+    }
 }
 
 /// Why the keys could not be loaded; in Flux's words, naming the Secret and entry.
@@ -133,7 +147,11 @@ pub async fn load(
         .filter(|n| !n.is_empty())
         .or(settings.default_service_account.as_deref());
     if let Some(account) = account {
-        let tokens = ServiceAccountTokens::load(client.clone(), namespace, account).await?;
+        let mut tokens = ServiceAccountTokens::load(client.clone(), namespace, account).await?;
+        if let Some(cache) = &settings.token_cache {
+            let name = ks.metadata.name.as_deref().unwrap_or_default();
+            tokens = tokens.with_cache(cache.clone(), name);
+        }
         credentials.identity = Some(Arc::new(tokens));
         if let Some((cm_namespace, cm_name)) = &settings.vault_config_map {
             credentials.vault_login_paths =

@@ -39,6 +39,7 @@ use crate::api::source::{DEFAULT_SOURCE_VERSION, artifact_of};
 use crate::cluster::{ClusterSettings, Clusters, KubeConfigPolicy};
 use crate::flags::ControllerFlags;
 use crate::http::{self, Readiness};
+use crate::keyservice::token_cache::TokenCache;
 use crate::leader::{self, Candidate};
 use crate::metrics::{Metrics, Outcome};
 use crate::source::{ArtifactFetcher, FetchConfig, FetchError};
@@ -160,6 +161,12 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
                 }
                 _ => None,
             },
+            token_cache: TokenCache::new(
+                flags.token_cache_max_size,
+                flags.token_cache_max_duration,
+                metrics.token_cache.clone(),
+            )
+            .map(Arc::new),
         },
     };
     let events = events::EventSink::new(client.clone(), identity, &flags.events_addr);

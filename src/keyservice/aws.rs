@@ -23,12 +23,15 @@ use serde_json::{Map, Value};
 use zeroize::Zeroizing;
 
 use super::oauth;
+use super::token_cache::CachedToken;
 use super::{Failure, KeyServices, with_retries};
 
 /// The role ARN annotation of a decryption ServiceAccount (IRSA's).
 pub const ROLE_ARN_ANNOTATION: &str = "eks.amazonaws.com/role-arn";
 /// The audience of web identity tokens for AWS STS.
 pub const DEFAULT_AUDIENCE: &str = "sts.amazonaws.com";
+/// The token cache's name for AWS KMS decryption (Flux's `MetricDecryptWithAWS`).
+const OPERATION: &str = "decrypt_with_aws";
 /// Session credentials are renewed this long before they expire.
 const EXPIRY_MARGIN: Duration = Duration::from_secs(60);
 
@@ -365,16 +368,31 @@ async fn base_credentials(services: &KeyServices, key: &KmsKey) -> Result<AwsCre
                 identity.name()
             )
         })?;
-        let token = identity
-            .token(identity.audiences(&[DEFAULT_AUDIENCE]))
+        let audiences = identity.audiences(&[DEFAULT_AUDIENCE]);
+        let cache_key = format!("aws/{role}/{}/{}", key.region, audiences.join(","));
+        let session = identity
+            .cached(&cache_key, OPERATION, || async {
+                let token = identity.token(audiences, OPERATION).await?;
+                let session = format!(
+                    "{}.{}.{}.fluxcd.io",
+                    identity.name(),
+                    identity.namespace(),
+                    key.region
+                );
+                let credentials = web_identity(services, key, role, &session, &token).await?;
+                let lifetime = credentials
+                    .expiry()
+                    .and_then(|at| at.duration_since(SystemTime::now()).ok())
+                    .unwrap_or_default();
+                Ok((CachedToken::Aws(credentials), lifetime))
+            })
             .await?;
-        let session = format!(
-            "{}.{}.{}.fluxcd.io",
-            identity.name(),
-            identity.namespace(),
-            key.region
-        );
-        web_identity(services, key, role, &session, &token).await?
+        match session {
+            CachedToken::Aws(credentials) => credentials,
+            CachedToken::Bearer(_) => {
+                return Err("the token cache holds another kind of credential".into());
+            }
+        }
     } else {
         environment_credentials(services, key).await?
     };

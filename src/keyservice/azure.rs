@@ -559,7 +559,10 @@ async fn identity_grant<'a>(
     let client_id = annotation(CLIENT_ID_ANNOTATION, "client ID")?;
     check_tenant(tenant_id)?;
     let token = identity
-        .token(identity.audiences(&[DEFAULT_AUDIENCE]))
+        .token(
+            identity.audiences(&[DEFAULT_AUDIENCE]),
+            "decrypt_with_azure",
+        )
         .await?;
     Ok(Grant::Client {
         authority_host: environment_authority(&services.environment),

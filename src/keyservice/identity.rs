@@ -4,12 +4,17 @@
 //! API for the audience each service expects, are exchanged for the service's credentials.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
 
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::api::PostParams;
 use kube::{Api, Client};
 use zeroize::Zeroizing;
+
+use super::token_cache::{CachedToken, TokenCache};
+use crate::metrics::InvolvedObject;
 
 /// The annotation choosing how the credential is obtained (`kubernetes` or `spiffe`).
 pub const PROVIDER_ANNOTATION: &str = "credential.auth.fluxcd.io/provider";
@@ -25,6 +30,7 @@ pub struct ServiceAccountTokens {
     namespace: String,
     name: String,
     annotations: BTreeMap<String, String>,
+    cache: Option<(Arc<TokenCache>, String)>,
 }
 
 /// Why the ServiceAccount cannot serve as an identity.
@@ -84,7 +90,42 @@ impl ServiceAccountTokens {
             namespace: namespace.to_owned(),
             name: name.to_owned(),
             annotations,
+            cache: None,
         })
+    }
+
+    /// Keeps the tokens issued (and the credentials exchanged for them) in `cache`, counted
+    /// for the Kustomization `kustomization` (in the ServiceAccount's namespace).
+    pub fn with_cache(mut self, cache: Arc<TokenCache>, kustomization: &str) -> Self {
+        self.cache = Some((cache, kustomization.to_owned()));
+        self
+    }
+
+    /// The credential under `key` (made unique to this ServiceAccount) from the token
+    /// cache while it is fresh, else `fetch`'s, kept for its lifetime; without a cache,
+    /// `fetch`'s.
+    pub async fn cached<F, Fut>(
+        &self,
+        key: &str,
+        operation: &'static str,
+        fetch: F,
+    ) -> Result<CachedToken, String>
+    where
+        F: FnOnce() -> Fut,
+        Fut: std::future::Future<Output = Result<(CachedToken, Duration), String>>,
+    {
+        match &self.cache {
+            Some((cache, kustomization)) => {
+                let object = InvolvedObject {
+                    name: kustomization.clone(),
+                    namespace: self.namespace.clone(),
+                    operation,
+                };
+                let key = format!("{}/{}/{key}", self.namespace, self.name);
+                cache.get_or_fetch(&key, &object, fetch).await
+            }
+            None => fetch().await.map(|(token, _)| token),
+        }
     }
 
     /// The ServiceAccount's namespace.
@@ -118,8 +159,30 @@ impl ServiceAccountTokens {
         }
     }
 
-    /// A token of the ServiceAccount for `audiences`, from the TokenRequest API.
-    pub async fn token(&self, audiences: Vec<String>) -> Result<Zeroizing<String>, String> {
+    /// A token of the ServiceAccount for `audiences`, from the TokenRequest API (or the
+    /// token cache); `operation` names the use in the cache's metrics (`decrypt_with_aws`).
+    pub async fn token(
+        &self,
+        audiences: Vec<String>,
+        operation: &'static str,
+    ) -> Result<Zeroizing<String>, String> {
+        let key = format!("token/{}", audiences.join(","));
+        let token = self
+            .cached(&key, operation, || async {
+                let token = self.issue(audiences).await?;
+                Ok((
+                    CachedToken::Bearer(token),
+                    Duration::from_secs(TOKEN_SECONDS.unsigned_abs()),
+                ))
+            })
+            .await?;
+        match token {
+            CachedToken::Bearer(token) => Ok(token),
+            CachedToken::Aws(_) => Err("the token cache holds another kind of credential".into()),
+        }
+    }
+
+    async fn issue(&self, audiences: Vec<String>) -> Result<Zeroizing<String>, String> {
         let request = TokenRequest {
             spec: TokenRequestSpec {
                 audiences,

@@ -15,6 +15,7 @@ pub mod gcp;
 pub mod http;
 pub mod identity;
 mod oauth;
+pub mod token_cache;
 pub mod vault;
 
 use std::collections::HashMap;

@@ -122,7 +122,12 @@ async fn kubernetes_login(
             None => return Ok(None),
         },
     };
-    let jwt = identity.token(identity.audiences(&[address])).await?;
+    let jwt = identity
+        .token(
+            identity.audiences(&[address]),
+            "decrypt_with_transit_engine",
+        )
+        .await?;
     let body = Bytes::from(json!({ "role": role, "jwt": jwt.as_str() }).to_string());
     let login_path = login_path.trim_matches('/');
     let answer = post(services, address, login_path, None, body)

@@ -6,6 +6,7 @@
 mod process;
 mod reconciles;
 mod rest_client;
+mod token_cache;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +19,7 @@ use prometheus_client::registry::Registry;
 
 pub use reconciles::{Outcome, Queued, Reconciles, Working};
 pub use rest_client::{RestClientLayer, RestRequests};
+pub use token_cache::{InvolvedObject, TokenCacheMetrics};
 
 /// The name controller-runtime gives the Kustomization controller, in the `controller` and
 /// `name` labels.
@@ -51,6 +53,8 @@ pub struct Metrics {
     pub reconciles: Reconciles,
     /// client-go's request counter, shared by every client the controller builds.
     pub rest_requests: RestRequests,
+    /// The token cache's `gotk_token_` families.
+    pub token_cache: TokenCacheMetrics,
 }
 
 impl Metrics {
@@ -73,6 +77,7 @@ impl Metrics {
         );
         let reconciles = Reconciles::register(&mut registry, max_concurrent_reconciles);
         let rest_requests = RestRequests::register(&mut registry);
+        let token_cache = TokenCacheMetrics::register(&mut registry);
         registry.register_collector(Box::new(process::ProcessCollector));
         Metrics {
             registry: Arc::new(registry),
@@ -80,6 +85,7 @@ impl Metrics {
             leader,
             reconciles,
             rest_requests,
+            token_cache,
         }
     }
 

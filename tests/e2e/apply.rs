@@ -913,7 +913,7 @@ async fn wait_applied(
 /// Requests a reconcile of Kustomization `name` with `reconcile.fluxcd.io/requestedAt` and
 /// waits until the run has finished: its status records the request and Ready is no longer
 /// Unknown. Returns Ready's (status, reason, message).
-async fn reconcile_now(
+pub(super) async fn reconcile_now(
     client: &kube::Client,
     ns: &str,
     name: &str,

@@ -581,13 +581,12 @@ async fn kubeconfig_secret_without_its_key_has_fluxs_status_and_events() {
 
 /// Families of Flux's controller this one has no counterpart for: Go's runtime, the
 /// certificate watcher and webhook servers of controller-runtime (this controller serves no
-/// TLS and no webhook), and the token cache of cloud workload identity (issue 20).
-const NOT_APPLICABLE: [&str; 5] = [
+/// TLS and no webhook).
+const NOT_APPLICABLE: [&str; 4] = [
     "go_",
     "certwatcher_",
     "controller_runtime_webhook_panics",
     "controller_runtime_conversion_webhook_panics",
-    "gotk_token_",
 ];
 
 /// The families of a scrape: name (counters without `_total`) -> (type, label names).

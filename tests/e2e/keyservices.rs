@@ -266,6 +266,24 @@ async fn a_decryption_service_account_assumes_its_iam_role() {
         password(&client, ns.name(), "from-kms").await.as_deref(),
         Some("kms-plaintext-1")
     );
+    // The next run takes the AWS session from the token cache, as Flux's cache serves it.
+    let (status, _, message) =
+        super::apply::reconcile_now(&client, ns.name(), "app", keyservice_controller()).await;
+    assert_eq!(status, ConditionStatus::True, "{message}");
+    let metrics = keyservice_controller().metrics();
+    let hit = format!(
+        "gotk_token_cache_events_total{{event_type=\"cache_hit\",kind=\"Kustomization\",name=\"app\",namespace=\"{}\",operation=\"decrypt_with_aws\"}} ",
+        ns.name()
+    );
+    assert!(
+        metrics.lines().any(|l| l.starts_with(&hit)),
+        "no {hit} in:\n{}",
+        metrics
+            .lines()
+            .filter(|l| l.starts_with("gotk_token"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
 }
 
 #[tokio::test]
