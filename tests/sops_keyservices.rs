@@ -57,7 +57,9 @@ fn ours(file: &Path, env: &[(&str, String)], args: &[&str]) -> Output {
         .args(args)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", &home);
+        .env("HOME", &home)
+        // Whatever the test machine's link-local network answers, no instance profile.
+        .env("AWS_EC2_METADATA_DISABLED", "true");
     for (k, v) in env {
         command.env(k, v);
     }

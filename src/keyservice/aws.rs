@@ -441,7 +441,16 @@ async fn environment_credentials(
     if let Some(url) = env.get("AWS_CONTAINER_CREDENTIALS_FULL_URI") {
         return container_credentials(services, url).await;
     }
-    Err("no AWS credentials: set aws_access_key_id and aws_secret_access_key in the decryption Secret's sops.aws-kms entry, name a decryption service account with an eks.amazonaws.com/role-arn annotation, or give the controller IRSA, EKS Pod Identity or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY".to_owned())
+    let no_credentials = "no AWS credentials: set aws_access_key_id and aws_secret_access_key in the decryption Secret's sops.aws-kms entry, name a decryption service account with an eks.amazonaws.com/role-arn annotation, or give the controller IRSA, EKS Pod Identity, an EC2 instance profile or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY";
+    if env
+        .get("AWS_EC2_METADATA_DISABLED")
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+    {
+        return Err(no_credentials.to_owned());
+    }
+    instance_credentials(services)
+        .await
+        .map_err(|e| format!("{no_credentials} (EC2 instance metadata: {e})"))
 }
 
 /// `AssumeRoleWithWebIdentity`: a role's credentials for a web identity token.
@@ -508,21 +517,88 @@ async fn container_credentials(
         }
     })
     .await?;
+    parse_credentials_document(&body)
+        .ok_or_else(|| "the container credentials endpoint's answer is not credentials".to_owned())
+}
+
+/// The EC2 instance profile's credentials from the instance metadata service (IMDSv2: a
+/// session token, the role's name, its credentials). Off EC2 nothing answers: one attempt
+/// with a short deadline, as the AWS SDKs make.
+async fn instance_credentials(services: &KeyServices) -> Result<AwsCredentials, String> {
+    let base = services
+        .environment
+        .get("AWS_EC2_METADATA_SERVICE_ENDPOINT")
+        .unwrap_or("http://169.254.169.254")
+        .trim_end_matches('/')
+        .to_owned();
+    let call = |method: Method, path: String, header: (&'static str, String)| {
+        let request = Request::builder()
+            .method(method)
+            .uri(format!("{base}{path}"))
+            .header(header.0, header.1)
+            .body(Full::new(Bytes::new()))
+            .map_err(|_| format!("'{base}{path}' is not a URL"));
+        async move {
+            let response = services
+                .http
+                .send(request?, IMDS_TIMEOUT)
+                .await
+                .map_err(|e| e.to_string())?;
+            match response.status {
+                StatusCode::OK => Ok(response.body),
+                status => Err(format!("{path} answered HTTP {}", status.as_u16())),
+            }
+        }
+    };
+    let token = call(
+        Method::PUT,
+        "/latest/api/token".to_owned(),
+        ("x-aws-ec2-metadata-token-ttl-seconds", "21600".to_owned()),
+    )
+    .await?;
+    let token = String::from_utf8_lossy(&token).trim().to_owned();
+    let header = || ("x-aws-ec2-metadata-token", token.clone());
+    let roles = call(Method::GET, IMDS_CREDENTIALS.to_owned(), header()).await?;
+    let role = String::from_utf8_lossy(&roles)
+        .lines()
+        .next()
+        .map(str::trim)
+        .filter(|r| !r.is_empty())
+        .ok_or_else(|| "the instance has no IAM role".to_owned())?
+        .to_owned();
+    let body = call(Method::GET, format!("{IMDS_CREDENTIALS}{role}"), header()).await?;
+    parse_credentials_document(&body)
+        .ok_or_else(|| format!("the credentials of instance role '{role}' are not readable"))
+}
+
+/// The path listing the instance's role, and with the role's name, its credentials.
+const IMDS_CREDENTIALS: &str = "/latest/meta-data/iam/security-credentials/";
+/// The deadline of one instance metadata request.
+const IMDS_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// `{"AccessKeyId", "SecretAccessKey", "Token", "Expiration"}`, as the container and
+/// instance credential endpoints answer.
+fn parse_credentials_document(body: &[u8]) -> Option<AwsCredentials> {
     #[derive(Deserialize)]
     #[serde(rename_all = "PascalCase")]
     struct Answer {
         access_key_id: String,
         secret_access_key: Zeroizing<String>,
         token: Option<Zeroizing<String>>,
+        expiration: Option<String>,
     }
-    let answer: Answer = serde_json::from_slice(&body)
-        .map_err(|_| "the container credentials endpoint's answer is not credentials".to_owned())?;
-    Ok(AwsCredentials::new(
+    let answer: Answer = serde_json::from_slice(body).ok()?;
+    let expiry = answer
+        .expiration
+        .as_deref()
+        .and_then(oauth::parse_rfc3339)
+        .map(|seconds| SystemTime::UNIX_EPOCH + Duration::from_secs(seconds));
+    Some(AwsCredentials::new(
         answer.access_key_id,
         answer.secret_access_key.as_str(),
         answer.token.map(|t| t.to_string()),
-        None,
-        "container",
+        expiry,
+        "instance",
     ))
 }
 
@@ -786,5 +862,93 @@ mod tests {
         let name = sops_session_name();
         assert!(name.starts_with("sops@"));
         assert!(name.len() < 64);
+    }
+
+    /// A fake instance metadata service: IMDSv2 session token, role list, credentials. A
+    /// request without the session token is refused, as IMDSv2 refuses it.
+    async fn fake_imds() -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut socket, _)) = listener.accept().await {
+                let mut buffer = vec![0u8; 4096];
+                let n = socket.read(&mut buffer).await.unwrap_or(0);
+                let head = String::from_utf8_lossy(&buffer[..n]).to_lowercase();
+                let authorized = head.contains("x-aws-ec2-metadata-token: session-1");
+                let (status, body) = if head.starts_with("put /latest/api/token")
+                    && head.contains("x-aws-ec2-metadata-token-ttl-seconds: 21600")
+                {
+                    ("200 OK", "session-1".to_owned())
+                } else if !authorized {
+                    ("401 Unauthorized", String::new())
+                } else if head.starts_with("get /latest/meta-data/iam/security-credentials/ ") {
+                    ("200 OK", "node-role\n".to_owned())
+                } else if head
+                    .starts_with("get /latest/meta-data/iam/security-credentials/node-role ")
+                {
+                    (
+                        "200 OK",
+                        r#"{"Code":"Success","AccessKeyId":"ASIANODE","SecretAccessKey":"node-secret","Token":"node-token","Expiration":"2030-01-02T03:04:05Z"}"#.to_owned(),
+                    )
+                } else {
+                    ("404 Not Found", String::new())
+                };
+                let response = format!(
+                    "HTTP/1.1 {status}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = socket.write_all(response.as_bytes()).await;
+            }
+        });
+        format!("http://{address}")
+    }
+
+    fn services(env: &[(&str, &str)]) -> KeyServices {
+        KeyServices::new(
+            tokio::runtime::Handle::current(),
+            crate::keyservice::HttpClient::new(),
+            crate::keyservice::Credentials::default(),
+            crate::keyservice::Environment::from_pairs(env.iter().copied()),
+        )
+    }
+
+    #[tokio::test]
+    async fn an_instance_profile_is_read_from_imdsv2() {
+        let endpoint = fake_imds().await;
+        let key = KmsKey::parse("arn:aws:kms:eu-west-1:111122223333:key/k").unwrap();
+        let services = services(&[("AWS_EC2_METADATA_SERVICE_ENDPOINT", &endpoint)]);
+        let credentials = environment_credentials(&services, &key).await.unwrap();
+        assert_eq!(credentials.access_key_id(), "ASIANODE");
+        assert_eq!(credentials.session_token(), Some("node-token"));
+        assert_eq!(
+            credentials.expiry(),
+            Some(SystemTime::UNIX_EPOCH + Duration::from_secs(1_893_553_445))
+        );
+        let disabled = services_disabled();
+        let err = environment_credentials(&disabled, &key).await.unwrap_err();
+        assert!(
+            err.starts_with("no AWS credentials") && !err.contains("EC2 instance metadata"),
+            "{err}"
+        );
+    }
+
+    fn services_disabled() -> KeyServices {
+        services(&[("AWS_EC2_METADATA_DISABLED", "true")])
+    }
+
+    #[tokio::test]
+    async fn no_instance_metadata_service_is_no_credentials() {
+        // A closed port: refused at once.
+        let key = KmsKey::parse("arn:aws:kms:eu-west-1:111122223333:key/k").unwrap();
+        let services = services(&[("AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://127.0.0.1:1")]);
+        let err = environment_credentials(&services, &key).await.unwrap_err();
+        assert!(
+            err.starts_with("no AWS credentials")
+                && err.contains(
+                    "EC2 instance metadata: request to http://127.0.0.1:1/latest/api/token failed"
+                ),
+            "{err}"
+        );
     }
 }

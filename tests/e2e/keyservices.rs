@@ -77,6 +77,7 @@ fn keyservice_controller() -> &'static ControllerProcess {
                 ("AWS_ACCESS_KEY_ID", String::new()),
                 ("AWS_SECRET_ACCESS_KEY", String::new()),
                 ("VAULT_TOKEN", String::new()),
+                ("AWS_EC2_METADATA_DISABLED", "true".to_owned()),
             ],
         )
     })
@@ -551,6 +552,7 @@ fn flux_keyservice_controller() -> &'static ControllerProcess {
                 ("AWS_ACCESS_KEY_ID", String::new()),
                 ("AWS_SECRET_ACCESS_KEY", String::new()),
                 ("VAULT_TOKEN", String::new()),
+                ("AWS_EC2_METADATA_DISABLED", "true".to_owned()),
             ],
         )
     })
