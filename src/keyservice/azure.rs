@@ -657,7 +657,11 @@ async fn request_token(
         .unwrap_or(DEFAULT_IMDS_HOST)
         .trim_end_matches('/')
         .to_owned();
-    with_retries(services.policy, || async {
+    let policy = match grant {
+        Grant::ManagedIdentity { .. } => services.policy.metadata(),
+        Grant::Client { .. } => services.policy,
+    };
+    with_retries(policy, || async {
         let request = match &grant {
             Grant::Client {
                 authority_host,
@@ -676,7 +680,7 @@ async fn request_token(
                 managed_identity_request(&imds, *client_id, scope)?
             }
         };
-        let response = services.http.send(request, services.policy.timeout).await?;
+        let response = services.http.send(request, policy.timeout).await?;
         oauth::parse_token_response(response.status, &response.body)
     })
     .await

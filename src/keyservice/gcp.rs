@@ -639,9 +639,10 @@ async fn metadata_value(
     path: &str,
     what: &str,
 ) -> Result<String, String> {
-    let value = with_retries(services.policy, || async {
+    let policy = services.policy.metadata();
+    let value = with_retries(policy, || async {
         let request = metadata_request(host, path)?;
-        let response = services.http.send(request, services.policy.timeout).await?;
+        let response = services.http.send(request, policy.timeout).await?;
         if !response.status.is_success() {
             return Err(Failure::from_status(
                 response.status,
@@ -684,9 +685,10 @@ async fn metadata_token(services: &KeyServices) -> Result<AccessToken, String> {
         "instance/service-accounts/default/token?scopes={}",
         oauth::percent_encode(&IDENTITY_SCOPES.join(","))
     );
-    let response = with_retries(services.policy, || async {
+    let policy = services.policy.metadata();
+    let response = with_retries(policy, || async {
         let request = metadata_request(&host, &path)?;
-        let response = services.http.send(request, services.policy.timeout).await?;
+        let response = services.http.send(request, policy.timeout).await?;
         oauth::parse_token_response(response.status, &response.body)
     })
     .await?;

@@ -50,6 +50,18 @@ impl Default for CallPolicy {
     }
 }
 
+impl CallPolicy {
+    /// For a link-local metadata service (cloud instance identity): it answers at once on
+    /// its cloud and not at all elsewhere, so a short deadline and one retry.
+    pub fn metadata(self) -> Self {
+        CallPolicy {
+            timeout: self.timeout.min(Duration::from_secs(2)),
+            attempts: self.attempts.min(2),
+            backoff: self.backoff,
+        }
+    }
+}
+
 /// Why one attempt at a call failed.
 #[derive(Debug)]
 pub enum Failure {
