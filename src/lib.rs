@@ -24,3 +24,4 @@ pub mod metrics;
 pub mod render;
 pub mod source;
 pub mod telemetry;
+pub mod tls;

@@ -110,6 +110,9 @@ pub enum KeysError {
     /// The Vault ConfigMap cannot be read.
     #[error("{0}")]
     VaultConfigMap(String),
+    /// The HTTPS client of the key services cannot be set up.
+    #[error("cannot set up the key service client: {0}")]
+    Client(String),
 }
 
 /// The keyring for `ks`, or `None` when it does not ask for SOPS decryption. Must be
@@ -158,9 +161,10 @@ pub async fn load(
                 Some(vault_login_paths(client, cm_namespace, cm_name).await?);
         }
     }
+    let http = shared_http().clone().map_err(KeysError::Client)?;
     keys.set_key_services(Arc::new(KeyServices::new(
         tokio::runtime::Handle::current(),
-        shared_http().clone(),
+        http,
         credentials,
         process_environment().clone(),
     )));
@@ -168,9 +172,9 @@ pub async fn load(
 }
 
 /// One HTTP client for every decryption: its connection pool outlives a reconcile.
-fn shared_http() -> &'static HttpClient {
-    static HTTP: OnceLock<HttpClient> = OnceLock::new();
-    HTTP.get_or_init(HttpClient::new)
+fn shared_http() -> &'static Result<HttpClient, String> {
+    static HTTP: OnceLock<Result<HttpClient, String>> = OnceLock::new();
+    HTTP.get_or_init(|| HttpClient::new().map_err(|e| e.to_string()))
 }
 
 fn process_environment() -> &'static Environment {

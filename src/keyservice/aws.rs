@@ -907,7 +907,7 @@ mod tests {
     fn services(env: &[(&str, &str)]) -> KeyServices {
         KeyServices::new(
             tokio::runtime::Handle::current(),
-            crate::keyservice::HttpClient::new(),
+            crate::keyservice::HttpClient::new().unwrap(),
             crate::keyservice::Credentials::default(),
             crate::keyservice::Environment::from_pairs(env.iter().copied()),
         )

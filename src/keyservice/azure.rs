@@ -1148,7 +1148,7 @@ mod tests {
     fn services(credentials: AllCredentials, env: &[(&str, &str)]) -> KeyServices {
         KeyServices::new(
             tokio::runtime::Handle::current(),
-            HttpClient::new(),
+            HttpClient::new().unwrap(),
             credentials,
             Environment::from_pairs(env.iter().copied()),
         )

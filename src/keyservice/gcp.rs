@@ -1306,7 +1306,7 @@ pub(super) mod tests {
         };
         KeyServices::new(
             tokio::runtime::Handle::current(),
-            HttpClient::new(),
+            HttpClient::new().unwrap(),
             credentials,
             Environment::from_pairs([("SOPS_GCP_KMS_ENDPOINT", server.url.as_str())]),
         )
@@ -1411,7 +1411,7 @@ pub(super) mod tests {
         let host = server.url.trim_start_matches("http://").to_owned();
         let services = KeyServices::new(
             tokio::runtime::Handle::current(),
-            HttpClient::new(),
+            HttpClient::new().unwrap(),
             AllCredentials::default(),
             Environment::from_pairs([
                 ("SOPS_GCP_KMS_ENDPOINT", server.url.as_str()),

@@ -1,13 +1,12 @@
 //! The HTTPS client key services are called with: rustls with the system's root
 //! certificates, a deadline per request, and a bound on the response read.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::{Request, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
-use hyper_rustls::{ConfigBuilderExt, HttpsConnector};
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
@@ -75,36 +74,13 @@ pub struct HttpClient {
 impl HttpClient {
     /// A client trusting the system's root certificates (none loaded: HTTPS fails
     /// verification, plain HTTP still works).
-    pub fn new() -> Self {
-        let builder = || {
-            rustls::ClientConfig::builder_with_provider(Arc::new(
-                rustls::crypto::ring::default_provider(),
-            ))
-            .with_safe_default_protocol_versions()
-            .expect("ring supports the default protocol versions")
-        };
-        let tls = match builder().with_native_roots() {
-            Ok(with_roots) => with_roots.with_no_client_auth(),
-            Err(e) => {
-                tracing::warn!(error = %e, "no native root certificates loaded; HTTPS key service calls will fail verification");
-                builder()
-                    .with_root_certificates(rustls::RootCertStore::empty())
-                    .with_no_client_auth()
-            }
-        };
-        let mut http = HttpConnector::new();
-        http.enforce_http(false);
-        http.set_connect_timeout(Some(CONNECT_TIMEOUT));
-        let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_or_http()
-            .enable_http1()
-            .wrap_connector(http);
+    pub fn new() -> Result<Self, rustls::Error> {
+        let https = crate::tls::https_connector(CONNECT_TIMEOUT, "key service calls")?;
         let client = Client::builder(TokioExecutor::new())
             .pool_timer(TokioTimer::new())
             .pool_idle_timeout(Duration::from_secs(30))
             .build(https);
-        HttpClient { client }
+        Ok(HttpClient { client })
     }
 
     /// Sends `request` and reads the whole response, within `timeout`.
@@ -156,12 +132,6 @@ impl HttpClient {
                 timeout,
             }),
         }
-    }
-}
-
-impl Default for HttpClient {
-    fn default() -> Self {
-        Self::new()
     }
 }
 

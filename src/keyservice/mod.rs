@@ -213,14 +213,15 @@ impl KeyServices {
     }
 
     /// Key services with a runtime of their own, for a caller that has none.
-    pub fn standalone(credentials: Credentials, environment: Environment) -> std::io::Result<Self> {
+    pub fn standalone(credentials: Credentials, environment: Environment) -> Result<Self, String> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
-            .build()?;
+            .build()
+            .map_err(|e| e.to_string())?;
         // The client's pool spawns onto the runtime current when it is built.
         let http = {
             let _guard = runtime.enter();
-            HttpClient::new()
+            HttpClient::new().map_err(|e| e.to_string())?
         };
         Ok(Self::with_executor(
             Executor::Owned(runtime),
@@ -325,7 +326,7 @@ mod tests {
                 held.push(socket);
             }
         });
-        let http = HttpClient::new();
+        let http = HttpClient::new().unwrap();
         let mut attempts = 0;
         let started = std::time::Instant::now();
         let result: Result<(), String> = with_retries(quick(), || {

@@ -28,7 +28,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
 use hyper::http::uri::{Authority, PathAndQuery, Scheme, Uri};
 use hyper::{Request, StatusCode, header};
-use hyper_rustls::{ConfigBuilderExt, HttpsConnector};
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
@@ -283,15 +283,12 @@ impl ArtifactFetcher {
     /// downloads will fail certificate verification; plain HTTP (what
     /// source-controller serves in-cluster) still works.
     pub fn new(config: FetchConfig, localhost: Option<String>) -> Result<Self, FetchError> {
-        let tls = tls_config()?;
-        let mut http = HttpConnector::new();
-        http.enforce_http(false);
-        http.set_connect_timeout(Some(CONNECT_TIMEOUT));
-        let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_or_http()
-            .enable_http1()
-            .wrap_connector(http);
+        let https =
+            crate::tls::https_connector(CONNECT_TIMEOUT, "artifact downloads").map_err(|e| {
+                FetchError::Client {
+                    reason: e.to_string(),
+                }
+            })?;
         let client = Client::builder(TokioExecutor::new())
             .pool_timer(TokioTimer::new())
             .build(https);
@@ -695,30 +692,6 @@ fn is_certificate_error(err: &(dyn std::error::Error + 'static)) -> bool {
         current = e.source();
     }
     false
-}
-
-fn tls_config() -> Result<rustls::ClientConfig, FetchError> {
-    let builder = || {
-        rustls::ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .map_err(|e| FetchError::Client {
-            reason: e.to_string(),
-        })
-    };
-    match builder()?.with_native_roots() {
-        Ok(with_roots) => Ok(with_roots.with_no_client_auth()),
-        Err(e) => {
-            tracing::warn!(
-                error = %e,
-                "no native root certificates loaded; HTTPS artifact downloads will fail verification"
-            );
-            Ok(builder()?
-                .with_root_certificates(rustls::RootCertStore::empty())
-                .with_no_client_auth())
-        }
-    }
 }
 
 #[cfg(test)]
