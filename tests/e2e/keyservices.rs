@@ -104,6 +104,14 @@ fn encrypted(servers: &KeyServers, plain: &str, args: &[&str]) -> String {
 /// A namespace whose artifact holds a KMS-encrypted Secret `from-kms` and a Vault-encrypted
 /// Secret `from-vault`.
 async fn fixture(test: &str) -> (kube::Client, TestNamespace) {
+    fixture_with(test, |kms| kms).await
+}
+
+/// [`fixture`], the KMS-encrypted file passed through `edit` first.
+async fn fixture_with(
+    test: &str,
+    edit: impl Fn(String) -> String,
+) -> (kube::Client, TestNamespace) {
     keyservice_controller();
     let servers = key_servers();
     let client = support::client().await;
@@ -124,7 +132,7 @@ async fn fixture(test: &str) -> (kube::Client, TestNamespace) {
             "deploy/kustomization.yaml".to_owned(),
             "resources:\n- kms.yaml\n- vault.yaml\n".to_owned(),
         ),
-        ("deploy/kms.yaml".to_owned(), kms),
+        ("deploy/kms.yaml".to_owned(), edit(kms)),
         ("deploy/vault.yaml".to_owned(), vault),
     ];
     let (url, digest) = serve(tarball(&files));
@@ -348,6 +356,40 @@ async fn bad_credentials_fail_the_build_and_apply_nothing() {
         "{message}"
     );
     assert_eq!(password(&client, ns.name(), "from-kms").await, None);
+    assert_eq!(password(&client, ns.name(), "from-vault").await, None);
+
+    // The key's ARN names another region than the key's: KMS there does not know it. The
+    // build fails naming the service and the ARN; the Vault Secret, which would have
+    // decrypted, is not applied either.
+    let moved = servers.kms_arn.replace("us-east-1", "eu-west-1");
+    let (client, ns) = fixture_with("ks-region", |kms| kms.replace(&servers.kms_arn, &moved)).await;
+    create_secret(
+        &client,
+        ns.name(),
+        "sops-creds",
+        &[
+            (
+                "sops.aws-kms",
+                "aws_access_key_id: test\naws_secret_access_key: test\n",
+            ),
+            ("sops.vault-token", super::support::keyservers::VAULT_TOKEN),
+        ],
+    )
+    .await;
+    create(
+        &client,
+        ns.name(),
+        json!({"provider": "sops", "secretRef": {"name": "sops-creds"}}),
+    )
+    .await;
+    let (reason, message) = wait_ready_shard(&client, ns.name(), ConditionStatus::False).await;
+    assert_eq!(reason, "BuildFailed", "{message}");
+    assert!(
+        message.contains("AWS KMS")
+            && message.contains(&moved)
+            && message.contains("NotFoundException"),
+        "{message}"
+    );
     assert_eq!(password(&client, ns.name(), "from-vault").await, None);
 
     // A credential provider this controller does not have is refused by name.
