@@ -73,7 +73,11 @@ fn run_controller(flags: ControllerFlags) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(controller::run(flags)) {
+    let outcome = runtime.block_on(controller::run(flags));
+    // Dropping the runtime would wait for every blocking task: a build still running past
+    // the shutdown grace period must not keep the process alive.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             tracing::error!(error = %err, "controller stopped");
