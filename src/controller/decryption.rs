@@ -6,16 +6,16 @@
 //! `--default-decryption-service-account`), else the controller's environment. Key material
 //! and credentials stay in memory.
 
-use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::api::core::v1::Secret;
 use kube::{Api, Client};
 use zeroize::Zeroizing;
 
 use crate::api::Kustomization;
 use crate::api::kustomization::DecryptionProvider;
 use crate::keyservice::token_cache::TokenCache;
+use crate::keyservice::vault::VaultConfigMap;
 use crate::keyservice::{
     self, Credentials, Environment, HttpClient, KeyServices, ServiceAccountTokens,
 };
@@ -107,9 +107,6 @@ pub enum KeysError {
     /// The decryption ServiceAccount cannot be used.
     #[error(transparent)]
     Identity(#[from] keyservice::identity::IdentityError),
-    /// The Vault ConfigMap cannot be read.
-    #[error("{0}")]
-    VaultConfigMap(String),
     /// The HTTPS client of the key services cannot be set up.
     #[error("cannot set up the key service client: {0}")]
     Client(String),
@@ -157,8 +154,8 @@ pub async fn load(
         }
         credentials.identity = Some(Arc::new(tokens));
         if let Some((cm_namespace, cm_name)) = &settings.vault_config_map {
-            credentials.vault_login_paths =
-                Some(vault_login_paths(client, cm_namespace, cm_name).await?);
+            credentials.vault_config_map =
+                Some(VaultConfigMap::new(client.clone(), cm_namespace, cm_name));
         }
     }
     let http = shared_http().clone().map_err(KeysError::Client)?;
@@ -220,51 +217,6 @@ fn import_credentials(
         );
     }
     Ok(())
-}
-
-/// `config.yaml` of the `--sops-vault-configmap` ConfigMap: `instances: [{address,
-/// loginPath}]`.
-async fn vault_login_paths(
-    client: &Client,
-    namespace: &str,
-    name: &str,
-) -> Result<HashMap<String, String>, KeysError> {
-    #[derive(serde::Deserialize)]
-    struct Config {
-        #[serde(default)]
-        instances: Vec<Instance>,
-    }
-    #[derive(serde::Deserialize)]
-    struct Instance {
-        address: String,
-        #[serde(rename = "loginPath", default)]
-        login_path: String,
-    }
-    let id = format!("{namespace}/{name}");
-    let map = Api::<ConfigMap>::namespaced(client.clone(), namespace)
-        .get(name)
-        .await
-        .map_err(|e| {
-            KeysError::VaultConfigMap(format!("failed to get Vault ConfigMap '{id}': {e}"))
-        })?;
-    let text = map
-        .data
-        .and_then(|mut d| d.remove("config.yaml"))
-        .ok_or_else(|| {
-            KeysError::VaultConfigMap(format!(
-                "Vault ConfigMap '{id}' is missing the 'config.yaml' key"
-            ))
-        })?;
-    let config: Config = serde_saphyr::from_str(&text).map_err(|e| {
-        KeysError::VaultConfigMap(format!(
-            "failed to parse 'config.yaml' in Vault ConfigMap '{id}': {e}"
-        ))
-    })?;
-    Ok(config
-        .instances
-        .into_iter()
-        .map(|i| (i.address.trim_end_matches('/').to_owned(), i.login_path))
-        .collect())
 }
 
 async fn read(client: &Client, namespace: &str, name: &str) -> Result<Secret, KeysError> {

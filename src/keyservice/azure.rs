@@ -442,14 +442,7 @@ fn parse_decrypt_response(status: StatusCode, body: &[u8]) -> Result<Zeroizing<V
         #[serde(default)]
         value: Zeroizing<String>,
     }
-    if !status.is_success() {
-        return Err(Failure::from_status(
-            status,
-            oauth::service_error(status, body),
-        ));
-    }
-    let answer: Answer = serde_json::from_slice(body)
-        .map_err(|_| Failure::Permanent("unreadable answer: not the expected JSON".to_owned()))?;
+    let answer: Answer = oauth::json_answer(status, body)?;
     URL_SAFE_NO_PAD
         .decode(answer.value.trim_end_matches('='))
         .map(Zeroizing::new)

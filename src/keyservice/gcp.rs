@@ -325,14 +325,7 @@ fn parse_decrypt_response(status: StatusCode, body: &[u8]) -> Result<Zeroizing<V
         #[serde(default)]
         plaintext: Zeroizing<String>,
     }
-    if !status.is_success() {
-        return Err(Failure::from_status(
-            status,
-            oauth::service_error(status, body),
-        ));
-    }
-    let answer: Answer = serde_json::from_slice(body)
-        .map_err(|e| Failure::Permanent(format!("unreadable answer: {}", json_error_kind(&e))))?;
+    let answer: Answer = oauth::json_answer(status, body)?;
     STANDARD
         .decode(answer.plaintext.as_bytes())
         .map(Zeroizing::new)
@@ -754,14 +747,7 @@ fn parse_impersonation_response(
         #[serde(default)]
         expire_time: String,
     }
-    if !status.is_success() {
-        return Err(Failure::from_status(
-            status,
-            oauth::service_error(status, body),
-        ));
-    }
-    let answer: Answer = serde_json::from_slice(body)
-        .map_err(|e| Failure::Permanent(format!("unreadable answer: {}", json_error_kind(&e))))?;
+    let answer: Answer = oauth::json_answer(status, body)?;
     if answer.access_token.is_empty() {
         return Err(Failure::Permanent(
             "the answer has no accessToken".to_owned(),

@@ -132,24 +132,24 @@ where
 }
 
 /// The process environment variables the key services read (captured once, so that tests
-/// can give their own).
+/// can give their own; cloned for every decryption, so shared).
 #[derive(Clone, Debug, Default)]
-pub struct Environment(HashMap<String, String>);
+pub struct Environment(Arc<HashMap<String, String>>);
 
 impl Environment {
     /// The variables of this process.
     pub fn from_process() -> Self {
-        Environment(std::env::vars().collect())
+        Environment(Arc::new(std::env::vars().collect()))
     }
 
     /// From explicit pairs.
     pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
-        Environment(
+        Environment(Arc::new(
             pairs
                 .into_iter()
                 .map(|(k, v)| (k.to_owned(), v.to_owned()))
                 .collect(),
-        )
+        ))
     }
 
     /// A variable's value, `None` when unset or empty.
@@ -175,8 +175,8 @@ pub struct Credentials {
     pub azure: Option<azure::Credentials>,
     /// The decryption ServiceAccount's tokens and annotations (object identity).
     pub identity: Option<Arc<ServiceAccountTokens>>,
-    /// Vault login paths by address (`--sops-vault-configmap`), when configured.
-    pub vault_login_paths: Option<HashMap<String, String>>,
+    /// The `--sops-vault-configmap` ConfigMap, read when a Vault login needs it.
+    pub vault_config_map: Option<vault::VaultConfigMap>,
 }
 
 /// Where the blocking decryptor's calls run.

@@ -341,3 +341,16 @@ pub fn bearer_json_post(
         .body(Full::new(Bytes::from(body.to_string())))
         .map_err(|e| Failure::Permanent(format!("invalid request: {e}")))
 }
+
+/// The JSON body of a successful answer as `T`; any other status is the service's error
+/// (its code and message), transient or not by status.
+pub fn json_answer<T: serde::de::DeserializeOwned>(
+    status: StatusCode,
+    body: &[u8],
+) -> Result<T, Failure> {
+    if !status.is_success() {
+        return Err(Failure::from_status(status, service_error(status, body)));
+    }
+    serde_json::from_slice(body)
+        .map_err(|e| Failure::Permanent(format!("unreadable answer: {}", json_error_kind(&e))))
+}

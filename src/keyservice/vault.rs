@@ -5,11 +5,14 @@
 //! `transit-engine.auth.fluxcd.io/role`) or of `--sops-vault-configmap` for the address
 //! (role `NAMESPACE_NAME`); else `VAULT_TOKEN` or `~/.vault-token`, as sops reads them.
 
+use std::collections::HashMap;
+
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
 use http::{Method, Request, StatusCode};
 use http_body_util::Full;
+use k8s_openapi::api::core::v1::ConfigMap;
 use serde::Deserialize;
 use serde_json::json;
 use zeroize::Zeroizing;
@@ -109,8 +112,9 @@ async fn kubernetes_login(
                 .unwrap_or_default()
                 .to_owned(),
         ),
-        None => match &services.credentials.vault_login_paths {
-            Some(paths) => {
+        None => match &services.credentials.vault_config_map {
+            Some(config_map) => {
+                let paths = config_map.login_paths().await?;
                 let path = paths.get(address).filter(|p| !p.is_empty()).ok_or_else(|| {
                     format!("no Vault login path configured for address '{address}' in the --sops-vault-configmap ConfigMap")
                 })?;
@@ -150,6 +154,57 @@ async fn kubernetes_login(
         _ => Err(format!(
             "Vault '{address}' returned no token for login at '{login_path}' as role '{role}'"
         )),
+    }
+}
+
+/// The `--sops-vault-configmap` ConfigMap (in the controller's namespace): `config.yaml`
+/// lists the trusted Vault instances and their login paths, `instances: [{address,
+/// loginPath}]`.
+pub struct VaultConfigMap {
+    client: kube::Client,
+    namespace: String,
+    name: String,
+}
+
+impl VaultConfigMap {
+    /// The ConfigMap `namespace/name`, not read yet.
+    pub fn new(client: kube::Client, namespace: &str, name: &str) -> Self {
+        VaultConfigMap {
+            client,
+            namespace: namespace.to_owned(),
+            name: name.to_owned(),
+        }
+    }
+
+    /// Login paths by Vault address.
+    async fn login_paths(&self) -> Result<HashMap<String, String>, String> {
+        #[derive(Deserialize)]
+        struct Config {
+            #[serde(default)]
+            instances: Vec<Instance>,
+        }
+        #[derive(Deserialize)]
+        struct Instance {
+            address: String,
+            #[serde(rename = "loginPath", default)]
+            login_path: String,
+        }
+        let id = format!("{}/{}", self.namespace, self.name);
+        let map = kube::Api::<ConfigMap>::namespaced(self.client.clone(), &self.namespace)
+            .get(&self.name)
+            .await
+            .map_err(|e| format!("failed to get Vault ConfigMap '{id}': {e}"))?;
+        let text = map
+            .data
+            .and_then(|mut d| d.remove("config.yaml"))
+            .ok_or_else(|| format!("Vault ConfigMap '{id}' is missing the 'config.yaml' key"))?;
+        let config: Config = serde_saphyr::from_str(&text)
+            .map_err(|e| format!("failed to parse 'config.yaml' in Vault ConfigMap '{id}': {e}"))?;
+        Ok(config
+            .instances
+            .into_iter()
+            .map(|i| (i.address.trim_end_matches('/').to_owned(), i.login_path))
+            .collect())
     }
 }
 

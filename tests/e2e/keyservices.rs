@@ -154,6 +154,30 @@ async fn create_secret(client: &kube::Client, ns: &str, name: &str, data: &[(&st
         .expect("create Secret");
 }
 
+/// moto's credentials in the form of a `sops.aws-kms` entry (moto accepts any key).
+const AWS_STATIC_CREDENTIALS: &str = "aws_access_key_id: test\naws_secret_access_key: test\n";
+
+/// Secret `sops-creds` with [`AWS_STATIC_CREDENTIALS`] and the Vault token `vault_token`, and
+/// the Kustomization `app` of the `keyservices` shard decrypting with it.
+async fn create_with_credentials(client: &kube::Client, ns: &str, vault_token: &str) {
+    create_secret(
+        client,
+        ns,
+        "sops-creds",
+        &[
+            ("sops.aws-kms", AWS_STATIC_CREDENTIALS),
+            ("sops.vault-token", vault_token),
+        ],
+    )
+    .await;
+    create(
+        client,
+        ns,
+        json!({"provider": "sops", "secretRef": {"name": "sops-creds"}}),
+    )
+    .await;
+}
+
 async fn create_service_account(client: &kube::Client, ns: &str, name: &str, annotations: Value) {
     let account: ServiceAccount = serde_json::from_value(json!({
         "apiVersion": "v1",
@@ -210,30 +234,9 @@ async fn wait_ready_shard(
 #[tokio::test]
 async fn secret_credentials_open_kms_and_vault_keys() {
     let (client, ns) = fixture("ks-secret").await;
-    let servers = key_servers();
-    create_secret(
-        &client,
-        ns.name(),
-        "sops-creds",
-        &[
-            (
-                "sops.aws-kms",
-                "aws_access_key_id: test\naws_secret_access_key: test\n",
-            ),
-            (
-                "sops.vault-token",
-                &format!("{}\n", super::support::keyservers::VAULT_TOKEN),
-            ),
-        ],
-    )
-    .await;
-    let _ = servers;
-    create(
-        &client,
-        ns.name(),
-        json!({"provider": "sops", "secretRef": {"name": "sops-creds"}}),
-    )
-    .await;
+    // A trailing newline, as `kubectl create secret --from-file` leaves it, is trimmed.
+    let token = format!("{}\n", super::support::keyservers::VAULT_TOKEN);
+    create_with_credentials(&client, ns.name(), &token).await;
     let (reason, message) = wait_ready_shard(&client, ns.name(), ConditionStatus::True).await;
     assert_eq!(reason, "ReconciliationSucceeded", "{message}");
     assert_eq!(
@@ -324,25 +327,7 @@ async fn bad_credentials_fail_the_build_and_apply_nothing() {
     // A wrong Vault token: the build fails naming the service and the key; the KMS Secret,
     // which would have decrypted, is not applied either.
     let (client, ns) = fixture("ks-denied").await;
-    create_secret(
-        &client,
-        ns.name(),
-        "sops-creds",
-        &[
-            (
-                "sops.aws-kms",
-                "aws_access_key_id: test\naws_secret_access_key: test\n",
-            ),
-            ("sops.vault-token", "not-the-token"),
-        ],
-    )
-    .await;
-    create(
-        &client,
-        ns.name(),
-        json!({"provider": "sops", "secretRef": {"name": "sops-creds"}}),
-    )
-    .await;
+    create_with_credentials(&client, ns.name(), "not-the-token").await;
     let (reason, message) = wait_ready_shard(&client, ns.name(), ConditionStatus::False).await;
     assert_eq!(reason, "BuildFailed", "{message}");
     assert!(
@@ -363,25 +348,7 @@ async fn bad_credentials_fail_the_build_and_apply_nothing() {
     // decrypted, is not applied either.
     let moved = servers.kms_arn.replace("us-east-1", "eu-west-1");
     let (client, ns) = fixture_with("ks-region", |kms| kms.replace(&servers.kms_arn, &moved)).await;
-    create_secret(
-        &client,
-        ns.name(),
-        "sops-creds",
-        &[
-            (
-                "sops.aws-kms",
-                "aws_access_key_id: test\naws_secret_access_key: test\n",
-            ),
-            ("sops.vault-token", super::support::keyservers::VAULT_TOKEN),
-        ],
-    )
-    .await;
-    create(
-        &client,
-        ns.name(),
-        json!({"provider": "sops", "secretRef": {"name": "sops-creds"}}),
-    )
-    .await;
+    create_with_credentials(&client, ns.name(), super::support::keyservers::VAULT_TOKEN).await;
     let (reason, message) = wait_ready_shard(&client, ns.name(), ConditionStatus::False).await;
     assert_eq!(reason, "BuildFailed", "{message}");
     assert!(
@@ -525,10 +492,7 @@ async fn vault_login_fixture(test: &str, role: &dyn Fn(&str) -> String, annotati
         &client,
         ns.name(),
         "aws-only",
-        &[(
-            "sops.aws-kms",
-            "aws_access_key_id: test\naws_secret_access_key: test\n",
-        )],
+        &[("sops.aws-kms", AWS_STATIC_CREDENTIALS)],
     )
     .await;
     let mut annotations = annotations;
@@ -617,10 +581,7 @@ async fn flux_reads_the_same_credential_entries() {
             ns.name(),
             "sops-creds",
             &[
-                (
-                    "sops.aws-kms",
-                    "aws_access_key_id: test\naws_secret_access_key: test\n",
-                ),
+                ("sops.aws-kms", AWS_STATIC_CREDENTIALS),
                 ("sops.vault-token", token),
             ],
         )
