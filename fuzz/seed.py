@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Fills fuzz/corpus/<target>/ with seed inputs taken from the repository's test fixtures (and
-the shared kustomize conformance corpus beside the repository, when present), plus one small
-seed of each hostile class. Existing corpus files are kept; seeds are named by content hash.
+"""Fills fuzz/corpus/<target>/ with seed inputs taken from the repository's test fixtures and the
+kustomize conformance corpus (extracted by tests/kustomize/extract-conformance.sh, or the folder
+KC_CONFORMANCE_CORPUS names), plus one small seed of each hostile class. Existing corpus files are kept; seeds are named by content hash.
 
 Usage: fuzz/seed.py            (from anywhere)
 """
@@ -9,15 +9,25 @@ Usage: fuzz/seed.py            (from anywhere)
 import gzip
 import hashlib
 import io
+import os
 import pathlib
+import subprocess
 import tarfile
 
 FUZZ = pathlib.Path(__file__).resolve().parent
 REPO = FUZZ.parent
 CORPUS = FUZZ / "corpus"
 FIXTURES = REPO / "tests" / "fixtures"
-SHARED = REPO.parent / "shared" / "conformance" / "kustomize"
 KUSTOMIZATION_NAMES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+
+
+def conformance_corpus():
+    """The kustomize conformance corpus: KC_CONFORMANCE_CORPUS, else the extracted one."""
+    if os.environ.get("KC_CONFORMANCE_CORPUS"):
+        return pathlib.Path(os.environ["KC_CONFORMANCE_CORPUS"])
+    script = REPO / "tests" / "kustomize" / "extract-conformance.sh"
+    out = subprocess.run(["bash", str(script)], check=True, stdout=subprocess.PIPE, text=True)
+    return pathlib.Path(out.stdout.strip().splitlines()[-1])
 
 # The build_tree target's layout (see fuzz_targets/build_tree.rs): a selector byte, then five
 # files separated by NUL bytes.
@@ -59,7 +69,7 @@ def yaml_files(folder):
 
 
 def seed_kustomize():
-    for folder in kustomization_dirs(FIXTURES) + kustomization_dirs(SHARED):
+    for folder in kustomization_dirs(FIXTURES) + kustomization_dirs(conformance_corpus()):
         kustomization = next(folder / n for n in KUSTOMIZATION_NAMES if (folder / n).is_file())
         text = kustomization.read_bytes()
         write("kustomization", text)

@@ -57,25 +57,15 @@ fn checked_in_crd_is_fresh() {
 // 2. Compatibility with Flux's CRD
 // ---------------------------------------------------------------------------------------------
 
-/// Env var naming Flux's Kustomization CRD; defaults to the shared reference copy.
+/// Env var naming Flux's Kustomization CRD; by default tests/flux/fetch-flux-crd.sh fetches
+/// Flux v1.10.1's from the Go module proxy (cached).
 const FLUX_CRD_ENV: &str = "FLUX_KUSTOMIZATION_CRD";
 
-fn flux_crd_path() -> PathBuf {
-    std::env::var_os(FLUX_CRD_ENV)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            support::repo_root().join("../shared/reference/flux-kustomization-crd.yaml")
-        })
-}
-
 fn load_flux_crd() -> Value {
-    let path = flux_crd_path();
+    let path = support::reference_data(FLUX_CRD_ENV, "tests/flux/fetch-flux-crd.sh");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
         panic!(
-            "cannot read Flux's Kustomization CRD at {} ({e}). This test never skips: put \
-             Flux's kustomize.toolkit.fluxcd.io_kustomizations.yaml there, or point {FLUX_CRD_ENV} \
-             at a copy of it",
+            "cannot read Flux's Kustomization CRD at {} ({e}). This test never skips",
             path.display()
         )
     });
@@ -292,9 +282,8 @@ fn crd_is_compatible_with_flux() {
     }
     assert!(
         mismatches.is_empty(),
-        "our CRD differs from Flux's ({}) in {} place(s) (schema paths are JSON paths under \
+        "our CRD differs from Flux's in {} place(s) (schema paths are JSON paths under \
          openAPIV3Schema):\n{}",
-        flux_crd_path().display(),
         mismatches.len(),
         mismatches.join("\n")
     );

@@ -25,11 +25,10 @@ mod support;
 
 use std::ffi::OsString;
 use std::fmt::Write as _;
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -291,49 +290,23 @@ fn run(command: &[OsString], dir: &Path, build: &str) -> Outcome {
             .collect::<Vec<_>>()
             .join(" ")
     );
-    let mut child = Command::new(program)
-        .args(args)
-        .arg(build)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start `{shown}` in {}: {e}", dir.display()));
-    let stdout = drain(child.stdout.take());
-    let stderr = drain(child.stderr.take());
-    let deadline = Instant::now() + BUILD_TIMEOUT;
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("waiting for a build") {
-            break status;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "`{shown}` in {} took longer than {BUILD_TIMEOUT:?}",
-                dir.display()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let finished = support::bounded::run(
+        Command::new(program).args(args).arg(build).current_dir(dir),
+        BUILD_TIMEOUT,
+    )
+    .unwrap_or_else(|e| panic!("cannot start `{shown}` in {}: {e}", dir.display()))
+    .unwrap_or_else(|| {
+        panic!(
+            "`{shown}` in {} took longer than {BUILD_TIMEOUT:?}",
+            dir.display()
+        )
+    });
     Outcome {
         command: shown,
-        status,
-        stdout: stdout.join().expect("stdout reader"),
-        stderr: stderr.join().expect("stderr reader"),
+        status: finished.status,
+        stdout: finished.stdout,
+        stderr: finished.stderr,
     }
-}
-
-/// Reads a child's pipe to the end on a thread (so a full pipe never blocks the child).
-fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut bytes = Vec::new();
-        if let Some(mut pipe) = pipe {
-            let _ = pipe.read_to_end(&mut bytes);
-        }
-        String::from_utf8_lossy(&bytes).into_owned()
-    })
 }
 
 /// Informational unless `KC_DIFF_STRICT_BYTES=1`: reports the first differing line.

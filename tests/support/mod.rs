@@ -9,6 +9,7 @@
 //! Deployments roll out, pods become Ready, namespaces finish terminating.
 #![allow(dead_code)]
 
+pub mod bounded;
 pub mod hostile;
 pub mod keyservers;
 
@@ -120,15 +121,25 @@ pub fn repo_root() -> PathBuf {
 /// A reference tool the tests compare with (kustomize, sops): the binary `env_var` names, else
 /// the one `script` (relative to the repository) installs and prints the path of on its last
 /// stdout line. Panics with the script's stderr when it cannot be had: tests never skip.
-#[allow(dead_code)]
 pub fn reference_tool(env_var: &str, script: &str) -> PathBuf {
+    installed(env_var, script, Path::is_file)
+}
+
+/// Reference data the tests read (Flux's CRD, the kustomize conformance corpus): the folder or
+/// file `env_var` names, else what `script` fetches and prints the path of, as
+/// [`reference_tool`] does.
+pub fn reference_data(env_var: &str, script: &str) -> PathBuf {
+    installed(env_var, script, Path::exists)
+}
+
+fn installed(env_var: &str, script: &str, usable: fn(&Path) -> bool) -> PathBuf {
     if let Some(path) = std::env::var_os(env_var).filter(|v| !v.is_empty()) {
         return PathBuf::from(path);
     }
     let script = repo_root().join(script);
     eprintln!(
-        "getting a reference tool with {} (the first run builds it and takes a while; set \
-         {env_var} to use an existing binary)",
+        "getting {env_var} with {} (the first run builds or fetches it and takes a while; set \
+         {env_var} to use an existing copy)",
         script.display()
     );
     let output = Command::new("bash")
@@ -140,20 +151,12 @@ pub fn reference_tool(env_var: &str, script: &str) -> PathBuf {
     let stdout = String::from_utf8_lossy(&output.stdout);
     let path = PathBuf::from(stdout.lines().last().unwrap_or("").trim());
     assert!(
-        output.status.success() && path.is_file(),
-        "{} failed ({}) or printed no binary path (stdout: {stdout:?}); set {env_var} or fix it. \
+        output.status.success() && usable(&path),
+        "{} failed ({}) or printed no usable path (stdout: {stdout:?}); set {env_var} or fix it. \
          Its stderr:\n{}",
         script.display(),
         output.status,
-        stderr
-            .lines()
-            .rev()
-            .take(40)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-            .collect::<Vec<_>>()
-            .join("\n")
+        tail_lines(&stderr, 40)
     );
     path
 }
