@@ -4,7 +4,7 @@ CRD := crds/kustomize.toolkit.fluxcd.io_kustomizations.yaml
 CRD_COPIES := config/crd/bases/kustomize.toolkit.fluxcd.io_kustomizations.yaml \
               charts/kustomize-controller/crds/kustomize.toolkit.fluxcd.io_kustomizations.yaml
 
-.PHONY: build crds demo demo-down test kustomize-diff kustomize-wild conformance lint fuzz controlplane-up controlplane-down
+.PHONY: build crds demo demo-down test test-fresh-clone kustomize-diff kustomize-wild conformance lint fuzz controlplane-up controlplane-down
 
 build:
 	cargo build --release --locked
@@ -24,10 +24,16 @@ demo:
 demo-down:
 	bash tests/controlplane/demo.sh down
 
-# Every test: unit, integration and end-to-end, against a local kube-apiserver that this
-# target builds (first run only), starts, and stops again.
+# Every test: unit, integration, end-to-end and the kustomize conformance corpus, against a
+# local control plane that this target starts and stops again. The first run builds the peers
+# the tests compare with (cached outside the repository) beside the Rust build.
 test:
 	bash tests/run.sh
+
+# `make test` in a clone of HEAD in an empty temporary directory, timed; COLD=1 starts every
+# cache empty as well (what a newcomer's first run costs).
+test-fresh-clone:
+	bash tests/fresh-clone.sh $(if $(COLD),--cold)
 
 # Only the differential tests: `kustomize-controller build` against the real kustomize v5.8 on
 # every fixture in tests/fixtures/kustomize (builds kustomize on first use), with the

@@ -1,12 +1,29 @@
 #!/usr/bin/env bash
-# Runs every test against a fresh local control plane (etcd + kube-apiserver on loopback),
-# which it builds on first use, starts, and stops when the tests are done.
+# `make test`: every test (unit, integration, end-to-end, the kustomize conformance corpus),
+# against a fresh local control plane (etcd + kube-apiserver on loopback) that it starts and
+# stops again.
+#
+# What the tests compare with (Kubernetes, kwok, kustomize, sops, moto, Vault, the flux CLI,
+# helm, Flux's own controller and CRD, kustomize's krusty tests) is built or fetched from the
+# package registries on the first run, into caches outside the repository keyed by version. That
+# happens in two lanes beside the Rust build of the tests, one progress line per step; each
+# step's output goes to target/test-logs/<step>.log.
+#
+# Usage: tests/run.sh [CARGO TEST ARGUMENTS]
+#   With arguments (for example `--test e2e -- requested_at`), only those tests run, and the
+#   smoke run against the oldest Kubernetes is skipped.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
-state="$repo/target/test-controlplane"
-
-remote="$repo/target/test-controlplane-remote"
-oldest="$repo/target/test-controlplane-oldest"
+# shellcheck source=tests/controlplane/lib.sh
+source "$repo/tests/controlplane/lib.sh"
+target="${CARGO_TARGET_DIR:-$repo/target}"
+logs="$target/test-logs"
+state="$target/test-controlplane"
+remote="$target/test-controlplane-remote"
+oldest="$target/test-controlplane-oldest"
+cache="${KC_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kustomize-controller-tests}"
+# Written when every peer has been had once: the next run is a warm one.
+warm_stamp="$cache/.make-test-warm"
 # The oldest Kubernetes minor Flux 2.9 supports (>= 1.34.1), and the newest patch of it the Go
 # module proxy serves.
 OLDEST_K8S=v1.34.4
@@ -21,73 +38,174 @@ SMOKE_TESTS=(
   a_chain_created_at_once_is_applied_in_order_woken_by_its_dependencies
   diff_shows_what_applying_would_change
 )
+# Free disk the first run needs (Go's module and build caches take most of it) and a warm one.
+COLD_DISK_GIB=20
+WARM_DISK_GIB=3
+# The oldest Go that builds every peer (the kustomize api module's go line).
+GO_MIN_VERSION=1.26.0
+START=$SECONDS
+
+say() { echo "make test: $*" >&2; }
+
+# free_gib DIR: the GiB free on the filesystem holding DIR (or its nearest existing parent).
+free_gib() {
+  local dir="$1"
+  while [[ ! -e "$dir" ]]; do dir="$(dirname "$dir")"; done
+  df -Pk "$dir" | awk 'NR == 2 { print int($4 / 1048576) }'
+}
+
+# check_prerequisites: one sentence naming what is missing, before anything is built.
+check_prerequisites() {
+  require_tools "make test" cargo go python3 git openssl flock setsid base64 curl tar
+  require_cargo "$repo"
+  local have
+  have="$(cd / && go env GOVERSION 2>/dev/null)" || have=""
+  have="${have#go}"
+  have="${have%%[!0-9.]*}"
+  version_at_least "$have" "$GO_MIN_VERSION" \
+    || die "make test needs go $GO_MIN_VERSION or newer to build its peers, but go on PATH is ${have:-of unknown version}: install a newer Go (https://go.dev/dl/) and rerun"
+  python3 -c 'import venv, ensurepip' 2>/dev/null \
+    || die "make test needs python3's venv and ensurepip modules (for moto), not found: install them (Debian: apt-get install python3-venv) and rerun"
+  local need=$WARM_DISK_GIB dir free
+  [[ -f "$warm_stamp" ]] || need=$COLD_DISK_GIB
+  for dir in "$target" "$cache" "$(cd / && go env GOMODCACHE)" "$(cd / && go env GOCACHE)"; do
+    free="$(free_gib "$dir")"
+    ((free >= need)) || die "make test needs about $need GiB free for $([[ $need == "$COLD_DISK_GIB" ]] && echo "its first run (Go's caches, the peers, target/)" || echo "a run"), but the filesystem holding $dir has $free GiB free: free some space (or point KC_TEST_CACHE, GOMODCACHE, GOCACHE, CARGO_TARGET_DIR elsewhere) and rerun"
+  done
+}
+
+# Peers, in the order a lane builds them: NAME|ENV VAR (set to the last stdout line; - for
+# none)|COMMAND.
+GO_PEERS=(
+  "kubernetes|-|bash tests/controlplane/install-binaries.sh"
+  "kustomize|KC_DIFF_KUSTOMIZE|bash tests/kustomize/install-kustomize.sh"
+  "conformance-corpus|KC_CONFORMANCE_CORPUS|bash tests/kustomize/extract-conformance.sh"
+  "flux-crd|FLUX_KUSTOMIZATION_CRD|bash tests/flux/fetch-flux-crd.sh"
+  "sops|KC_SOPS_BIN|bash tests/sops/install-tools.sh"
+  "helm|KC_HELM|bash tests/helm/install-helm.sh"
+  "flux-controller|KC_FLUX_KC_BIN|bash tests/bench/install-flux-controller.sh"
+  "flux-cli|KC_FLUX_CLI|bash tests/flux/install-flux-cli.sh"
+  "vault|KC_VAULT_BIN|bash tests/keyservices/install-vault.sh"
+)
+OTHER_PEERS=(
+  "moto|KC_MOTO_SERVER|bash tests/keyservices/install-moto.sh"
+)
+if (($# == 0)); then
+  GO_PEERS+=("kubernetes-$OLDEST_K8S|-|env K8S_VERSION=$OLDEST_K8S bash tests/controlplane/install-binaries.sh")
+fi
+STEPS=$((${#GO_PEERS[@]} + ${#OTHER_PEERS[@]} + 1))
+step_number=0
+
+# lane ENV_FILE PEER...: has each peer in turn (unless its variable is already set), one
+# progress line each, and appends `export VAR=value` lines to ENV_FILE. Stops at the first
+# failure, printing the end of that step's log.
+lane() {
+  local env_file="$1" entry name var command start value rc
+  shift
+  for entry in "$@"; do
+    IFS='|' read -r name var command <<<"$entry"
+    if [[ "$var" != - && -n "${!var:-}" ]]; then
+      say "$name: ${!var} (from $var)"
+      continue
+    fi
+    start=$SECONDS rc=0
+    value="$(cd "$repo" && $command </dev/null 2>"$logs/$name.log" | tail -n 1)" || rc=$?
+    if ((rc != 0)) || [[ -z "$value" ]]; then
+      say "$name: failed after $((SECONDS - start)) s; the end of $logs/$name.log:"
+      tail -n 30 "$logs/$name.log" >&2
+      return 1
+    fi
+    [[ "$var" == - ]] || printf 'export %s=%q\n' "$var" "$value" >>"$env_file"
+    say "$name: ready in $((SECONDS - start)) s"
+  done
+}
+
+# rust_build CARGO_ARGS...: builds every test binary the run will execute.
+rust_build() {
+  local start=$SECONDS rc=0
+  (cd "$repo" && cargo test --locked --no-run "$@") \
+    </dev/null >"$logs/rust-build.log" 2>&1 || rc=$?
+  if ((rc != 0)); then
+    say "rust build of the tests: failed after $((SECONDS - start)) s; the end of $logs/rust-build.log:"
+    tail -n 40 "$logs/rust-build.log" >&2
+    return 1
+  fi
+  say "rust build of the tests: ready in $((SECONDS - start)) s"
+}
 
 down() {
   bash "$repo/tests/controlplane/down.sh" "$state" >/dev/null 2>&1 || true
   bash "$repo/tests/controlplane/down.sh" "$remote" >/dev/null 2>&1 || true
   bash "$repo/tests/controlplane/down.sh" "$oldest" >/dev/null 2>&1 || true
 }
+
+check_prerequisites
+mkdir -p "$logs" "$cache"
 down
-trap down EXIT
+trap 'down; kill $(jobs -p) 2>/dev/null || true' EXIT
+
+# What cargo test runs: every target of the workspace, or what the arguments select (their
+# part before `--` is what the build of the tests needs).
+if (($# == 0)); then
+  selection=(--workspace --all-targets)
+  cargo_args=("${selection[@]}")
+else
+  selection=("$@")
+  cargo_args=()
+  for arg in "$@"; do
+    [[ "$arg" == -- ]] && break
+    cargo_args+=("$arg")
+  done
+fi
+if [[ -f "$warm_stamp" ]]; then
+  say "$STEPS steps: the tests' build and their peers (cached); logs in $logs"
+else
+  say "$STEPS steps: the tests' build and their peers, built once into $cache (first run: about 40 min on 2 cores); logs in $logs"
+fi
+peers_env="$logs/peers.env"
+: >"$peers_env"
+rust_build "${cargo_args[@]}" &
+rust_pid=$!
+lane "$peers_env.go" "${GO_PEERS[@]}" &
+go_pid=$!
+lane "$peers_env.other" "${OTHER_PEERS[@]}" &
+other_pid=$!
+failed=0
+for pid in $rust_pid $go_pid $other_pid; do
+  wait "$pid" || failed=1
+done
+((failed == 0)) || die "a step failed (see above); nothing was tested"
+cat "$peers_env.go" "$peers_env.other" >"$peers_env" 2>/dev/null || true
+# shellcheck disable=SC1090
+source "$peers_env"
+(($# > 0)) || touch "$warm_stamp"
+say "ready to test after $((SECONDS - START)) s"
+
 KC_TEST_KUBECONFIG="$(bash "$repo/tests/controlplane/up.sh" "$state")"
 export KC_TEST_KUBECONFIG
 # A second, bare API server: the remote cluster of the spec.kubeConfig tests.
 KC_TEST_REMOTE_KUBECONFIG="$(KC_APISERVER_ONLY=1 bash "$repo/tests/controlplane/up.sh" "$remote")"
 export KC_TEST_REMOTE_KUBECONFIG
-# The reference kustomize that tests/kustomize_differential.rs compares our builds with (also
-# built on first use, from the Go module proxy).
-if [[ -z "${KC_DIFF_KUSTOMIZE:-}" ]]; then
-  KC_DIFF_KUSTOMIZE="$(bash "$repo/tests/kustomize/install-kustomize.sh")"
-fi
-export KC_DIFF_KUSTOMIZE
-# The reference sops that tests/sops_roundtrip.rs compares our decryption with.
-if [[ -z "${KC_SOPS_BIN:-}" ]]; then
-  KC_SOPS_BIN="$(bash "$repo/tests/sops/install-tools.sh")"
-fi
-export KC_SOPS_BIN
-# The key services SOPS files are encrypted against in tests/sops_keyservices.rs and
-# tests/e2e/keyservices.rs: moto's AWS KMS and STS (PyPI) and a Vault dev server (built from the
-# Go module proxy).
-if [[ -z "${KC_MOTO_SERVER:-}" ]]; then
-  KC_MOTO_SERVER="$(bash "$repo/tests/keyservices/install-moto.sh")"
-fi
-export KC_MOTO_SERVER
-if [[ -z "${KC_VAULT_BIN:-}" ]]; then
-  KC_VAULT_BIN="$(bash "$repo/tests/keyservices/install-vault.sh")"
-fi
-export KC_VAULT_BIN
-# The flux CLI that tests/e2e/flux_cli.rs drives this controller with (get, tree, events,
-# suspend/resume, reconcile, diff).
-if [[ -z "${KC_FLUX_CLI:-}" ]]; then
-  KC_FLUX_CLI="$(bash "$repo/tests/flux/install-flux-cli.sh")"
-fi
-export KC_FLUX_CLI
-# The helm that tests/install.rs installs and renders charts/kustomize-controller with.
-if [[ -z "${KC_HELM:-}" ]]; then
-  KC_HELM="$(bash "$repo/tests/helm/install-helm.sh")"
-fi
-export KC_HELM
-# Flux's own kustomize-controller (v1.9.5), which tests/e2e/flux_parity.rs runs beside ours to
-# compare the status and events both write for the same Kustomization.
-if [[ -z "${KC_FLUX_KC_BIN:-}" ]]; then
-  KC_FLUX_KC_BIN="$(bash "$repo/tests/bench/install-flux-controller.sh")"
-fi
-export KC_FLUX_KC_BIN
 
 cd "$repo"
 status=0
-cargo test --locked --workspace --all-targets --no-fail-fast "$@" || status=$?
+test_start=$SECONDS
+cargo test --locked --no-fail-fast "${selection[@]}" || status=$?
 # `--all-targets` leaves doc tests out: the crates' README examples are doc tests.
-cargo test --locked --workspace --doc "$@" || status=$?
+if (($# == 0)); then
+  cargo test --locked --workspace --doc || status=$?
+fi
 
-# The end-to-end smoke subset again, against the oldest Kubernetes minor Flux 2.9 supports
-# (its kube-apiserver, controller-manager and scheduler built once like the others, cached).
+# The end-to-end smoke subset again, against the oldest Kubernetes minor Flux 2.9 supports.
 # Skipped when arguments select tests: it belongs to the full run.
 if (($# == 0)); then
   down
   KC_TEST_KUBECONFIG="$(K8S_VERSION="$OLDEST_K8S" bash "$repo/tests/controlplane/up.sh" "$oldest")"
   export KC_TEST_KUBECONFIG
-  echo "run.sh: e2e smoke subset against Kubernetes $OLDEST_K8S" >&2
+  say "the e2e smoke subset against Kubernetes $OLDEST_K8S"
   cargo test --locked --test e2e -- "${SMOKE_TESTS[@]}" || status=$?
 fi
+
+du_gib() { du -sk "$@" 2>/dev/null | awk '{ s += $1 } END { printf "%.1f", s / 1048576 }'; }
+say "$([[ $status == 0 ]] && echo passed || echo FAILED) in $((SECONDS - START)) s ($((test_start - START)) s to build and fetch, $((SECONDS - test_start)) s of tests); disk: target/ $(du_gib "$target") GiB, peers $(du_gib "$cache") GiB, Go's caches $(du_gib "$(go env GOMODCACHE)" "$(go env GOCACHE)") GiB"
 exit "$status"
