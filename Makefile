@@ -31,9 +31,9 @@ test:
 	bash tests/run.sh
 
 # `make test` in a clone of HEAD in an empty temporary directory, timed; COLD=1 starts every
-# cache empty as well (what a newcomer's first run costs).
+# cache empty as well (what a newcomer's first run costs), DEMO=1 runs `make demo` first.
 test-fresh-clone:
-	bash tests/fresh-clone.sh $(if $(COLD),--cold)
+	bash tests/fresh-clone.sh $(if $(COLD),--cold) $(if $(DEMO),--demo)
 
 # Only the differential tests: `kustomize-controller build` against the real kustomize v5.8 on
 # every fixture in tests/fixtures/kustomize (builds kustomize on first use), with the

@@ -141,6 +141,25 @@ fn files_outside_the_root_are_refused() {
 }
 
 #[test]
+fn remote_files_on_cloud_metadata_addresses_are_refused_naming_the_url() {
+    let url = "http://169.254.169.254/latest/meta-data/iam/security-credentials/node";
+    let dir = tree();
+    write(
+        dir.path(),
+        "app/kustomization.yaml",
+        &format!("configMapGenerator:\n- name: stolen\n  files: [{url}]\n"),
+    );
+    let app = dir.path().join("app");
+    let (ok, docs, stderr) = build(&[app.to_str().expect("utf-8 path")]);
+    assert!(!ok, "the build must fail");
+    assert!(docs.is_empty());
+    assert!(
+        stderr.contains(url) && stderr.contains("link-local or cloud metadata address"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn substitutes_post_build_variables_like_the_controller() {
     let dir = tempfile::tempdir().expect("tempdir");
     write(

@@ -38,8 +38,9 @@ SMOKE_TESTS=(
   a_chain_created_at_once_is_applied_in_order_woken_by_its_dependencies
   diff_shows_what_applying_would_change
 )
-# Free disk the first run needs (Go's module and build caches take most of it) and a warm one.
-COLD_DISK_GIB=20
+# Free disk the first run needs (Go's module and build caches take most of it, about 21 GiB
+# until every peer is built) and a warm one.
+COLD_DISK_GIB=30
 WARM_DISK_GIB=3
 # The oldest Go that builds every peer (the kustomize api module's go line).
 GO_MIN_VERSION=1.26.0
@@ -56,6 +57,7 @@ free_gib() {
 
 # check_prerequisites: one sentence naming what is missing, before anything is built.
 check_prerequisites() {
+  use_test_go_caches "$cache"
   require_tools "make test" cargo go python3 git openssl flock setsid base64 curl tar
   require_cargo "$repo"
   local have
@@ -68,32 +70,34 @@ check_prerequisites() {
     || die "make test needs python3's venv and ensurepip modules (for moto), not found: install them (Debian: apt-get install python3-venv) and rerun"
   local need=$WARM_DISK_GIB dir free
   [[ -f "$warm_stamp" ]] || need=$COLD_DISK_GIB
-  for dir in "$target" "$cache" "$(cd / && go env GOMODCACHE)" "$(cd / && go env GOCACHE)"; do
+  for dir in "$target" "$cache" "$GOMODCACHE" "$GOCACHE"; do
     free="$(free_gib "$dir")"
     ((free >= need)) || die "make test needs about $need GiB free for $([[ $need == "$COLD_DISK_GIB" ]] && echo "its first run (Go's caches, the peers, target/)" || echo "a run"), but the filesystem holding $dir has $free GiB free: free some space (or point KC_TEST_CACHE, GOMODCACHE, GOCACHE, CARGO_TARGET_DIR elsewhere) and rerun"
   done
 }
 
-# Peers, in the order a lane builds them: NAME|ENV VAR (set to the last stdout line; - for
-# none)|COMMAND.
-GO_PEERS=(
+# Peers, in two lanes that run beside the Rust build, each in its order: NAME|ENV VAR (set to
+# the last stdout line; - for none)|COMMAND. The lanes are balanced by their first-run times.
+LANE_A=(
   "kubernetes|-|bash tests/controlplane/install-binaries.sh"
   "kustomize|KC_DIFF_KUSTOMIZE|bash tests/kustomize/install-kustomize.sh"
   "conformance-corpus|KC_CONFORMANCE_CORPUS|bash tests/kustomize/extract-conformance.sh"
   "flux-crd|FLUX_KUSTOMIZATION_CRD|bash tests/flux/fetch-flux-crd.sh"
   "sops|KC_SOPS_BIN|bash tests/sops/install-tools.sh"
+  "flux-cli|KC_FLUX_CLI|bash tests/flux/install-flux-cli.sh"
+)
+# helm and Flux's controller reuse most of the Kubernetes build's compiled packages (Go's build
+# cache), so they come after Vault, whose dependencies are mostly its own.
+LANE_B=(
+  "moto|KC_MOTO_SERVER|bash tests/keyservices/install-moto.sh"
+  "vault|KC_VAULT_BIN|bash tests/keyservices/install-vault.sh"
   "helm|KC_HELM|bash tests/helm/install-helm.sh"
   "flux-controller|KC_FLUX_KC_BIN|bash tests/bench/install-flux-controller.sh"
-  "flux-cli|KC_FLUX_CLI|bash tests/flux/install-flux-cli.sh"
-  "vault|KC_VAULT_BIN|bash tests/keyservices/install-vault.sh"
-)
-OTHER_PEERS=(
-  "moto|KC_MOTO_SERVER|bash tests/keyservices/install-moto.sh"
 )
 if (($# == 0)); then
-  GO_PEERS+=("kubernetes-$OLDEST_K8S|-|env K8S_VERSION=$OLDEST_K8S bash tests/controlplane/install-binaries.sh")
+  LANE_A+=("kubernetes-$OLDEST_K8S|-|env K8S_VERSION=$OLDEST_K8S bash tests/controlplane/install-binaries.sh")
 fi
-STEPS=$((${#GO_PEERS[@]} + ${#OTHER_PEERS[@]} + 1))
+STEPS=$((${#LANE_A[@]} + ${#LANE_B[@]} + 1))
 step_number=0
 
 # lane ENV_FILE PEER...: has each peer in turn (unless its variable is already set), one
@@ -160,25 +164,32 @@ fi
 if [[ -f "$warm_stamp" ]]; then
   say "$STEPS steps: the tests' build and their peers (cached); logs in $logs"
 else
-  say "$STEPS steps: the tests' build and their peers, built once into $cache (first run: about 40 min on 2 cores); logs in $logs"
+  say "$STEPS steps: the tests' build and their peers, built once into $cache (first run: about 30 min on 2 cores); logs in $logs"
 fi
 peers_env="$logs/peers.env"
-: >"$peers_env"
+: >"$peers_env.a"; : >"$peers_env.b"
 rust_build "${cargo_args[@]}" &
 rust_pid=$!
-lane "$peers_env.go" "${GO_PEERS[@]}" &
-go_pid=$!
-lane "$peers_env.other" "${OTHER_PEERS[@]}" &
-other_pid=$!
+lane "$peers_env.a" "${LANE_A[@]}" &
+lane_a_pid=$!
+lane "$peers_env.b" "${LANE_B[@]}" &
+lane_b_pid=$!
 failed=0
-for pid in $rust_pid $go_pid $other_pid; do
+for pid in $rust_pid $lane_a_pid $lane_b_pid; do
   wait "$pid" || failed=1
 done
 ((failed == 0)) || die "a step failed (see above); nothing was tested"
-cat "$peers_env.go" "$peers_env.other" >"$peers_env" 2>/dev/null || true
+cat "$peers_env.a" "$peers_env.b" >"$peers_env" 2>/dev/null || true
 # shellcheck disable=SC1090
 source "$peers_env"
-(($# > 0)) || touch "$warm_stamp"
+if (($# == 0)); then
+  touch "$warm_stamp"
+  # Every peer is built: Go's caches for their builds are not needed any more.
+  for dir in "${TEST_GO_CACHES[@]}"; do
+    chmod -R u+w "$dir" 2>/dev/null || true
+    rm -rf "$dir"
+  done
+fi
 say "ready to test after $((SECONDS - START)) s"
 
 KC_TEST_KUBECONFIG="$(bash "$repo/tests/controlplane/up.sh" "$state")"
@@ -207,5 +218,5 @@ if (($# == 0)); then
 fi
 
 du_gib() { du -sk "$@" 2>/dev/null | awk '{ s += $1 } END { printf "%.1f", s / 1048576 }'; }
-say "$([[ $status == 0 ]] && echo passed || echo FAILED) in $((SECONDS - START)) s ($((test_start - START)) s to build and fetch, $((SECONDS - test_start)) s of tests); disk: target/ $(du_gib "$target") GiB, peers $(du_gib "$cache") GiB, Go's caches $(du_gib "$(go env GOMODCACHE)" "$(go env GOCACHE)") GiB"
+say "$([[ $status == 0 ]] && echo passed || echo FAILED) in $((SECONDS - START)) s ($((test_start - START)) s to build and fetch, $((SECONDS - test_start)) s of tests); disk: target/ $(du_gib "$target") GiB, peers $(du_gib "$cache") GiB"
 exit "$status"

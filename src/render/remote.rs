@@ -58,6 +58,7 @@ impl RemoteFetcher for NativeRemote {
                 operation: format!("fetching {git_ref} of {url}"),
                 after: spec.timeout,
             }),
+            Err(e @ gitfetch::GitError::Refused { .. }) => Err(RemoteError::Refused(e.to_string())),
             Err(e) => Err(RemoteError::Failed(e.to_string())),
         }
     }
@@ -81,6 +82,9 @@ impl RemoteFetcher for NativeRemote {
                 operation: format!("fetching {url}"),
                 after: timeout,
             },
+            refused @ gitfetch::FetchError::Refused { .. } => {
+                RemoteError::Refused(refused.to_string())
+            }
             other => RemoteError::Failed(other.to_string()),
         })
     }

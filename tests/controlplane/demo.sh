@@ -99,6 +99,7 @@ choose_build() {
 
 # check_prerequisites: every tool the demo and up.sh need, checked before anything starts.
 check_prerequisites() {
+  use_test_go_caches "${KC_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kustomize-controller-tests}"
   local tools=(curl tar gzip sha256sum sha1sum flock setsid base64 openssl python3)
   [[ -z "$PROFILE" ]] || tools+=(cargo)
   require_tools "the demo" "${tools[@]}"

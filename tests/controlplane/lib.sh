@@ -97,6 +97,22 @@ require_cargo() {
     || die "building the controller needs cargo $want or newer (rust-version in Cargo.toml), but cargo on PATH is ${have:-of unknown version}: update Rust (rustup update) and rerun"
 }
 
+# use_test_go_caches CACHE_ROOT: Go's module and build caches for the test peers' builds go under
+# CACHE_ROOT (go-mod, go-build) unless GOMODCACHE or GOCACHE is set in the environment, so that
+# the builds share them and `make test` can remove them once every peer is built (the binaries
+# are what it keeps). Sets TEST_GO_CACHES to the private caches in use.
+use_test_go_caches() {
+  TEST_GO_CACHES=()
+  if [[ -z "${GOMODCACHE:-}" ]]; then
+    export GOMODCACHE="$1/go-mod"
+    TEST_GO_CACHES+=("$GOMODCACHE")
+  fi
+  if [[ -z "${GOCACHE:-}" ]]; then
+    export GOCACHE="$1/go-build"
+    TEST_GO_CACHES+=("$GOCACHE")
+  fi
+}
+
 # stop_recorded_processes STATE_DIR: stops every process recorded by a pid file one directory
 # below STATE_DIR (the demo's controller and artifact server in STATE_DIR/demo), so that
 # wiping STATE_DIR never leaves one of them running.

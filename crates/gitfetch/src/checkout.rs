@@ -66,6 +66,14 @@ pub(crate) fn checkout_into(
         url: shown.clone(),
         reason: scrub(&reason, target.url),
     })?;
+    if let Location::Remote(remote) = &location
+        && let Some(Err(refusal)) = remote.host().map(crate::guard::check_host)
+    {
+        return Err(GitError::Refused {
+            url: shown,
+            reason: refusal.to_string(),
+        });
+    }
     let is_local = matches!(location, Location::Local(_));
     if is_local && !target.allow_local {
         return Err(GitError::InvalidUrl {

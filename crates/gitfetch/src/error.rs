@@ -15,6 +15,14 @@ pub enum GitError {
         /// Why it was refused.
         reason: String,
     },
+    /// The repository's host is a link-local or cloud metadata address.
+    #[error("refusing to fetch from {url}: {reason}")]
+    Refused {
+        /// The URL, without credentials.
+        url: String,
+        /// Which host, and what address it is.
+        reason: String,
+    },
     /// The ref is not a name git accepts.
     #[error("{git_ref} is not a valid git ref for {url}: {reason}")]
     InvalidRef {
@@ -174,6 +182,14 @@ pub enum FetchError {
         /// The URL, without credentials.
         url: String,
         /// Why it was refused.
+        reason: String,
+    },
+    /// The host is, resolves to, or redirected to a link-local or cloud metadata address.
+    #[error("refusing to fetch {url}: {reason}")]
+    Refused {
+        /// The URL, without credentials.
+        url: String,
+        /// Which host, and what address it is or resolves to.
         reason: String,
     },
     /// The server answered with a status outside 200–299.

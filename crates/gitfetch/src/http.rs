@@ -1,10 +1,12 @@
 //! GET of a single file over HTTP(S), as kustomize loads a remote resource.
 
 use std::io::Read;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::deadline::{self, Cancel, Stopped};
 use crate::error::FetchError;
+use crate::guard;
 use crate::url::{redact, scrub};
 
 /// The most redirects followed, as Go's HTTP client.
@@ -18,7 +20,14 @@ pub(crate) fn fetch_file(
 ) -> Result<Vec<u8>, FetchError> {
     let shown = redact(url);
     match reqwest::Url::parse(url) {
-        Ok(parsed) if matches!(parsed.scheme(), "http" | "https") => {}
+        Ok(parsed) if matches!(parsed.scheme(), "http" | "https") => {
+            if let Some(Err(refusal)) = parsed.host_str().map(guard::check_host) {
+                return Err(FetchError::Refused {
+                    url: shown,
+                    reason: refusal.to_string(),
+                });
+            }
+        }
         Ok(parsed) => {
             return Err(FetchError::InvalidUrl {
                 url: shown,
@@ -55,6 +64,8 @@ enum Failure {
     Status(String),
     TooLarge,
     Request(String),
+    /// The host is, resolves to, or redirected to an address remote loads never reach.
+    Refused(String),
     /// The request's own timeout fired, or the caller gave up: both at the timeout.
     TimedOut,
 }
@@ -68,6 +79,7 @@ impl Failure {
                 url: shown,
                 message: scrub(&message, url),
             },
+            Failure::Refused(reason) => FetchError::Refused { url: shown, reason },
             Failure::TimedOut => FetchError::Timeout {
                 url: shown,
                 timeout: goduration::format(timeout),
@@ -77,6 +89,9 @@ impl Failure {
 }
 
 fn request_error(error: reqwest::Error) -> Failure {
+    if let Some(refusal) = guard::refusal_in(&error) {
+        return Failure::Refused(refusal.to_string());
+    }
     if error.is_timeout() {
         return Failure::TimedOut;
     }
@@ -86,7 +101,8 @@ fn request_error(error: reqwest::Error) -> Failure {
 fn get(url: &str, timeout: Duration, max_bytes: u64, cancel: &Cancel) -> Result<Vec<u8>, Failure> {
     let client = reqwest::blocking::Client::builder()
         .timeout(timeout)
-        .redirect(reqwest::redirect::Policy::limited(MAX_REDIRECTS))
+        .redirect(guard::redirect_policy(MAX_REDIRECTS))
+        .dns_resolver(Arc::new(guard::GuardedResolver))
         .build()
         .map_err(request_error)?;
     let mut response = client.get(url).send().map_err(request_error)?;

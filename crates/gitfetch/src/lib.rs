@@ -4,6 +4,7 @@
 mod checkout;
 mod deadline;
 mod error;
+mod guard;
 mod http;
 mod meter;
 mod refname;

@@ -249,7 +249,11 @@ fn http_options(repo: &gix::Repository, url: &gix::Url, timeout: Duration) -> Op
     let mut options = options.downcast::<http::Options>().ok()?;
     options.connect_timeout = Some(timeout);
     let backend = http::reqwest::Options {
-        configure_client: Some(Box::new(move |builder| Ok(builder.timeout(timeout)))),
+        configure_client: Some(Box::new(move |builder| {
+            Ok(builder
+                .timeout(timeout)
+                .dns_resolver(Arc::new(crate::guard::GuardedResolver)))
+        })),
         configure_request: None,
     };
     options.backend = Some(Arc::new(Mutex::new(backend)));

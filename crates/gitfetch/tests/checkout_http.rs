@@ -303,3 +303,20 @@ fn a_pack_larger_than_the_limit_stops_the_fetch() {
     checkout(&url, "main", &dest, &opts).expect("checkout");
     assert_eq!(snapshot(&dest), repos.archive("big", "main"));
 }
+
+#[test]
+fn a_repository_on_a_metadata_address_is_refused_before_any_request() {
+    for url in [
+        "http://169.254.169.254/repo.git",
+        "https://metadata.google.internal/repo.git",
+        "ssh://git@[fe80::1]/repo.git",
+    ] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let err = checkout(url, "main", &dir.path().join("out"), &options()).expect_err(url);
+        assert!(matches!(err, GitError::Refused { .. }), "{url}: {err}");
+        assert!(
+            err.to_string().contains("which remote loads never reach"),
+            "{err}"
+        );
+    }
+}

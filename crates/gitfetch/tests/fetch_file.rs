@@ -30,6 +30,14 @@ fn server() -> Server {
                 .push(("Location".to_string(), "/loop".to_string()));
             r
         }
+        "/to-metadata" => {
+            let mut r = Response::new(302, "Found", "");
+            r.headers.push((
+                "Location".to_string(),
+                "http://169.254.169.254/latest/meta-data/iam/".to_string(),
+            ));
+            r
+        }
         "/broken" => Response::new(500, "Internal Server Error", "oops"),
         _ => Response::new(404, "Not Found", "no such file"),
     })
@@ -51,6 +59,44 @@ fn redirects_are_followed_up_to_a_bound() {
     assert_eq!(body, YAML.as_bytes());
     let err = fetch_file(&server.url("/loop"), Duration::from_secs(30), LIMIT).expect_err("loop");
     assert!(matches!(err, FetchError::Request { .. }), "{err}");
+}
+
+#[test]
+fn metadata_addresses_are_refused_before_any_request() {
+    for url in [
+        "http://169.254.169.254/latest/meta-data/iam/security-credentials/",
+        "http://[fd00:ec2::254]/latest/meta-data/",
+        "http://metadata.google.internal/computeMetadata/v1/",
+        "http://[fe80::1]:8080/x",
+    ] {
+        let started = Instant::now();
+        let err = fetch_file(url, Duration::from_secs(30), LIMIT).expect_err(url);
+        assert!(matches!(err, FetchError::Refused { .. }), "{url}: {err}");
+        assert!(
+            err.to_string()
+                .starts_with(&format!("refusing to fetch {url}: ")),
+            "{err}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{url} was not refused at once"
+        );
+    }
+}
+
+#[test]
+fn a_redirect_to_a_metadata_address_is_refused() {
+    let server = server();
+    let url = server.url("/to-metadata");
+    let err = fetch_file(&url, Duration::from_secs(30), LIMIT).expect_err("refused");
+    assert!(matches!(err, FetchError::Refused { .. }), "{err}");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "refusing to fetch {url}: 169.254.169.254 is a link-local or cloud metadata \
+             address, which remote loads never reach"
+        )
+    );
 }
 
 #[test]
