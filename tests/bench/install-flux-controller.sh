@@ -17,32 +17,21 @@ set -euo pipefail
 
 VERSION="${FLUX_KC_VERSION:-v1.9.5}"
 MODULE="github.com/fluxcd/kustomize-controller"
-CACHE_ROOT="${KC_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kustomize-controller-tests}"
+# shellcheck source=tests/peer-lib.sh
+source "$(dirname "$0")/../peer-lib.sh"
 OUT_DIR="$CACHE_ROOT/flux-kustomize-controller-$VERSION"
 BIN="$OUT_DIR/kustomize-controller"
-
-log() { echo "install-flux-controller: $*" >&2; }
-die() {
-  log "error: $*"
-  exit 1
-}
 
 # True if the cached binary exists and runs.
 binary_ok() {
   [[ -x "$BIN" ]] && "$BIN" --help >/dev/null 2>&1
 }
 
-# Prints the module's source directory in the module cache, downloading it if needed.
-module_dir() {
-  go mod download -json "$MODULE@$VERSION" \
-    | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get("Dir") or sys.exit(d.get("Error","no Dir")))'
-}
-
 # Builds the binary into $OUT_DIR (atomically, via $OUT_DIR.tmp).
 build() {
   command -v go >/dev/null || die "go is required to build Flux's kustomize-controller"
   local src work
-  src="$(module_dir)" || die "go mod download $MODULE@$VERSION failed"
+  src="$(module_dir "$MODULE@$VERSION")" || die "go mod download $MODULE@$VERSION failed"
   work="$(mktemp -d)"
   trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' RETURN
   log "building $MODULE $VERSION from $src (first run only; takes a few minutes)"
@@ -63,13 +52,7 @@ build() {
   mv "$OUT_DIR.tmp" "$OUT_DIR"
 }
 
-mkdir -p "$CACHE_ROOT"
-# Serialise concurrent installs into the same cache.
-exec 8>"$CACHE_ROOT/.install-flux.lock"
-if command -v flock >/dev/null && ! flock -n 8; then
-  log "another install-flux-controller.sh is running; waiting for it"
-  flock 8
-fi
+hold_lock install-flux-controller
 binary_ok || build
 binary_ok || die "$BIN does not run after the build"
 echo "$BIN"

@@ -10,11 +10,9 @@ export KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
 # shellcheck disable=SC2034 # used by the scripts that source this file
 CP_MARKER=".kustomize-controller-test-controlplane"
 
-log() { echo "${0##*/}: $*" >&2; }
-die() {
-  log "error: $*"
-  exit 1
-}
+# log, die (and CACHE_ROOT, the test cache).
+# shellcheck source=tests/peer-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/../peer-lib.sh"
 
 # is_running STATE_DIR NAME: true if STATE_DIR/NAME.pid names a live process whose command line
 # mentions STATE_DIR (guards against a recycled pid after a reboot).

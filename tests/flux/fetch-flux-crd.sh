@@ -12,14 +12,13 @@ set -euo pipefail
 VERSION="${FLUX_CRD_VERSION:-v1.10.1}"
 MODULE="github.com/fluxcd/kustomize-controller"
 FILE="config/crd/bases/kustomize.toolkit.fluxcd.io_kustomizations.yaml"
-CACHE_ROOT="${KC_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kustomize-controller-tests}"
+# shellcheck source=tests/peer-lib.sh
+source "$(dirname "$0")/../peer-lib.sh"
 OUT="$CACHE_ROOT/flux-crd-$VERSION/$(basename "$FILE")"
 
-log() { echo "fetch-flux-crd: $*" >&2; }
-
 if [[ ! -s "$OUT" ]]; then
-  command -v go >/dev/null || { log "error: go is required to fetch $MODULE@$VERSION from the Go module proxy"; exit 1; }
-  command -v python3 >/dev/null || { log "error: python3 is required to read the module zip"; exit 1; }
+  command -v go >/dev/null || die "go is required to fetch $MODULE@$VERSION from the Go module proxy"
+  command -v python3 >/dev/null || die "python3 is required to read the module zip"
   log "fetching $FILE of $MODULE $VERSION"
   mkdir -p "$(dirname "$OUT")"
   # The zip is all that is needed: `go mod download` reports its path even when the module's

@@ -21,15 +21,10 @@ set -euo pipefail
 
 VERSION="${FLUX_CLI_VERSION:-v2.9.5}"
 MODULE="github.com/fluxcd/flux2/v2"
-CACHE_ROOT="${KC_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kustomize-controller-tests}"
+# shellcheck source=tests/peer-lib.sh
+source "$(dirname "$0")/../peer-lib.sh"
 OUT_DIR="$CACHE_ROOT/flux-cli-$VERSION"
 BIN="$OUT_DIR/flux"
-
-log() { echo "install-flux-cli: $*" >&2; }
-die() {
-  log "error: $*"
-  exit 1
-}
 
 # True if the cached binary exists and reports the expected version (`flux version --client`
 # prints "flux: v2.9.5").
@@ -77,14 +72,9 @@ build() {
   log "built $BIN in $((SECONDS - started)) s ($(du -h "$BIN" | cut -f1))"
 }
 
-mkdir -p "$CACHE_ROOT"
 # Serialise concurrent installs, with a lock file of this script's own (the other install
 # scripts hold theirs while they build).
-exec 8>"$CACHE_ROOT/.install-flux-cli.lock"
-if command -v flock >/dev/null && ! flock -n 8; then
-  log "another install-flux-cli.sh is running; waiting for it"
-  flock 8
-fi
+hold_lock install-flux-cli
 binary_ok || build
 binary_ok || die "$BIN does not report flux $VERSION (got: $("$BIN" version --client 2>&1 || true))"
 echo "$BIN"

@@ -19,15 +19,10 @@ set -euo pipefail
 
 VERSION="${HELM_VERSION:-v3.22.0}"
 MODULE="helm.sh/helm/v3"
-CACHE_ROOT="${KC_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kustomize-controller-tests}"
+# shellcheck source=tests/peer-lib.sh
+source "$(dirname "$0")/../peer-lib.sh"
 OUT_DIR="$CACHE_ROOT/helm-$VERSION"
 BIN="$OUT_DIR/helm"
-
-log() { echo "install-helm: $*" >&2; }
-die() {
-  log "error: $*"
-  exit 1
-}
 
 # What the binary at $1 says its version is (v3.22.0; "v3.22" when built without stamping).
 reported_version() {
@@ -74,14 +69,9 @@ build() {
   log "built $BIN in $((SECONDS - started)) s ($(du -h "$BIN" | cut -f1); assumes Kubernetes v$major.$minor)"
 }
 
-mkdir -p "$CACHE_ROOT"
 # Serialise concurrent installs, with a lock file of this script's own (the other install
 # scripts hold theirs while they build).
-exec 8>"$CACHE_ROOT/.install-helm.lock"
-if command -v flock >/dev/null && ! flock -n 8; then
-  log "another install-helm.sh is running; waiting for it"
-  flock 8
-fi
+hold_lock install-helm
 binary_ok || build
 binary_ok || die "$BIN is not helm $VERSION (reports: $(reported_version "$BIN" || true))"
 echo "$BIN"

@@ -21,16 +21,11 @@ set -euo pipefail
 
 VERSION="${MOTO_VERSION:-5.2.5}"
 PYTHON="${PYTHON:-python3}"
-CACHE_ROOT="${KC_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kustomize-controller-tests}"
+# shellcheck source=tests/peer-lib.sh
+source "$(dirname "$0")/../peer-lib.sh"
 OUT_DIR="$CACHE_ROOT/moto-$VERSION"
 BIN="$OUT_DIR/bin/moto_server"
 INSTALL_LOG="$CACHE_ROOT/moto-$VERSION.install.log"
-
-log() { echo "install-moto: $*" >&2; }
-die() {
-  log "error: $*"
-  exit 1
-}
 
 # True if the venv exists, has moto_server, and its python imports moto at the expected version.
 # (The venv's scripts have its absolute path in their shebangs, so it is built in place, not
@@ -60,14 +55,9 @@ $(tail -n 20 "$INSTALL_LOG")"
   log "installed $BIN in $((SECONDS - started)) s (venv: $(du -sh "$OUT_DIR" | cut -f1))"
 }
 
-mkdir -p "$CACHE_ROOT"
 # Serialise concurrent installs, with a lock file of this script's own (the other install
 # scripts hold theirs while they build).
-exec 8>"$CACHE_ROOT/.install-moto.lock"
-if command -v flock >/dev/null && ! flock -n 8; then
-  log "another install-moto.sh is running; waiting for it"
-  flock 8
-fi
+hold_lock install-moto
 install_ok || install
 install_ok || die "$OUT_DIR does not hold moto $VERSION"
 echo "$BIN"

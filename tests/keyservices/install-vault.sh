@@ -44,16 +44,11 @@ set -euo pipefail
 
 VERSION="${VAULT_VERSION:-v1.21.4}"
 MODULE="github.com/hashicorp/vault"
-CACHE_ROOT="${KC_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kustomize-controller-tests}"
+# shellcheck source=tests/peer-lib.sh
+source "$(dirname "$0")/../peer-lib.sh"
 OUT_DIR="$CACHE_ROOT/vault-$VERSION-minimal"
 BIN="$OUT_DIR/vault"
 BUILD_LOG="$CACHE_ROOT/vault-$VERSION.build.log"
-
-log() { echo "install-vault: $*" >&2; }
-die() {
-  log "error: $*"
-  exit 1
-}
 
 # What the binary at $1 says its version is: `vault version` prints
 # "Vault v1.21.4 (<commit>), built <date>"; this prints the second word.
@@ -210,14 +205,9 @@ $(tail -n 20 "$BUILD_LOG")"
     "grew by $(mib $(($(size_of "$modcache") - mod_before))), go build cache by $(mib $(($(size_of "$gocache") - cache_before)))"
 }
 
-mkdir -p "$CACHE_ROOT"
 # Serialise concurrent installs, with a lock file of this script's own (the other install
 # scripts hold theirs while they build).
-exec 8>"$CACHE_ROOT/.install-vault.lock"
-if command -v flock >/dev/null && ! flock -n 8; then
-  log "another install-vault.sh is running; waiting for it"
-  flock 8
-fi
+hold_lock install-vault
 binary_ok || build
 binary_ok || die "$BIN is not vault $VERSION (reports: $(reported_version "$BIN" || true))"
 echo "$BIN"

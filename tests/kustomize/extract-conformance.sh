@@ -20,32 +20,21 @@ set -euo pipefail
 VERSION="${KUSTOMIZE_API_VERSION:-v0.21.2}"
 MODULE="sigs.k8s.io/kustomize/api"
 here="$(cd "$(dirname "$0")" && pwd)"
-CACHE_ROOT="${KC_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kustomize-controller-tests}"
+# shellcheck source=tests/peer-lib.sh
+source "$here/../peer-lib.sh"
 key="$(cat "$here/conformance/record.go" "$0" | sha256sum | cut -c1-12)"
 OUT_DIR="$CACHE_ROOT/kustomize-conformance-$VERSION-$key"
 LOG="$CACHE_ROOT/kustomize-conformance.log"
-
-log() { echo "extract-conformance: $*" >&2; }
-die() {
-  log "error: $*"
-  exit 1
-}
 
 # True if the cached corpus is complete (the last step writes its README).
 corpus_ok() {
   [[ -f "$OUT_DIR/README.md" ]]
 }
 
-# Prints the module's source directory in the module cache, downloading it if needed.
-module_dir() {
-  go mod download -json "$MODULE@$VERSION" \
-    | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d.get("Dir") or sys.exit(d.get("Error","no Dir")))'
-}
-
 extract() {
   command -v go >/dev/null || die "go is required to extract the kustomize conformance corpus"
   local src work
-  src="$(module_dir)" || die "go mod download $MODULE@$VERSION failed"
+  src="$(module_dir "$MODULE@$VERSION")" || die "go mod download $MODULE@$VERSION failed"
   work="$(mktemp -d)"
   trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' RETURN
   log "extracting the conformance corpus from $MODULE $VERSION's krusty tests (first run only)"
@@ -108,12 +97,7 @@ EOF
   log "$count cases in $OUT_DIR"
 }
 
-mkdir -p "$CACHE_ROOT"
-exec 8>"$CACHE_ROOT/.extract-conformance.lock"
-if command -v flock >/dev/null && ! flock -n 8; then
-  log "another extract-conformance.sh is running; waiting for it"
-  flock 8
-fi
+hold_lock extract-conformance
 corpus_ok || extract
 corpus_ok || die "no corpus at $OUT_DIR after the extraction"
 echo "$OUT_DIR"

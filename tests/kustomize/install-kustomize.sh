@@ -13,11 +13,10 @@ set -euo pipefail
 # the differential tests take this binary as the truth. When the local go is older than the
 # module's `go` line, the go command fetches a newer toolchain from the proxy (GOTOOLCHAIN=auto).
 KUSTOMIZE_VERSION="${KUSTOMIZE_VERSION:-v5.8.2}"
-CACHE_ROOT="${KC_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kustomize-controller-tests}"
+# shellcheck source=tests/peer-lib.sh
+source "$(dirname "$0")/../peer-lib.sh"
 BIN_DIR="$CACHE_ROOT/kustomize-$KUSTOMIZE_VERSION"
 BIN="$BIN_DIR/kustomize"
-
-log() { echo "install-kustomize: $*" >&2; }
 
 # True if the cached binary exists and reports the expected version. `go install pkg@version`
 # stamps the module version into the build info, which `kustomize version` prints.
@@ -45,14 +44,9 @@ build_kustomize() {
   mv "$BIN_DIR.tmp" "$BIN_DIR"
 }
 
-mkdir -p "$CACHE_ROOT"
 # Serialise concurrent installs (several test binaries may ask for kustomize at once). A lock
 # file of its own: install-binaries.sh holds .install.lock for as long as it builds Kubernetes.
-exec 8>"$CACHE_ROOT/.install-kustomize.lock"
-if command -v flock >/dev/null && ! flock -n 8; then
-  log "another install-kustomize.sh is running; waiting for it"
-  flock 8
-fi
+hold_lock install-kustomize
 build_kustomize
 binary_ok || { log "built binary does not report kustomize $KUSTOMIZE_VERSION (got: $("$BIN" version 2>&1 || true))"; exit 1; }
 echo "$BIN"

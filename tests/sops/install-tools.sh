@@ -13,12 +13,11 @@ set -euo pipefail
 # the proxy (GOTOOLCHAIN=auto).
 SOPS_VERSION="${SOPS_VERSION:-v3.13.2}"
 AGE_VERSION="${AGE_VERSION:-v1.3.1}"
-CACHE_ROOT="${KC_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kustomize-controller-tests}"
+# shellcheck source=tests/peer-lib.sh
+source "$(dirname "$0")/../peer-lib.sh"
 SOPS_DIR="$CACHE_ROOT/sops-$SOPS_VERSION"
 AGE_DIR="$CACHE_ROOT/age-$AGE_VERSION"
 SOPS_BIN="$SOPS_DIR/sops"
-
-log() { echo "install-tools: $*" >&2; }
 
 # `sops --version` prints "sops 3.13.2" (no leading v); the version check against GitHub is
 # switched off so the answer does not depend on the network.
@@ -68,14 +67,9 @@ else
   want_age_dir=0
 fi
 
-mkdir -p "$CACHE_ROOT"
 # Serialise concurrent installs, with a lock file of this script's own (install-binaries.sh and
 # install-kustomize.sh hold theirs while they build).
-exec 8>"$CACHE_ROOT/.install-sops-tools.lock"
-if command -v flock >/dev/null && ! flock -n 8; then
-  log "another install-tools.sh is running; waiting for it"
-  flock 8
-fi
+hold_lock install-sops-tools
 build_tools
 sops_ok || { log "built binary does not report sops $SOPS_VERSION (got: $("$SOPS_BIN" --disable-version-check --version 2>&1 || true))"; exit 1; }
 age_ok || { log "built age tools do not report $AGE_VERSION (got: $("$AGE_DIR/age" --version 2>&1 || true))"; exit 1; }
