@@ -18,6 +18,7 @@ pub mod flags;
 pub mod health;
 pub mod http;
 pub mod keyservice;
+pub mod labels;
 pub mod leader;
 pub mod manifest;
 pub mod metrics;

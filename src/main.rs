@@ -11,7 +11,13 @@ mod offline;
 
 /// Reconciles Flux Kustomizations (kustomize.toolkit.fluxcd.io/v1).
 #[derive(Parser)]
-#[command(name = "kustomize-controller", version, about)]
+// `args_override_self`: a repeated flag takes its last value, as pflag gives it to Flux.
+#[command(
+    name = "kustomize-controller",
+    version,
+    about,
+    args_override_self = true
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -33,7 +39,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(err) => return refuse_arguments(&err),
+    };
     match cli.command {
         Some(Command::Crd) => match api::crd::crd_yaml() {
             Ok(yaml) => {
@@ -50,6 +59,26 @@ fn main() -> ExitCode {
         Some(Command::Diff(args)) => diff_command::run(&args),
         None => run_controller(cli.flags),
     }
+}
+
+/// Prints help or the version as asked; for arguments that do not parse, one line naming
+/// the flag (clap's first line), and exit code 2, as pflag's `ExitOnError` gives.
+fn refuse_arguments(err: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        err.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion
+    ) {
+        let _ = err.print();
+        return ExitCode::SUCCESS;
+    }
+    let rendered = err.render().to_string();
+    let first_line = rendered
+        .lines()
+        .next()
+        .unwrap_or("error: invalid arguments");
+    eprintln!("{first_line}");
+    ExitCode::from(2)
 }
 
 fn run_controller(flags: ControllerFlags) -> ExitCode {

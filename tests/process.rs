@@ -53,6 +53,20 @@ fn http_get(port: u16, path: &str) -> Result<(u16, String), String> {
     Ok((status, body))
 }
 
+/// Runs the binary with `args` and no cluster, returning its exit code and standard error.
+fn refused(args: &[&str]) -> (Option<i32>, String) {
+    let output = Command::new(BINARY)
+        .args(args)
+        .env("KUBECONFIG", "/nonexistent")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
 #[test]
 fn flags_without_behaviour_are_refused_by_name() {
     for (flag, name) in [
@@ -61,27 +75,69 @@ fn flags_without_behaviour_are_refused_by_name() {
             "--feature-gates=CacheSecretsAndConfigMaps=true",
             "--feature-gates",
         ),
+        (
+            "--spiffe-broker-endpoint=unix:///run/spiffe/broker.sock",
+            "--spiffe-broker-endpoint",
+        ),
+        (
+            "--authorized-artifact-server-spiffe-id=spiffe://cluster.local/ns/flux-system/sa/source-controller",
+            "--authorized-artifact-server-spiffe-id",
+        ),
     ] {
-        let output = Command::new(BINARY)
-            .arg(flag)
-            .stdin(Stdio::null())
-            .output()
-            .expect("run");
-        assert_eq!(output.status.code(), Some(2), "{flag}");
-        let stderr = String::from_utf8_lossy(&output.stderr);
+        let (code, stderr) = refused(&[flag]);
+        assert_eq!(code, Some(2), "{flag}");
         assert!(
             stderr.contains(name) && stderr.contains("not supported"),
             "{flag}: {stderr}"
         );
     }
-    let output = Command::new(BINARY)
-        .arg("--feature-gates=NoSuchGate=true")
-        .output()
-        .expect("run");
-    assert!(!output.status.success());
+    let (code, stderr) = refused(&["--feature-gates=NoSuchGate=true"]);
+    assert_eq!(code, Some(2));
     assert!(
-        String::from_utf8_lossy(&output.stderr).contains("unknown feature gate \"NoSuchGate\"")
+        stderr.contains("NoSuchGate is not a feature gate"),
+        "{stderr}"
     );
+}
+
+/// What a kustomize patch appending to Flux's own arguments gives: every flag repeated, the
+/// last value counting. The SPIFFE flag at the end is refused after every other flag was
+/// read, which shows the repeated ones were accepted without reaching a cluster.
+#[test]
+fn repeated_flags_take_their_last_value_as_pflag_gives_them() {
+    let (code, stderr) = refused(&[
+        "--events-addr=http://notification-controller.flux-system.svc.cluster.local./",
+        "--watch-all-namespaces=true",
+        "--log-level=info",
+        "--log-encoding=json",
+        "--enable-leader-election",
+        "--log-level=debug",
+        "--concurrent=20",
+        "--concurrent=30",
+        "--enable-leader-election=1",
+        "--requeue-dependency=0",
+        "--feature-gates=ExternalArtifact=true",
+        "--feature-gates=CancelHealthCheckOnNewRevision=true",
+        "--spiffe-broker-id=spiffe://cluster.local/broker",
+    ]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("--spiffe-broker-id"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "one sentence: {stderr}");
+}
+
+#[test]
+fn an_unparsable_flag_value_is_one_line_naming_the_flag_and_exit_2() {
+    for (arg, flag) in [
+        ("--requeue-dependency=soon", "--requeue-dependency"),
+        ("--enable-leader-election=yes", "--enable-leader-election"),
+        ("--concurrent=many", "--concurrent"),
+        ("--log-encoding=xml", "--log-encoding"),
+        ("--no-such-flag", "--no-such-flag"),
+    ] {
+        let (code, stderr) = refused(&[arg]);
+        assert_eq!(code, Some(2), "{arg}: {stderr}");
+        assert!(stderr.contains(flag), "{arg}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{arg}: {stderr}");
+    }
 }
 
 #[test]
@@ -182,6 +238,11 @@ async fn client_side_limits_are_off_when_the_server_enforces_priority_and_fairne
 /// A controller competing for leadership in `namespace` (which it alone watches), with short
 /// election timings: a 6 s lease renewed every second.
 fn elected_controller(namespace: &str) -> Running {
+    elected_controller_with(namespace, &[])
+}
+
+/// [`elected_controller`] with more arguments after the usual ones.
+fn elected_controller_with(namespace: &str, more: &[&str]) -> Running {
     Running(
         Command::new(BINARY)
             .args([
@@ -194,6 +255,7 @@ fn elected_controller(namespace: &str) -> Running {
                 "--metrics-addr=127.0.0.1:0",
                 "--watch-all-namespaces=false",
             ])
+            .args(more)
             .env("KUBECONFIG", support::kubeconfig_path())
             .env("RUNTIME_NAMESPACE", namespace)
             .stdin(Stdio::null())
@@ -280,5 +342,36 @@ async fn leadership_passes_on_at_release_and_at_expiry_but_not_while_renewed() {
     assert!(
         later_transitions > transitions,
         "{later_transitions} > {transitions}"
+    );
+}
+
+#[tokio::test]
+async fn a_leader_keeps_the_lease_on_shutdown_when_release_on_cancel_is_false() {
+    let client = support::client().await;
+    let ns = TestNamespace::new(&client, "keep-lease").await;
+    let leases: Api<Lease> = Api::namespaced(client.clone(), ns.name());
+    let mut leader =
+        elected_controller_with(ns.name(), &["--leader-election-release-on-cancel=false"]);
+    let (holder, _) = wait_for(
+        Duration::from_secs(60),
+        "a leader",
+        async || match lease_holder(&leases).await {
+            Ok((holder, transitions)) if !holder.is_empty() => Ok((holder, transitions)),
+            other => Err(format!("{other:?}")),
+        },
+    )
+    .await;
+    let pid = leader.0.id().to_string();
+    let status = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let exit = leader.0.wait().expect("wait for the controller");
+    assert!(exit.success(), "a graceful shutdown exits 0: {exit:?}");
+    assert_eq!(
+        lease_holder(&leases).await.map(|l| l.0),
+        Ok(holder),
+        "the lease is kept, not released"
     );
 }

@@ -1,6 +1,7 @@
 //! The controller: watches Kustomizations and the four source kinds, and runs
 //! [`reconcile::reconcile`] for each Kustomization that needs it.
 
+mod config_watch;
 mod context;
 pub mod decryption;
 pub mod dependencies;
@@ -25,6 +26,7 @@ use kube::runtime::watcher::{self, watcher};
 use kube::{Client, ResourceExt};
 use tracing::Instrument;
 
+use config_watch::ConfigKind;
 pub use context::{Context, Settings};
 pub use interrupts::Interrupts;
 pub use reconcile::{ReconcileError, reconcile};
@@ -32,9 +34,7 @@ use triggers::Triggers;
 
 use crate::api::Kustomization;
 use crate::api::kustomization::SourceKind;
-use crate::api::names::{
-    KUBECTL_LAST_APPLIED_ANNOTATION, RECONCILE_WATCH_ENABLED, RECONCILE_WATCH_LABEL,
-};
+use crate::api::names::KUBECTL_LAST_APPLIED_ANNOTATION;
 use crate::api::source::{DEFAULT_SOURCE_VERSION, artifact_of};
 use crate::cluster::{ClusterSettings, Clusters, KubeConfigPolicy};
 use crate::flags::ControllerFlags;
@@ -64,6 +64,9 @@ pub enum RunError {
         "RUNTIME_NAMESPACE is not set and the controller does not run in a pod: it is needed for {0}"
     )]
     NoRuntimeNamespace(&'static str),
+    /// A flag cannot be used.
+    #[error(transparent)]
+    Flag(#[from] crate::flags::FlagError),
     /// Leadership was lost; the process exits so that another replica takes over.
     #[error("leader election lost")]
     LeadershipLost,
@@ -71,6 +74,7 @@ pub enum RunError {
 
 /// Runs the controller until SIGTERM or SIGINT.
 pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
+    let gates = flags.feature_gates()?;
     let config = kube::Config::infer().await?;
     let metrics = Metrics::new(usize::from(flags.concurrent.max(1)));
     let client = crate::client::build(
@@ -123,28 +127,26 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
     let settings = Settings {
         no_cross_namespace_refs: flags.no_cross_namespace_refs,
         allow_remote_bases: !flags.no_remote_bases,
-        allow_external_artifact: flags.feature_gates.enabled("ExternalArtifact"),
-        strict_substitution: flags.feature_gates.enabled("StrictPostBuildSubstitutions"),
+        allow_external_artifact: gates.enabled("ExternalArtifact"),
+        strict_substitution: gates.enabled("StrictPostBuildSubstitutions"),
         concurrent_ssa: usize::from(flags.concurrent_ssa),
-        custom_apply_stage_kinds: flags.custom_apply_stage_kinds.clone(),
+        custom_apply_stage_kinds: flags.custom_apply_stage_kinds(),
         interval_jitter_percentage: flags.interval_jitter_percentage,
         concurrent: usize::from(flags.concurrent.max(1)),
-        health_fail_fast: !flags.feature_gates.enabled("DisableFailFastBehavior"),
-        cancel_health_check_on_new_revision: flags
-            .feature_gates
-            .enabled("CancelHealthCheckOnNewRevision"),
+        health_fail_fast: !gates.enabled("DisableFailFastBehavior"),
+        cancel_health_check_on_new_revision: gates.enabled("CancelHealthCheckOnNewRevision"),
         min_retry_delay: flags.min_retry_delay,
         max_retry_delay: flags.max_retry_delay,
         requeue_dependency: flags.requeue_dependency,
         dependency_policy: dependencies::Policy {
             no_cross_namespace_refs: flags.no_cross_namespace_refs,
-            additive_cel: flags.feature_gates.enabled("AdditiveCELDependencyCheck"),
+            additive_cel: gates.enabled("AdditiveCELDependencyCheck"),
         },
-        disable_commit_status_event: flags.feature_gates.enabled("DisableCommitStatusEvent"),
+        disable_commit_status_event: gates.enabled("DisableCommitStatusEvent"),
         override_managers: flags.override_manager.clone(),
         override_managers_before_dry_run: flags.override_manager_before_dry_run.clone(),
-        migrate_api_version: flags.feature_gates.enabled("MigrateAPIVersion"),
-        group_change_log: flags.feature_gates.enabled("GroupChangeLog"),
+        migrate_api_version: gates.enabled("MigrateAPIVersion"),
+        group_change_log: gates.enabled("GroupChangeLog"),
         decryption: decryption::DecryptionSettings {
             global_age_secret: match (&runtime_namespace, flags.sops_age_secret.as_str()) {
                 (Some(namespace), name) if !name.is_empty() => Some(decryption::GlobalAgeSecret {
@@ -211,7 +213,9 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
     let controller = build_controller(
         client,
         watch_namespace.as_deref(),
-        &flags,
+        &flags.watch_label_selector,
+        (!gates.enabled("DisableConfigWatchers"))
+            .then_some(flags.watch_configs_label_selector.as_str()),
         &settings,
         interrupts,
         cache_writer,
@@ -250,11 +254,14 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
         () = grace_expired => Ok(()),
         () = leadership_lost => Err(RunError::LeadershipLost),
     };
-    // A leader that stops on its own gives the lease up, so that a successor starts now
-    // rather than when the lease would have expired.
+    // A leader that stops on its own gives the lease up (unless
+    // `--leader-election-release-on-cancel=false`), so that a successor starts now rather
+    // than when the lease would have expired.
     if let (Some(candidate), Some(holding), Ok(())) = (candidate, holding, &outcome) {
         holding.abort();
-        candidate.release().await;
+        if flags.leader_election_release_on_cancel {
+            candidate.release().await;
+        }
     }
     outcome
 }
@@ -283,7 +290,8 @@ async fn stopped(mut stop_requested: tokio::sync::watch::Receiver<bool>) {
 fn build_controller(
     client: Client,
     namespace: Option<&str>,
-    flags: &ControllerFlags,
+    watch_label_selector: &str,
+    watch_configs: Option<&str>,
     settings: &Settings,
     interrupts: Arc<Interrupts>,
     writer: reflector::store::Writer<Kustomization>,
@@ -293,8 +301,8 @@ fn build_controller(
         None => Api::all(client.clone()),
     };
     let mut watch_config = watcher::Config::default();
-    if !flags.watch_label_selector.is_empty() {
-        watch_config = watch_config.labels(&flags.watch_label_selector);
+    if !watch_label_selector.is_empty() {
+        watch_config = watch_config.labels(watch_label_selector);
     }
     let reader = writer.as_reader();
     let spec_interrupts = Arc::clone(&interrupts);
@@ -374,51 +382,27 @@ fn build_controller(
             },
         );
     }
-    // `DisableConfigWatchers`: no ConfigMap or Secret watch at all, as with Flux (changes to
-    // post-build variables are then seen at the next interval).
-    if flags.feature_gates.enabled("DisableConfigWatchers") {
+    // `DisableConfigWatchers`: no ConfigMap or Secret watch at all, as with Flux (changes
+    // are then seen at the next interval).
+    let Some(selector) = watch_configs else {
         return controller;
-    }
-    controller = watch_variables::<ConfigMap>(controller, &client, namespace, &reader, "ConfigMap");
-    watch_variables::<Secret>(controller, &client, namespace, &reader, "Secret")
-}
-
-/// Reconciles the Kustomizations that read post-build variables from a ConfigMap or Secret
-/// labelled `reconcile.fluxcd.io/watch: Enabled` when it changes, as Flux does.
-fn watch_variables<K>(
-    controller: Controller<Kustomization>,
-    client: &Client,
-    namespace: Option<&str>,
-    store: &Store<Kustomization>,
-    kind: &'static str,
-) -> Controller<Kustomization>
-where
-    K: kube::Resource<DynamicType = (), Scope = k8s_openapi::NamespaceResourceScope>
-        + Clone
-        + std::fmt::Debug
-        + serde::de::DeserializeOwned
-        + Send
-        + Sync
-        + 'static,
-{
-    let api: Api<K> = match namespace {
-        Some(ns) => Api::namespaced(client.clone(), ns),
-        None => Api::all(client.clone()),
     };
-    let store = store.clone();
-    let config = watcher::Config::default().labels(&format!(
-        "{RECONCILE_WATCH_LABEL}={RECONCILE_WATCH_ENABLED}"
-    ));
-    controller.watches(api, config, move |object: K| {
-        let namespace = object.namespace().unwrap_or_default();
-        let name = object.name_any();
-        store
-            .state()
-            .into_iter()
-            .filter(|ks| variables::references(ks, kind, &namespace, &name))
-            .map(|ks| ObjectRef::from_obj(&*ks))
-            .collect::<Vec<_>>()
-    })
+    controller = config_watch::watch::<ConfigMap>(
+        controller,
+        &client,
+        namespace,
+        &reader,
+        ConfigKind::ConfigMap,
+        selector,
+    );
+    config_watch::watch::<Secret>(
+        controller,
+        &client,
+        namespace,
+        &reader,
+        ConfigKind::Secret,
+        selector,
+    )
 }
 
 /// The Kustomizations that reference `source` and have not yet attempted its current

@@ -111,38 +111,3 @@ pub fn kind_name(kind: SubstituteKind) -> &'static str {
         SubstituteKind::Secret => "Secret",
     }
 }
-
-/// Whether `ks` reads variables from the `kind` object named `name` in its namespace.
-pub fn references(ks: &Kustomization, kind: &str, namespace: &str, name: &str) -> bool {
-    ks.namespace().as_deref() == Some(namespace)
-        && ks
-            .spec
-            .post_build
-            .as_ref()
-            .and_then(|p| p.substitute_from.as_ref())
-            .is_some_and(|refs| {
-                refs.iter()
-                    .any(|r| kind_name(r.kind) == kind && r.name == name)
-            })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn references_match_kind_name_and_namespace() {
-        let ks: Kustomization = serde_json::from_value(serde_json::json!({
-            "apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
-            "metadata": {"name": "app", "namespace": "apps"},
-            "spec": {"interval": "1m", "prune": true,
-                     "sourceRef": {"kind": "GitRepository", "name": "repo"},
-                     "postBuild": {"substituteFrom": [{"kind": "ConfigMap", "name": "vars"}]}}
-        }))
-        .unwrap();
-        assert!(references(&ks, "ConfigMap", "apps", "vars"));
-        assert!(!references(&ks, "Secret", "apps", "vars"));
-        assert!(!references(&ks, "ConfigMap", "other", "vars"));
-        assert!(!references(&ks, "ConfigMap", "apps", "other"));
-    }
-}

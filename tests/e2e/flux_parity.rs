@@ -32,7 +32,7 @@ const UNRECONCILED: &str = "unreconciled";
 /// How long a status must stay unchanged to count as the end of a reconcile.
 const QUIET: Duration = Duration::from_millis(1500);
 
-fn flux_binary() -> &'static Path {
+pub(super) fn flux_binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| {
         let path = support::reference_tool(

@@ -5,6 +5,7 @@ mod apply;
 #[allow(dead_code)]
 #[path = "../support/artifacts.rs"]
 mod artifacts;
+mod config_watch;
 mod dependencies;
 mod diff;
 mod flux_cli;

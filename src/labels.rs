@@ -1,0 +1,520 @@
+//! Kubernetes label selectors as `k8s.io/apimachinery/pkg/labels.Parse` reads them
+//! (`app=web,tier in (a,b),!legacy,count>3`): used for `spec.ignore` targets and for the
+//! `--watch-label-selector` and `--watch-configs-label-selector` flags.
+
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Operator {
+    In,
+    NotIn,
+    Equals,
+    DoubleEquals,
+    NotEquals,
+    Exists,
+    DoesNotExist,
+    GreaterThan,
+    LessThan,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Requirement {
+    key: String,
+    operator: Operator,
+    values: Vec<String>,
+}
+
+impl Requirement {
+    fn new(key: String, operator: Operator, values: Vec<String>) -> Result<Requirement, String> {
+        if let Some(error) = label_key_error(&key) {
+            return Err(format!("key: Invalid value: {key:?}: {error}"));
+        }
+        match operator {
+            Operator::In | Operator::NotIn if values.is_empty() => {
+                return Err(
+                    "values: for 'in', 'notin' operators, values set can't be empty".into(),
+                );
+            }
+            Operator::Equals | Operator::DoubleEquals | Operator::NotEquals
+                if values.len() != 1 =>
+            {
+                return Err("values: exact-match compatibility requires one single value".into());
+            }
+            Operator::Exists | Operator::DoesNotExist if !values.is_empty() => {
+                return Err(
+                    "values: values set must be empty for exists and does not exist".into(),
+                );
+            }
+            Operator::GreaterThan | Operator::LessThan => {
+                if values.len() != 1 {
+                    return Err(
+                        "values: for 'Gt', 'Lt' operators, exactly one value is required".into(),
+                    );
+                }
+                if let Some(value) = values.iter().find(|value| value.parse::<i64>().is_err()) {
+                    return Err(format!(
+                        "values: Invalid value: {value:?}: for 'Gt', 'Lt' operators, \
+                         the value must be an integer"
+                    ));
+                }
+            }
+            _ => {}
+        }
+        if let Some(value) = values.iter().find(|value| !is_label_value(value)) {
+            return Err(format!(
+                "values[{key}]: Invalid value: {value:?}: a valid label must be an empty string \
+                 or consist of alphanumeric characters, '-', '_' or '.', and must start and end \
+                 with an alphanumeric character"
+            ));
+        }
+        Ok(Requirement {
+            key,
+            operator,
+            values,
+        })
+    }
+
+    fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        let value = labels.get(&self.key);
+        let listed = |value: &String| self.values.iter().any(|candidate| candidate == value);
+        match self.operator {
+            Operator::In | Operator::Equals | Operator::DoubleEquals => value.is_some_and(listed),
+            Operator::NotIn | Operator::NotEquals => !value.is_some_and(listed),
+            Operator::Exists => value.is_some(),
+            Operator::DoesNotExist => value.is_none(),
+            Operator::GreaterThan | Operator::LessThan => {
+                let Some(Ok(actual)) = value.map(|value| value.parse::<i64>()) else {
+                    return false;
+                };
+                let [bound] = self.values.as_slice() else {
+                    return false;
+                };
+                let Ok(bound) = bound.parse::<i64>() else {
+                    return false;
+                };
+                if self.operator == Operator::GreaterThan {
+                    actual > bound
+                } else {
+                    actual < bound
+                }
+            }
+        }
+    }
+}
+
+/// A parsed label selector: every requirement must match.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LabelSelector {
+    requirements: Vec<Requirement>,
+}
+
+impl LabelSelector {
+    /// Parses `expression` as `labels.Parse` does; the error is its reason, such as
+    /// `found '', expected: identifier`.
+    pub fn parse(expression: &str) -> Result<LabelSelector, String> {
+        let mut parser = SelectorParser {
+            items: lex_selector(expression),
+            position: 0,
+        };
+        let mut requirements = parser.parse()?;
+        requirements.sort_by(|a, b| a.key.cmp(&b.key));
+        Ok(LabelSelector { requirements })
+    }
+
+    /// Whether `labels` meet every requirement.
+    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.requirements
+            .iter()
+            .all(|requirement| requirement.matches(labels))
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Token {
+    End,
+    ClosedPar,
+    Comma,
+    DoesNotExist,
+    DoubleEquals,
+    Equals,
+    GreaterThan,
+    Identifier,
+    In,
+    LessThan,
+    NotEquals,
+    NotIn,
+    OpenPar,
+}
+
+fn symbol_token(literal: &[u8]) -> Option<Token> {
+    Some(match literal {
+        b")" => Token::ClosedPar,
+        b"," => Token::Comma,
+        b"!" => Token::DoesNotExist,
+        b"==" => Token::DoubleEquals,
+        b"=" => Token::Equals,
+        b">" => Token::GreaterThan,
+        b"<" => Token::LessThan,
+        b"!=" => Token::NotEquals,
+        b"(" => Token::OpenPar,
+        _ => return None,
+    })
+}
+
+fn is_selector_space(byte: u8) -> bool {
+    matches!(byte, b' ' | b'\t' | b'\r' | b'\n')
+}
+
+fn is_selector_symbol(byte: u8) -> bool {
+    matches!(byte, b'=' | b'!' | b'(' | b')' | b',' | b'>' | b'<')
+}
+
+/// Splits a selector into tokens. A NUL byte reads as the end of the input, as in Go.
+fn lex_selector(input: &str) -> Vec<(Token, String)> {
+    let bytes = input.as_bytes();
+    let mut position = 0;
+    let read = |position: &mut usize| -> u8 {
+        match bytes.get(*position) {
+            Some(&byte) => {
+                *position += 1;
+                byte
+            }
+            None => 0,
+        }
+    };
+    let mut items = Vec::new();
+    loop {
+        let mut byte = read(&mut position);
+        while is_selector_space(byte) {
+            byte = read(&mut position);
+        }
+        if byte == 0 {
+            items.push((Token::End, String::new()));
+            return items;
+        }
+        position -= 1;
+        let mut buffer: Vec<u8> = Vec::new();
+        if is_selector_symbol(byte) {
+            let mut last: Option<Token> = None;
+            let mut literal_len = 0;
+            loop {
+                let byte = read(&mut position);
+                if byte == 0 {
+                    break;
+                }
+                if !is_selector_symbol(byte) {
+                    position -= 1;
+                    break;
+                }
+                buffer.push(byte);
+                if let Some(token) = symbol_token(&buffer) {
+                    last = Some(token);
+                    literal_len = buffer.len();
+                } else if last.is_some() {
+                    position -= 1;
+                    break;
+                }
+            }
+            // Every single symbol is a token, so `last` is always set.
+            let token = last.unwrap_or(Token::End);
+            buffer.truncate(literal_len);
+            items.push((token, String::from_utf8_lossy(&buffer).into_owned()));
+        } else {
+            loop {
+                let byte = read(&mut position);
+                if byte == 0 {
+                    break;
+                }
+                if is_selector_symbol(byte) || is_selector_space(byte) {
+                    position -= 1;
+                    break;
+                }
+                buffer.push(byte);
+            }
+            let literal = String::from_utf8_lossy(&buffer).into_owned();
+            let token = match literal.as_str() {
+                "in" => Token::In,
+                "notin" => Token::NotIn,
+                _ => Token::Identifier,
+            };
+            items.push((token, literal));
+        }
+    }
+}
+
+/// Whether `in` and `notin` are keywords (after a key) or plain identifiers (elsewhere).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Context {
+    KeyAndOperator,
+    Values,
+}
+
+struct SelectorParser {
+    items: Vec<(Token, String)>,
+    position: usize,
+}
+
+impl SelectorParser {
+    fn lookahead(&self, context: Context) -> (Token, String) {
+        let (token, literal) = self
+            .items
+            .get(self.position)
+            .cloned()
+            .unwrap_or((Token::End, String::new()));
+        match token {
+            Token::In | Token::NotIn if context == Context::Values => (Token::Identifier, literal),
+            _ => (token, literal),
+        }
+    }
+
+    fn consume(&mut self, context: Context) -> (Token, String) {
+        let item = self.lookahead(context);
+        self.position += 1;
+        item
+    }
+
+    fn parse(&mut self) -> Result<Vec<Requirement>, String> {
+        let mut requirements = Vec::new();
+        loop {
+            let (token, literal) = self.lookahead(Context::Values);
+            match token {
+                Token::Identifier | Token::DoesNotExist => {
+                    let requirement = self
+                        .requirement()
+                        .map_err(|error| format!("unable to parse requirement: {error}"))?;
+                    requirements.push(requirement);
+                    let (token, literal) = self.consume(Context::Values);
+                    match token {
+                        Token::End => return Ok(requirements),
+                        Token::Comma => {
+                            let (next, literal) = self.lookahead(Context::Values);
+                            if next != Token::Identifier && next != Token::DoesNotExist {
+                                return Err(format!(
+                                    "found '{literal}', expected: identifier after ','"
+                                ));
+                            }
+                        }
+                        _ => {
+                            return Err(format!(
+                                "found '{literal}', expected: ',' or 'end of string'"
+                            ));
+                        }
+                    }
+                }
+                Token::End => return Ok(requirements),
+                _ => {
+                    return Err(format!(
+                        "found '{literal}', expected: !, identifier, or 'end of string'"
+                    ));
+                }
+            }
+        }
+    }
+
+    fn requirement(&mut self) -> Result<Requirement, String> {
+        let (key, operator) = self.key_and_inferred_operator()?;
+        if let Some(operator @ (Operator::Exists | Operator::DoesNotExist)) = operator {
+            return Requirement::new(key, operator, Vec::new());
+        }
+        let operator = self.operator()?;
+        let values = match operator {
+            Operator::In | Operator::NotIn => self.value_set()?,
+            _ => self.exact_value()?,
+        };
+        Requirement::new(key, operator, values)
+    }
+
+    fn key_and_inferred_operator(&mut self) -> Result<(String, Option<Operator>), String> {
+        let mut operator = None;
+        let (mut token, mut literal) = self.consume(Context::Values);
+        if token == Token::DoesNotExist {
+            operator = Some(Operator::DoesNotExist);
+            (token, literal) = self.consume(Context::Values);
+        }
+        if token != Token::Identifier {
+            return Err(format!("found '{literal}', expected: identifier"));
+        }
+        if let Some(error) = label_key_error(&literal) {
+            return Err(format!("Invalid value: {literal:?}: {error}"));
+        }
+        let (next, _) = self.lookahead(Context::Values);
+        if matches!(next, Token::End | Token::Comma) && operator.is_none() {
+            operator = Some(Operator::Exists);
+        }
+        Ok((literal, operator))
+    }
+
+    fn operator(&mut self) -> Result<Operator, String> {
+        let (token, literal) = self.consume(Context::KeyAndOperator);
+        Ok(match token {
+            Token::In => Operator::In,
+            Token::Equals => Operator::Equals,
+            Token::DoubleEquals => Operator::DoubleEquals,
+            Token::GreaterThan => Operator::GreaterThan,
+            Token::LessThan => Operator::LessThan,
+            Token::NotIn => Operator::NotIn,
+            Token::NotEquals => Operator::NotEquals,
+            _ => {
+                return Err(format!(
+                    "found '{literal}', expected: in, notin, =, ==, !=, gt, lt"
+                ));
+            }
+        })
+    }
+
+    /// `( value, ... )`; the values come back sorted and de-duplicated.
+    fn value_set(&mut self) -> Result<Vec<String>, String> {
+        let (token, literal) = self.consume(Context::Values);
+        if token != Token::OpenPar {
+            return Err(format!("found '{literal}' expected: '('"));
+        }
+        let (token, literal) = self.lookahead(Context::Values);
+        let values = match token {
+            Token::Identifier | Token::Comma => {
+                let values = self.identifier_list()?;
+                let (token, _) = self.consume(Context::Values);
+                if token != Token::ClosedPar {
+                    return Err(format!("found '{literal}', expected: ')'"));
+                }
+                values
+            }
+            Token::ClosedPar => {
+                self.consume(Context::Values);
+                vec![String::new()]
+            }
+            _ => {
+                return Err(format!(
+                    "found '{literal}', expected: ',', ')' or identifier"
+                ));
+            }
+        };
+        let mut values = values;
+        values.sort();
+        values.dedup();
+        Ok(values)
+    }
+
+    fn identifier_list(&mut self) -> Result<Vec<String>, String> {
+        let mut values: Vec<String> = Vec::new();
+        loop {
+            let (token, literal) = self.consume(Context::Values);
+            match token {
+                Token::Identifier => {
+                    values.push(literal);
+                    let (next, literal) = self.lookahead(Context::Values);
+                    match next {
+                        Token::Comma => continue,
+                        Token::ClosedPar => return Ok(values),
+                        _ => return Err(format!("found '{literal}', expected: ',' or ')'")),
+                    }
+                }
+                Token::Comma => {
+                    if values.is_empty() {
+                        values.push(String::new());
+                    }
+                    let (next, _) = self.lookahead(Context::Values);
+                    if next == Token::ClosedPar {
+                        values.push(String::new());
+                        return Ok(values);
+                    }
+                    if next == Token::Comma {
+                        values.push(String::new());
+                    }
+                }
+                _ => return Err(format!("found '{literal}', expected: ',', or identifier")),
+            }
+        }
+    }
+
+    fn exact_value(&mut self) -> Result<Vec<String>, String> {
+        let (token, _) = self.lookahead(Context::Values);
+        if matches!(token, Token::End | Token::Comma) {
+            return Ok(vec![String::new()]);
+        }
+        let (token, literal) = self.consume(Context::Values);
+        if token == Token::Identifier {
+            Ok(vec![literal])
+        } else {
+            Err(format!("found '{literal}', expected: identifier"))
+        }
+    }
+}
+
+/// Why `key` is not a label key (`[prefix/]name`), if it is not one.
+fn label_key_error(key: &str) -> Option<String> {
+    let parts: Vec<&str> = key.split('/').collect();
+    let name = match parts.as_slice() {
+        [name] => *name,
+        [prefix, name] => {
+            if prefix.is_empty() {
+                return Some("prefix part must be non-empty".into());
+            }
+            if !is_dns1123_subdomain(prefix) {
+                return Some(
+                    "prefix part a lowercase RFC 1123 subdomain must consist of lower case \
+                     alphanumeric characters, '-' or '.', and must start and end with an \
+                     alphanumeric character"
+                        .into(),
+                );
+            }
+            *name
+        }
+        _ => {
+            return Some(
+                "a valid label key must consist of alphanumeric characters, '-', '_' or '.', \
+                 and must start and end with an alphanumeric character, with an optional DNS \
+                 subdomain prefix and '/'"
+                    .into(),
+            );
+        }
+    };
+    if name.is_empty() {
+        return Some("name part must be non-empty".into());
+    }
+    if name.len() > 63 {
+        return Some("name part must be no more than 63 characters".into());
+    }
+    if !is_qualified_name_part(name) {
+        return Some(
+            "name part must consist of alphanumeric characters, '-', '_' or '.', and must \
+             start and end with an alphanumeric character"
+                .into(),
+        );
+    }
+    None
+}
+
+/// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`
+fn is_qualified_name_part(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    match (bytes.first(), bytes.last()) {
+        (Some(first), Some(last)) => {
+            first.is_ascii_alphanumeric()
+                && last.is_ascii_alphanumeric()
+                && bytes
+                    .iter()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        }
+        _ => false,
+    }
+}
+
+/// An empty string, or a qualified name part of at most 63 characters.
+fn is_label_value(value: &str) -> bool {
+    value.is_empty() || (value.len() <= 63 && is_qualified_name_part(value))
+}
+
+/// Lower-case RFC 1123 subdomain of at most 253 characters.
+fn is_dns1123_subdomain(value: &str) -> bool {
+    value.len() <= 253
+        && value.split('.').all(|label| {
+            let bytes = label.as_bytes();
+            match (bytes.first(), bytes.last()) {
+                (Some(first), Some(last)) => {
+                    let alnum = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+                    alnum(first) && alnum(last) && bytes.iter().all(|b| alnum(b) || *b == b'-')
+                }
+                _ => false,
+            }
+        })
+}
