@@ -86,13 +86,14 @@ LANE_A=(
   "sops|KC_SOPS_BIN|bash tests/sops/install-tools.sh"
   "flux-cli|KC_FLUX_CLI|bash tests/flux/install-flux-cli.sh"
 )
-# helm and Flux's controller reuse most of the Kubernetes build's compiled packages (Go's build
+# helm and Flux's controllers reuse most of the Kubernetes build's compiled packages (Go's build
 # cache), so they come after Vault, whose dependencies are mostly its own.
 LANE_B=(
   "moto|KC_MOTO_SERVER|bash tests/keyservices/install-moto.sh"
   "vault|KC_VAULT_BIN|bash tests/keyservices/install-vault.sh"
   "helm|KC_HELM|bash tests/helm/install-helm.sh"
   "flux-controller|KC_FLUX_KC_BIN|bash tests/bench/install-flux-controller.sh"
+  "source-controller|-|bash tests/flux/install-source-controller.sh"
 )
 if (($# == 0)); then
   LANE_A+=("kubernetes-$OLDEST_K8S|-|env K8S_VERSION=$OLDEST_K8S bash tests/controlplane/install-binaries.sh")

@@ -30,6 +30,9 @@ impl ControlPlane {
             state_dir.display()
         );
         let mut up = Command::new("bash");
+        // The compared controllers read the bench's own artifact server: no source-controller
+        // competes with them for the API server's CPU.
+        up.env("KC_NO_SOURCE_CONTROLLER", "1");
         if !workload_controllers {
             up.env("KC_APISERVER_ONLY", "1");
         }

@@ -1,23 +1,23 @@
 #!/usr/bin/env bash
-# The README demo: a Kustomization applied by this controller against a local control plane, with
-# source-controller faked by a static artifact server.
+# The README demo: a Kustomization applied by this controller against a local control plane, from a
+# Git commit that Flux's own source-controller turns into an artifact.
 #
 # Usage: tests/controlplane/demo.sh [up] [STATE_DIR]   start, or update, the demo (`make demo`)
 #        tests/controlplane/demo.sh down [STATE_DIR]   stop it and the control plane (`make demo-down`)
 # (default STATE_DIR: <repo>/.controlplane)
 #
-# up: up.sh; build the controller (see KC_DEMO_PROFILE); pack config/samples/demo/manifests/ into a
-# reproducible tar.gz served by `python3 -m http.server` on a free 127.0.0.1 port; apply
-# config/samples/demo/gitrepository.yaml and write its status.artifact (url, revision, digest, ...)
-# by hand; run the controller; apply config/samples/demo/kustomization.yaml; wait until it is
-# Ready at the artifact's revision, then (bounded) until its Deployments have rolled out.
-# The controller and the artifact server keep running in the background; their pid files and
-# logs are in STATE_DIR/demo/. Running `up` again is how the demo is updated: it repacks and
-# publishes the manifests (a new revision if they changed), reuses the running artifact server
-# and controller (restarting the controller only if it exited, its binary changed or
-# KC_DEMO_CONTROLLER_ARGS changed), and waits for Ready at the new revision.
+# up: up.sh (which also runs source-controller and a Git server on loopback); build the controller
+# (see KC_DEMO_PROFILE); commit config/samples/demo/manifests/ to the branch main of the bare
+# repository demo.git on the Git server (a new commit only when the manifests changed); apply
+# config/samples/demo/gitrepository.yaml pointing at it and ask source-controller to fetch; wait
+# until the GitRepository is Ready at that commit; run the controller; apply
+# config/samples/demo/kustomization.yaml; wait until it is Ready at the commit, then (bounded)
+# until its Deployments have rolled out. The controller keeps running in the background; its pid
+# file and log are in STATE_DIR/demo/. Running `up` again is how the demo is updated: it commits
+# the edited manifests, reuses the running controller (restarting it only if it exited, its
+# binary changed or KC_DEMO_CONTROLLER_ARGS changed), and waits for Ready at the new commit.
 #
-# down: stops the controller and the artifact server, then the control plane (down.sh).
+# down: stops the controller, then the control plane, source-controller and the Git server.
 #
 # Environment:
 #   KC_DEMO_PROFILE          debug or release: the cargo profile to build and run. Default: release
@@ -27,7 +27,8 @@
 #   KC_DEMO_CONTROLLER_ARGS  extra controller arguments (word-split), appended after the demo's own:
 #                            --log-encoding=console --watch-all-namespaces=false
 #                            --metrics-addr=127.0.0.1:<free> --health-addr=127.0.0.1:<free>
-#   KC_DEMO_TIMEOUT          seconds to wait for the Kustomization to be Ready (default 120)
+#   KC_DEMO_TIMEOUT          seconds to wait for the GitRepository, then the Kustomization, to be
+#                            Ready (default 120 each)
 #   KC_DEMO_ROLLOUT_TIMEOUT  seconds to wait for its Deployments to roll out (default 60)
 set -euo pipefail
 
@@ -69,13 +70,12 @@ else
   DOWN_CMD="tests/controlplane/demo.sh down $STATE_DIR"
 fi
 
-# demo_down: stops the controller and the artifact server, then the control plane.
+# demo_down: stops the controller, then the control plane (and source-controller with it).
 demo_down() {
   if [[ -d "$STATE_DIR/demo" ]]; then
     local demo_dir
     demo_dir="$(cd "$STATE_DIR/demo" && pwd)"
     stop_process "$demo_dir" controller 10
-    stop_process "$demo_dir" artifact-server 5
   fi
   "$SCRIPT_DIR/down.sh" "${STATE_ARG[@]}"
 }
@@ -100,7 +100,7 @@ choose_build() {
 # check_prerequisites: every tool the demo and up.sh need, checked before anything starts.
 check_prerequisites() {
   use_test_go_caches "${KC_TEST_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kustomize-controller-tests}"
-  local tools=(curl tar gzip sha256sum sha1sum flock setsid base64 openssl python3)
+  local tools=(curl git sha256sum flock setsid base64 openssl python3)
   [[ -z "$PROFILE" ]] || tools+=(cargo)
   require_tools "the demo" "${tools[@]}"
   [[ -z "$PROFILE" ]] || require_cargo "$REPO_ROOT"
@@ -137,80 +137,64 @@ build_controller() {
   [[ -x "$CONTROLLER" ]] || die "cargo build succeeded but $CONTROLLER is missing"
 }
 
-# server_answers PORT: true if the artifact server answers on 127.0.0.1:PORT.
-server_answers() {
-  curl -fsS -o /dev/null --max-time 2 "http://127.0.0.1:$1/" 2>/dev/null
-}
-
-# ensure_artifact_server: reuses the artifact server of an earlier run, or starts one (detached)
-# serving DEMO_DIR/www; sets SERVER_PORT.
-ensure_artifact_server() {
-  mkdir -p "$DEMO_DIR/www"
-  if is_running "$DEMO_DIR" artifact-server && [[ -s "$DEMO_DIR/artifact-server.port" ]]; then
-    SERVER_PORT="$(<"$DEMO_DIR/artifact-server.port")"
-    if server_answers "$SERVER_PORT"; then
-      log "reusing the artifact server on 127.0.0.1:$SERVER_PORT (pid $(<"$DEMO_DIR/artifact-server.pid"))"
-      return
-    fi
+# commit_manifests: commits config/samples/demo/manifests/ to main of GIT_ROOT/demo.git (a new
+# commit only if they changed) from a work tree in DEMO_DIR/work; sets REVISION to Flux's form of
+# the commit (main@sha1:<id>).
+commit_manifests() {
+  local bare="$GIT_ROOT/demo.git" work="$DEMO_DIR/work" previous commit
+  if [[ ! -d "$bare" ]]; then
+    git init -q --bare --initial-branch=main "$bare"
   fi
-  stop_process "$DEMO_DIR" artifact-server 5
-  read -r SERVER_PORT <<<"$(free_ports 1)"
-  setsid nohup python3 -m http.server "$SERVER_PORT" --bind 127.0.0.1 --directory "$DEMO_DIR/www" \
-    </dev/null >>"$DEMO_DIR/artifact-server.log" 2>&1 7>&- &
-  echo "$!" >"$DEMO_DIR/artifact-server.pid"
-  echo "$SERVER_PORT" >"$DEMO_DIR/artifact-server.port"
-  local i
-  for i in {1..50}; do
-    server_answers "$SERVER_PORT" && break
-    is_running "$DEMO_DIR" artifact-server \
-      || die "the artifact server exited: $(tail -n 5 "$DEMO_DIR/artifact-server.log")"
-    ((i < 50)) || die "the artifact server is not answering on 127.0.0.1:$SERVER_PORT after 10 s"
-    sleep 0.2
-  done
-  log "started the artifact server on 127.0.0.1:$SERVER_PORT (pid $(<"$DEMO_DIR/artifact-server.pid"))"
-}
-
-# publish_artifact: packs the manifests into DEMO_DIR/www/<sha1>.tar.gz and writes it as the
-# GitRepository's status.artifact; sets REVISION.
-publish_artifact() {
-  local tmp="$DEMO_DIR/www/.pack.tmp" digest commit size url previous now generation
-  # Reproducible archive: the same manifests give the same digest and revision on every run.
-  tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 \
-    -C "$SAMPLES/manifests" -cf - . | gzip -n >"$tmp"
-  digest="sha256:$(sha256sum "$tmp" | cut -d' ' -f1)"
-  commit="$(sha1sum "$tmp" | cut -d' ' -f1)" # stands in for a git commit id
-  size="$(stat -c %s "$tmp")"
+  if [[ ! -d "$work/.git" ]]; then
+    rm -rf "$work"
+    git init -q --initial-branch=main "$work"
+    git -C "$work" remote add origin "$bare"
+  fi
+  git -C "$work" fetch -q origin 2>/dev/null || true
+  if git -C "$work" rev-parse -q --verify origin/main >/dev/null; then
+    git -C "$work" reset -q --hard origin/main
+  fi
+  previous="$(git -C "$work" rev-parse -q --verify HEAD || true)"
+  find "$work" -mindepth 1 -maxdepth 1 ! -name .git -exec rm -rf {} +
+  cp -R "$SAMPLES/manifests/." "$work/"
+  git -C "$work" add -A
+  if ! git -C "$work" diff --cached --quiet || [[ -z "$previous" ]]; then
+    git -C "$work" -c user.name=demo -c user.email=demo@localhost \
+      commit -q --allow-empty -m "demo: config/samples/demo/manifests as of $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    git -C "$work" push -q origin HEAD:main
+  fi
+  commit="$(git -C "$work" rev-parse HEAD)"
   REVISION="main@sha1:$commit"
-  # One file per revision: a controller still fetching the previous one is not disturbed.
-  mv -f "$tmp" "$DEMO_DIR/www/$commit.tar.gz"
-  url="http://127.0.0.1:$SERVER_PORT/$commit.tar.gz"
-  [[ "sha256:$(curl -fsS --max-time 10 "$url" | sha256sum | cut -d' ' -f1)" == "$digest" ]] \
-    || die "the artifact served on $url does not match $digest"
-
-  "$KUBECTL" create namespace flux-system --dry-run=client -o yaml | "$KUBECTL" apply --server-side -f - >/dev/null
-  "$KUBECTL" apply --server-side -f "$SAMPLES/gitrepository.yaml" >/dev/null
-  previous="$("$KUBECTL" get gitrepository demo -n flux-system -o jsonpath='{.status.artifact.revision}')"
-  now="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  generation="$("$KUBECTL" get gitrepository demo -n flux-system -o jsonpath='{.metadata.generation}')"
-  "$KUBECTL" patch gitrepository demo -n flux-system --subresource=status --type=merge -p "$(
-    cat <<EOF
-{"status": {
-  "observedGeneration": $generation,
-  "conditions": [{"type": "Ready", "status": "True", "reason": "Succeeded",
-                  "message": "stored artifact for revision '$REVISION'",
-                  "observedGeneration": $generation, "lastTransitionTime": "$now"}],
-  "artifact": {"path": "gitrepository/flux-system/demo/$commit.tar.gz", "url": "$url",
-               "revision": "$REVISION", "digest": "$digest", "size": $size,
-               "lastUpdateTime": "$now"}}}
-EOF
-  )" >/dev/null
-  if [[ "$previous" == "$REVISION" ]]; then
-    log "GitRepository flux-system/demo: manifests unchanged since the last run, still $REVISION"
+  if [[ "$commit" == "$previous" ]]; then
+    log "demo.git: manifests unchanged since the last run, still $REVISION"
   elif [[ -n "$previous" ]]; then
-    log "GitRepository flux-system/demo: new revision $REVISION ($size bytes, $digest), was $previous"
+    log "demo.git: committed the edited manifests as $REVISION (was main@sha1:$previous)"
   else
-    log "GitRepository flux-system/demo: revision $REVISION ($size bytes, $digest) on $url"
+    log "demo.git: committed the manifests as $REVISION on $GIT_URL/demo.git"
   fi
+}
+
+# fetch_source: applies the GitRepository flux-system/demo pointing at the Git server, asks
+# source-controller to fetch now, and waits until its artifact is REVISION.
+fetch_source() {
+  local token deadline=$((SECONDS + TIMEOUT)) status artifact ready message
+  sed "s|^  url: .*|  url: $GIT_URL/demo.git|" "$SAMPLES/gitrepository.yaml" \
+    | "$KUBECTL" apply --server-side -f - >/dev/null
+  token="$(date -u +%Y-%m-%dT%H:%M:%S.%NZ)"
+  "$KUBECTL" annotate gitrepository demo -n flux-system --overwrite \
+    "reconcile.fluxcd.io/requestedAt=$token" >/dev/null
+  while true; do
+    status="$("$KUBECTL" get gitrepository demo -n flux-system -o jsonpath='{.status.artifact.revision}|{.status.conditions[?(@.type=="Ready")].status}|{.status.conditions[?(@.type=="Ready")].message}' 2>/dev/null)" || status=""
+    IFS='|' read -r artifact ready message <<<"$status" || true
+    [[ "$artifact" == "$REVISION" && "$ready" == True ]] && break
+    if ((SECONDS >= deadline)); then
+      log "----- last 20 lines of $FLUX_DIR/source-controller.log -----"
+      tail -n 20 "$FLUX_DIR/source-controller.log" >&2 || true
+      die "GitRepository flux-system/demo is not Ready at $REVISION after ${TIMEOUT} s (Ready=${ready:-unset}: ${message:-no message}; artifact ${artifact:-none})"
+    fi
+    sleep 0.5
+  done
+  log "GitRepository flux-system/demo: source-controller stored the artifact of $REVISION"
 }
 
 # binary_stamp FILE: path, size, mtime and inode of FILE (changes whenever cargo relinks it).
@@ -265,7 +249,7 @@ ensure_controller() {
 }
 
 # show_failure MESSAGE: prints MESSAGE, the Kustomization's status and the end of the controller
-# log, and exits 1 (the controller and the artifact server keep running).
+# log, and exits 1 (the controller keeps running).
 show_failure() {
   log "error: $1"
   log "----- Kustomization flux-system/demo conditions -----"
@@ -273,7 +257,7 @@ show_failure() {
     -o jsonpath='{range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{"\n"}{end}' || true
   log "----- last 20 lines of $CONTROLLER_LOG -----"
   tail -n 20 "$CONTROLLER_LOG" >&2 || true
-  log "the controller and the artifact server are still running: fix what is wrong and run"
+  log "the controller is still running: fix what is wrong and run"
   log "'$AGAIN_CMD' again, or stop everything with '$DOWN_CMD'"
   exit 1
 }
@@ -344,6 +328,11 @@ KUBECTL="$STATE_DIR/bin/kubectl"
 [[ -x "$KUBECTL" ]] || die "$KUBECTL not found (up.sh should have linked it)"
 DEMO_DIR="$STATE_DIR/demo"
 CONTROLLER_LOG="$DEMO_DIR/controller.log"
+FLUX_DIR="$STATE_DIR/flux"
+[[ -s "$FLUX_DIR/git-url" && -s "$FLUX_DIR/git-root" ]] \
+  || die "up.sh started no Git server in $FLUX_DIR (is KC_NO_SOURCE_CONTROLLER set?)"
+GIT_URL="$(<"$FLUX_DIR/git-url")"
+GIT_ROOT="$(<"$FLUX_DIR/git-root")"
 mkdir -p "$DEMO_DIR"
 # One demo run at a time per state dir (fd 7 is closed for the processes left running).
 exec 7>"$DEMO_DIR/lock"
@@ -352,10 +341,10 @@ flock -w 600 7 || die "another demo.sh has held $DEMO_DIR/lock for 10 minutes"
 "$KUBECTL" get crd "$KUSTOMIZATION_CRD" >/dev/null 2>&1 \
   || die "the $KUSTOMIZATION_CRD CRD is not installed: generate it into $REPO_ROOT/crds/ and rerun"
 
-# --- controller binary, artifact, controller, Kustomization ----------------------------------------
+# --- controller binary, Git commit, source, controller, Kustomization -------------------------------
 build_controller
-ensure_artifact_server
-publish_artifact
+commit_manifests
+fetch_source
 ensure_controller
 
 "$KUBECTL" apply --server-side -f "$SAMPLES/kustomization.yaml" >/dev/null
@@ -375,7 +364,7 @@ if "$KUBECTL" get namespace demo >/dev/null 2>&1; then
   "$KUBECTL" get configmaps,deployments,pods -n demo
 fi
 echo
-log "the controller and the artifact server keep running in the background. Next steps:"
+log "the controller, source-controller and the Git server keep running in the background. Next steps:"
 log "  follow the controller:  tail -f $CONTROLLER_LOG"
 log "  use the cluster:        export KUBECONFIG=$KUBECONFIG PATH=$STATE_DIR/bin:\$PATH"
 log "  try a change:           edit config/samples/demo/manifests and run '$AGAIN_CMD' again"

@@ -16,6 +16,8 @@
 # - Concurrent callers are serialised with flock on STATE_DIR/lock.
 #
 # stdout: the kubeconfig path (only that). Everything else goes to stderr.
+# - Then starts Flux's source-controller and a Git server on loopback (tests/flux/source-up.sh),
+#   unless KC_NO_SOURCE_CONTROLLER=1 (the benches).
 # With KC_APISERVER_ONLY=1 only etcd and kube-apiserver run: a second, bare cluster that the
 # tests use as the remote cluster of spec.kubeConfig.
 # Environment: KC_READY_TIMEOUT (seconds to wait for /readyz, default 120),
@@ -372,6 +374,11 @@ else
   start_control_plane
 fi
 install_crds
+# source-controller and the Git server: not for the bare remote cluster, nor for the benches (their
+# controllers read the same in-process artifact server, and the API server's CPU is theirs alone).
+if [[ "${KC_APISERVER_ONLY:-}" != 1 && "${KC_NO_SOURCE_CONTROLLER:-}" != 1 ]]; then
+  "$REPO_ROOT/tests/flux/source-up.sh" "$STATE_DIR" </dev/null || die "source-up.sh failed"
+fi
 
 log "ready in $((SECONDS - START_TIME))s. To use it:"
 log "  export KUBECONFIG=$KUBECONFIG_FILE"

@@ -403,3 +403,115 @@ async fn flux_diff_reports_no_change_then_the_local_change() {
         .expect_line(&[&format!("ConfigMap/{ns}/b created")])
         .expect_line(&["changed"]);
 }
+
+/// Runs `kubectl apply -f -` with `yaml`.
+fn kubectl_apply(yaml: &str) {
+    let mut child = support::kubectl()
+        .args(["apply", "-f", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run kubectl");
+    if let Some(mut stdin) = child.stdin.take() {
+        use std::io::Write as _;
+        stdin.write_all(yaml.as_bytes()).expect("write to kubectl");
+    }
+    let output = child.wait_with_output().expect("kubectl apply");
+    assert!(
+        output.status.success(),
+        "kubectl apply: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// Flux's getting-started workflow on the real stack: `flux create source git` and
+/// `flux create kustomization --export` applied with kubectl, source-controller cloning the
+/// repository, then a commit picked up by `flux reconcile ks --with-source`.
+#[tokio::test]
+async fn flux_create_then_reconcile_with_source_on_source_controller() {
+    let f = Fixture::new("flux-real").await;
+    let ns = f.ns();
+    let repo = source_controller::GitRepo::new("flux-cli");
+    let first = repo.commit(
+        "first",
+        &[("deploy/cm.yaml", &config_map(ns, "app-config", "1"))],
+    );
+    let source = flux(
+        ns,
+        &[
+            "create",
+            "source",
+            "git",
+            "repo",
+            "--url",
+            &repo.url,
+            "--branch",
+            "main",
+            "--interval",
+            "1h",
+            "--export",
+        ],
+    )
+    .await;
+    source.expect_code(0);
+    kubectl_apply(&source.stdout);
+    let run_label = format!("{RUN_LABEL}={}", run_id());
+    let kustomization = flux(
+        ns,
+        &[
+            "create",
+            "kustomization",
+            "app",
+            "--source",
+            "GitRepository/repo",
+            "--path",
+            "./deploy",
+            "--prune",
+            "true",
+            "--interval",
+            "1h",
+            "--label",
+            &run_label,
+            "--export",
+        ],
+    )
+    .await;
+    kustomization.expect_code(0);
+    kubectl_apply(&kustomization.stdout);
+    let short = |commit: &str| format!("main@sha1:{}", &commit[..8]);
+    wait_for(
+        WAIT,
+        "flux get kustomizations shows the first commit applied",
+        async || {
+            let run = flux(ns, &["get", "kustomizations"]).await;
+            if run.code == Some(0)
+                && run.stdout.contains(&short(&first))
+                && run.stdout.contains("True")
+            {
+                Ok(())
+            } else {
+                Err(run.output())
+            }
+        },
+    )
+    .await;
+    flux(ns, &["get", "sources", "git"])
+        .await
+        .expect_code(0)
+        .expect_line(&["repo", &short(&first), "True"]);
+
+    let second = repo.commit(
+        "second",
+        &[("deploy/cm.yaml", &config_map(ns, "app-config", "2"))],
+    );
+    flux(ns, &["reconcile", "kustomization", "app", "--with-source"])
+        .await
+        .expect_code(0)
+        .expect_line(&["applied revision", &format!("main@sha1:{second}")]);
+    let live = Api::<ConfigMap>::namespaced(f.client.clone(), ns)
+        .get("app-config")
+        .await
+        .expect("app-config");
+    assert_eq!(live.data.unwrap_or_default()["value"], "2");
+}

@@ -16,6 +16,7 @@ mod keyservices;
 mod progress;
 mod remote_bases;
 mod sharding;
+mod source_controller;
 #[path = "../support/mod.rs"]
 mod support;
 mod tenancy;

@@ -148,13 +148,18 @@ pub fn git_repository_resource() -> ApiResource {
     )
 }
 
+/// The label of GitRepositories whose artifacts the tests forge (see [`publish_artifact`]):
+/// source-controller, which runs on the same control plane, leaves them alone.
+pub const FORGED_ARTIFACT_LABEL: &str = "kc-test/forged-artifact";
+
+/// A GitRepository whose `status.artifact` the test writes itself with [`publish_artifact`].
 pub async fn create_git_repository(client: &kube::Client, ns: &str, name: &str) {
     let api: Api<DynamicObject> =
         Api::namespaced_with(client.clone(), ns, &git_repository_resource());
     let repo: DynamicObject = serde_json::from_value(json!({
         "apiVersion": "source.toolkit.fluxcd.io/v1",
         "kind": "GitRepository",
-        "metadata": {"name": name, "namespace": ns},
+        "metadata": {"name": name, "namespace": ns, "labels": {FORGED_ARTIFACT_LABEL: "true"}},
         "spec": {"url": "https://example.invalid/repo.git", "interval": "10m"}
     }))
     .expect("repo");

@@ -1,0 +1,333 @@
+//! On the real Flux stack: Flux's source-controller (v1.9.6) clones Git repositories that the
+//! tests commit to on the control plane's Git server, and this controller applies the artifacts
+//! it produces, with source-controller's own revision formats, digests and status updates.
+
+use std::path::PathBuf;
+
+use kube::api::ApiResource;
+
+use super::*;
+
+/// A bare repository on the control plane's Git server, and a work tree the test commits from.
+pub(super) struct GitRepo {
+    pub(super) url: String,
+    work: PathBuf,
+}
+
+/// The Git server's root directory and URL, as tests/flux/source-up.sh wrote them.
+fn git_server() -> (PathBuf, String) {
+    let flux = support::kubeconfig_path()
+        .parent()
+        .map(|state| state.join("flux"))
+        .expect("the control plane's state directory");
+    let read = |name: &str| {
+        std::fs::read_to_string(flux.join(name))
+            .map(|text| text.trim().to_string())
+            .unwrap_or_else(|e| {
+                panic!(
+                    "{}: {e}: up.sh starts the Git server beside source-controller",
+                    flux.join(name).display()
+                )
+            })
+    };
+    (PathBuf::from(read("git-root")), read("git-url"))
+}
+
+fn git(dir: &std::path::Path, args: &[&str]) -> String {
+    let output = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=e2e", "-c", "user.email=e2e@localhost"])
+        .args(args)
+        .output()
+        .expect("run git");
+    assert!(
+        output.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_string()
+}
+
+impl GitRepo {
+    /// A new, empty repository named after `prefix`.
+    pub(super) fn new(prefix: &str) -> GitRepo {
+        let (root, url) = git_server();
+        let name = support::unique_name(prefix);
+        let bare = root.join(format!("{name}.git"));
+        let work = std::env::temp_dir().join(format!("{name}-work"));
+        std::fs::create_dir_all(&work).expect("work tree");
+        git(
+            &root,
+            &[
+                "init",
+                "-q",
+                "--bare",
+                "--initial-branch=main",
+                &format!("{name}.git"),
+            ],
+        );
+        git(&work, &["init", "-q", "--initial-branch=main"]);
+        git(
+            &work,
+            &["remote", "add", "origin", &bare.display().to_string()],
+        );
+        GitRepo {
+            url: format!("{url}/{name}.git"),
+            work,
+        }
+    }
+
+    /// Commits `files` (path, content; an empty content removes the file) on the current
+    /// branch, pushes it, and returns the commit id.
+    pub(super) fn commit(&self, message: &str, files: &[(&str, &str)]) -> String {
+        for (path, content) in files {
+            let full = self.work.join(path);
+            if content.is_empty() {
+                let _ = std::fs::remove_file(&full);
+            } else {
+                if let Some(dir) = full.parent() {
+                    std::fs::create_dir_all(dir).expect("dir");
+                }
+                std::fs::write(&full, content).expect("write file");
+            }
+        }
+        git(&self.work, &["add", "-A"]);
+        git(&self.work, &["commit", "-q", "-m", message]);
+        git(&self.work, &["push", "-q", "origin", "HEAD:main"]);
+        git(&self.work, &["rev-parse", "HEAD"])
+    }
+
+    /// Tags the current commit `tag` and pushes the tag.
+    fn tag(&self, tag: &str) {
+        git(&self.work, &["tag", tag]);
+        git(&self.work, &["push", "-q", "origin", tag]);
+    }
+}
+
+fn git_repository_api(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
+    Api::namespaced_with(
+        client.clone(),
+        ns,
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("source.toolkit.fluxcd.io", "v1", "GitRepository"),
+            "gitrepositories",
+        ),
+    )
+}
+
+/// A GitRepository `name` of `url` at `reference` (`{"branch": "main"}`, `{"tag": ...}`, ...),
+/// reconciled by source-controller.
+async fn create_source(client: &kube::Client, ns: &str, name: &str, url: &str, reference: Value) {
+    let repo: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"url": url, "interval": "1h", "timeout": "20s", "ref": reference},
+    }))
+    .expect("GitRepository");
+    git_repository_api(client, ns)
+        .create(&PostParams::default(), &repo)
+        .await
+        .expect("create GitRepository");
+}
+
+/// Asks source-controller to fetch GitRepository `name` now, as `flux reconcile source git`
+/// does.
+async fn request_fetch(client: &kube::Client, ns: &str, name: &str) {
+    let token = format!("{:?}", std::time::SystemTime::now());
+    let patch = json!({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": token}}});
+    git_repository_api(client, ns)
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("annotate GitRepository");
+}
+
+/// Waits until source-controller has stored the artifact of `revision` for `name`.
+async fn wait_artifact(client: &kube::Client, ns: &str, name: &str, revision: &str) -> Value {
+    let api = git_repository_api(client, ns);
+    wait_for(
+        WAIT,
+        &format!("GitRepository {name} at {revision}"),
+        async || {
+            let repo = api.get(name).await.map_err(|e| e.to_string())?;
+            let artifact = repo.data["status"]["artifact"].clone();
+            if artifact["revision"] == revision {
+                Ok(artifact)
+            } else {
+                Err(format!("status: {}", repo.data["status"]))
+            }
+        },
+    )
+    .await
+}
+
+/// Waits until the Kustomization is Ready with `revision` applied.
+async fn wait_applied(client: &kube::Client, ns: &str, name: &str, revision: &str) {
+    let api: Api<Kustomization> = Api::namespaced(client.clone(), ns);
+    wait_for(
+        WAIT,
+        &format!("Kustomization {name} applied {revision}"),
+        async || {
+            let applied = api
+                .get(name)
+                .await
+                .map_err(|e| e.to_string())?
+                .status
+                .and_then(|status| status.last_applied_revision);
+            match ready(client, ns, name).await {
+                Some((ConditionStatus::True, _, _)) if applied.as_deref() == Some(revision) => {
+                    Ok(())
+                }
+                other => Err(format!("applied {applied:?}, Ready {other:?}")),
+            }
+        },
+    )
+    .await;
+}
+
+async fn config_map_names(client: &kube::Client, ns: &str) -> Vec<String> {
+    let mut names: Vec<String> = Api::<ConfigMap>::namespaced(client.clone(), ns)
+        .list(&Default::default())
+        .await
+        .expect("list ConfigMaps")
+        .items
+        .into_iter()
+        .filter_map(|cm| cm.metadata.name)
+        .filter(|name| name != "kube-root-ca.crt")
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn a_commit_on_the_branch_is_applied_and_what_it_removed_is_pruned() {
+    let f = Fixture::new("sc-branch").await;
+    let ns = f.ns();
+    let repo = GitRepo::new("branch");
+    let first = repo.commit(
+        "two config maps",
+        &[
+            ("deploy/a.yaml", &config_map(ns, "a", "1")),
+            ("deploy/b.yaml", &config_map(ns, "b", "1")),
+        ],
+    );
+    create_source(&f.client, ns, "repo", &repo.url, json!({"branch": "main"})).await;
+    let revision = format!("main@sha1:{first}");
+    let artifact = wait_artifact(&f.client, ns, "repo", &revision).await;
+    assert!(
+        artifact["digest"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("sha256:")),
+        "{artifact}"
+    );
+    create_kustomization(&f.client, ns, "app", "repo", json!({})).await;
+    wait_applied(&f.client, ns, "app", &revision).await;
+    assert_eq!(config_map_names(&f.client, ns).await, ["a", "b"]);
+
+    let second = repo.commit(
+        "change a, remove b",
+        &[
+            ("deploy/a.yaml", &config_map(ns, "a", "2")),
+            ("deploy/b.yaml", ""),
+        ],
+    );
+    request_fetch(&f.client, ns, "repo").await;
+    let revision = format!("main@sha1:{second}");
+    wait_artifact(&f.client, ns, "repo", &revision).await;
+    wait_applied(&f.client, ns, "app", &revision).await;
+    assert_eq!(config_map_names(&f.client, ns).await, ["a"], "b is pruned");
+    let a = Api::<ConfigMap>::namespaced(f.client.clone(), ns)
+        .get("a")
+        .await
+        .expect("a");
+    assert_eq!(a.data.unwrap_or_default()["value"], "2");
+}
+
+#[tokio::test]
+async fn tags_and_semver_ranges_select_the_revision_source_controller_reports() {
+    let f = Fixture::new("sc-tags").await;
+    let ns = f.ns();
+    let repo = GitRepo::new("tags");
+    let v1 = repo.commit(
+        "v1.0.0",
+        &[("deploy/cm.yaml", &config_map(ns, "release", "1.0.0"))],
+    );
+    repo.tag("v1.0.0");
+    let v11 = repo.commit(
+        "v1.1.0",
+        &[("deploy/cm.yaml", &config_map(ns, "release", "1.1.0"))],
+    );
+    repo.tag("v1.1.0");
+    repo.commit(
+        "v2.0.0",
+        &[("deploy/cm.yaml", &config_map(ns, "release", "2.0.0"))],
+    );
+    repo.tag("v2.0.0");
+    create_source(&f.client, ns, "by-tag", &repo.url, json!({"tag": "v1.0.0"})).await;
+    create_source(
+        &f.client,
+        ns,
+        "by-semver",
+        &repo.url,
+        json!({"semver": ">=1.0.0 <2.0.0"}),
+    )
+    .await;
+    let tag_revision = format!("v1.0.0@sha1:{v1}");
+    let semver_revision = format!("v1.1.0@sha1:{v11}");
+    wait_artifact(&f.client, ns, "by-tag", &tag_revision).await;
+    wait_artifact(&f.client, ns, "by-semver", &semver_revision).await;
+    create_kustomization(
+        &f.client,
+        ns,
+        "tagged",
+        "by-tag",
+        json!({"namePrefix": "tagged-"}),
+    )
+    .await;
+    create_kustomization(
+        &f.client,
+        ns,
+        "ranged",
+        "by-semver",
+        json!({"namePrefix": "ranged-"}),
+    )
+    .await;
+    wait_applied(&f.client, ns, "tagged", &tag_revision).await;
+    wait_applied(&f.client, ns, "ranged", &semver_revision).await;
+    let value = |name: &'static str| {
+        let api = Api::<ConfigMap>::namespaced(f.client.clone(), ns);
+        async move { api.get(name).await.expect(name).data.unwrap_or_default()["value"].clone() }
+    };
+    assert_eq!(value("tagged-release").await, "1.0.0");
+    assert_eq!(value("ranged-release").await, "1.1.0");
+}
+
+#[tokio::test]
+async fn a_repository_source_controller_cannot_fetch_is_reported_and_nothing_is_applied() {
+    let f = Fixture::new("sc-missing").await;
+    let ns = f.ns();
+    let (_, url) = git_server();
+    create_source(
+        &f.client,
+        ns,
+        "repo",
+        &format!("{url}/{}.git", support::unique_name("absent")),
+        json!({"branch": "main"}),
+    )
+    .await;
+    create_kustomization(&f.client, ns, "app", "repo", json!({})).await;
+    let (reason, message) = wait_ready_with(
+        &f.client,
+        ns,
+        "app",
+        ConditionStatus::False,
+        "the Kustomization waits for an artifact",
+    )
+    .await;
+    assert_eq!(reason, "ArtifactFailed", "{message}");
+    assert!(
+        message.contains("Source artifact not found"),
+        "the message says what is missing: {message}"
+    );
+    assert!(config_map_names(&f.client, ns).await.is_empty());
+}
