@@ -6,8 +6,9 @@
 #        tests/controlplane/demo.sh down [STATE_DIR]   stop it and the control plane (`make demo-down`)
 # (default STATE_DIR: <repo>/.controlplane)
 #
-# up: up.sh (which also runs source-controller and a Git server on loopback); build the controller
-# (see KC_DEMO_PROFILE); commit config/samples/demo/manifests/ to the branch main of the bare
+# up: build the controller (see KC_DEMO_PROFILE) in the background while up.sh starts the control
+# plane (which also runs source-controller and a Git server on loopback);
+# commit config/samples/demo/manifests/ to the branch main of the bare
 # repository demo.git on the Git server (a new commit only when the manifests changed); apply
 # config/samples/demo/gitrepository.yaml pointing at it and ask source-controller to fetch; wait
 # until the GitRepository is Ready at that commit; run the controller; apply
@@ -108,16 +109,20 @@ check_prerequisites() {
   "$SCRIPT_DIR/install-binaries.sh" --check || exit 1
 }
 
-# build_controller: sets CONTROLLER to the binary to run, building it with cargo unless
-# KC_DEMO_CONTROLLER_BIN names one. cargo's output goes to DEMO_DIR/cargo-build.log.
-build_controller() {
+# start_controller_build: sets CONTROLLER to the binary to run and, unless KC_DEMO_CONTROLLER_BIN
+# names one, starts building it with cargo in the background (BUILD_PID), so that the build
+# overlaps with the control plane's; cargo's output goes to <target>/demo-cargo-build.log.
+start_controller_build() {
+  BUILD_PID=""
   if [[ -z "$PROFILE" ]]; then
     CONTROLLER="$KC_DEMO_CONTROLLER_BIN"
     [[ -x "$CONTROLLER" ]] || die "KC_DEMO_CONTROLLER_BIN=$CONTROLLER is not an executable file"
     log "using the controller binary $CONTROLLER (KC_DEMO_CONTROLLER_BIN)"
     return
   fi
-  local build_log="$DEMO_DIR/cargo-build.log" note="" start=$SECONDS rc=0 args=()
+  local note="" args=()
+  BUILD_LOG="$TARGET_DIR/demo-cargo-build.log"
+  BUILD_START=$SECONDS
   CONTROLLER="$TARGET_DIR/$PROFILE/kustomize-controller"
   if [[ "$PROFILE" == release ]]; then
     args=(--release)
@@ -125,15 +130,24 @@ build_controller() {
   else
     [[ -x "$CONTROLLER" ]] || note="first build, ~8 min on 2 cores; "
   fi
-  printf '%s: building the controller (%s; %slog: %s) ... ' "${0##*/}" "$PROFILE" "$note" "$build_log" >&2
-  (cd "$REPO_ROOT" && cargo build --bin kustomize-controller "${args[@]}") </dev/null >"$build_log" 2>&1 || rc=$?
+  mkdir -p "$TARGET_DIR"
+  log "building the controller in the background ($PROFILE; ${note}log: $BUILD_LOG)"
+  (cd "$REPO_ROOT" && exec cargo build --bin kustomize-controller "${args[@]}") </dev/null >"$BUILD_LOG" 2>&1 &
+  BUILD_PID=$!
+}
+
+# finish_controller_build: waits for the build start_controller_build started.
+finish_controller_build() {
+  [[ -n "$BUILD_PID" ]] || return 0
+  local rc=0
+  wait "$BUILD_PID" || rc=$?
+  BUILD_PID=""
   if ((rc != 0)); then
-    echo "failed after $((SECONDS - start)) s" >&2
-    log "----- last 30 lines of $build_log -----"
-    tail -n 30 "$build_log" >&2
-    die "cargo build failed (exit status $rc)"
+    log "----- last 30 lines of $BUILD_LOG -----"
+    tail -n 30 "$BUILD_LOG" >&2
+    die "cargo build of the controller failed after $((SECONDS - BUILD_START)) s (exit status $rc)"
   fi
-  echo "done in $((SECONDS - start)) s" >&2
+  log "controller built ($PROFILE) $((SECONDS - BUILD_START)) s after it started"
   [[ -x "$CONTROLLER" ]] || die "cargo build succeeded but $CONTROLLER is missing"
 }
 
@@ -321,6 +335,9 @@ fi
 # --- prerequisites and control plane ---------------------------------------------------------------
 choose_build
 check_prerequisites
+start_controller_build
+# A failed start must not leave the background build running.
+trap '[[ -z "${BUILD_PID:-}" ]] || kill "$BUILD_PID" 2>/dev/null || true' EXIT
 KUBECONFIG="$("$SCRIPT_DIR/up.sh" "${STATE_ARG[@]}")" || die "up.sh failed"
 export KUBECONFIG
 STATE_DIR="$(dirname "$KUBECONFIG")"
@@ -342,7 +359,7 @@ flock -w 600 7 || die "another demo.sh has held $DEMO_DIR/lock for 10 minutes"
   || die "the $KUSTOMIZATION_CRD CRD is not installed: generate it into $REPO_ROOT/crds/ and rerun"
 
 # --- controller binary, Git commit, source, controller, Kustomization -------------------------------
-build_controller
+finish_controller_build
 commit_manifests
 fetch_source
 ensure_controller
