@@ -94,6 +94,7 @@ LANE_B=(
   "helm|KC_HELM|bash tests/helm/install-helm.sh"
   "flux-controller|KC_FLUX_KC_BIN|bash tests/bench/install-flux-controller.sh"
   "source-controller|-|bash tests/flux/install-source-controller.sh"
+  "crane|-|bash tests/flux/install-crane.sh"
 )
 if (($# == 0)); then
   LANE_A+=("kubernetes-$OLDEST_K8S|-|env K8S_VERSION=$OLDEST_K8S bash tests/controlplane/install-binaries.sh")

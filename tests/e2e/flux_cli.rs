@@ -21,7 +21,7 @@ use super::*;
 /// Env var naming the flux CLI binary.
 const FLUX_CLI_ENV: &str = "KC_FLUX_CLI";
 
-fn flux_binary() -> &'static Path {
+pub(super) fn flux_binary() -> &'static Path {
     static BINARY: OnceLock<PathBuf> = OnceLock::new();
     BINARY.get_or_init(|| {
         let path = support::reference_tool(FLUX_CLI_ENV, "tests/flux/install-flux-cli.sh");

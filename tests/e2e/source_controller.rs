@@ -331,3 +331,116 @@ async fn a_repository_source_controller_cannot_fetch_is_reported_and_nothing_is_
     );
     assert!(config_map_names(&f.client, ns).await.is_empty());
 }
+
+#[tokio::test]
+async fn a_source_in_another_namespace_is_applied_from_when_references_are_allowed() {
+    let f = Fixture::new("sc-cross").await;
+    let ns = f.ns();
+    let source_ns = TestNamespace::new(&f.client, "sc-cross-source").await;
+    let repo = GitRepo::new("cross");
+    let commit = repo.commit("one", &[("deploy/cm.yaml", &config_map(ns, "shared", "1"))]);
+    create_source(
+        &f.client,
+        source_ns.name(),
+        "shared",
+        &repo.url,
+        json!({"branch": "main"}),
+    )
+    .await;
+    let revision = format!("main@sha1:{commit}");
+    wait_artifact(&f.client, source_ns.name(), "shared", &revision).await;
+    create_kustomization(
+        &f.client,
+        ns,
+        "app",
+        "shared",
+        json!({"sourceRef": {"kind": "GitRepository", "name": "shared",
+                             "namespace": source_ns.name()}}),
+    )
+    .await;
+    wait_applied(&f.client, ns, "app", &revision).await;
+    assert_eq!(config_map_names(&f.client, ns).await, ["shared"]);
+}
+
+/// The OCI registry's `host:port`, as tests/flux/source-up.sh wrote it.
+fn oci_registry() -> String {
+    let path = support::kubeconfig_path()
+        .parent()
+        .map(|state| state.join("flux/oci-host"))
+        .expect("the control plane's state directory");
+    std::fs::read_to_string(&path)
+        .map(|text| text.trim().to_string())
+        .unwrap_or_else(|e| panic!("{}: {e}: up.sh starts the OCI registry", path.display()))
+}
+
+#[tokio::test]
+async fn an_artifact_pushed_with_flux_push_artifact_is_applied_from_an_oci_repository() {
+    let f = Fixture::new("sc-oci").await;
+    let ns = f.ns();
+    let dir = std::env::temp_dir().join(support::unique_name("oci-push"));
+    std::fs::create_dir_all(dir.join("deploy")).expect("push dir");
+    std::fs::write(dir.join("deploy/cm.yaml"), config_map(ns, "from-oci", "1")).expect("file");
+    let repository = format!("{}/{}", oci_registry(), support::unique_name("app"));
+    let output = Command::new(flux_cli::flux_binary())
+        .args([
+            "push",
+            "artifact",
+            &format!("oci://{repository}:v1"),
+            "--path",
+            &dir.display().to_string(),
+            "--source",
+            "https://github.com/example/app",
+            "--revision",
+            "main@sha1:0123456789abcdef0123456789abcdef01234567",
+            "--output",
+            "json",
+        ])
+        .output()
+        .expect("run flux push artifact");
+    assert!(
+        output.status.success(),
+        "flux push artifact: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let pushed: Value = serde_json::from_slice(&output.stdout).expect("flux push prints JSON");
+    let digest = pushed["digest"].as_str().expect("digest").to_string();
+
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        f.client.clone(),
+        ns,
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("source.toolkit.fluxcd.io", "v1", "OCIRepository"),
+            "ocirepositories",
+        ),
+    );
+    let source: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "OCIRepository",
+        "metadata": {"name": "app", "namespace": ns},
+        "spec": {"url": format!("oci://{repository}"), "ref": {"tag": "v1"},
+                 "insecure": true, "interval": "1h", "timeout": "20s"},
+    }))
+    .expect("OCIRepository");
+    api.create(&PostParams::default(), &source)
+        .await
+        .expect("create OCIRepository");
+    let revision = format!("v1@{digest}");
+    wait_for(WAIT, "source-controller pulls the artifact", async || {
+        let source = api.get("app").await.map_err(|e| e.to_string())?;
+        match source.data["status"]["artifact"]["revision"].as_str() {
+            Some(r) if r == revision => Ok(()),
+            _ => Err(format!("status: {}", source.data["status"])),
+        }
+    })
+    .await;
+    create_kustomization(
+        &f.client,
+        ns,
+        "app",
+        "app",
+        json!({"sourceRef": {"kind": "OCIRepository", "name": "app"}}),
+    )
+    .await;
+    wait_applied(&f.client, ns, "app", &revision).await;
+    assert_eq!(config_map_names(&f.client, ns).await, ["from-oci"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -14,9 +14,11 @@
 #   artifact a test forges (a bad digest, a hostile tarball) from its own artifact server.
 # - The Git server (tests/flux/git-server.py: Git's smart HTTP protocol via git http-backend)
 #   serves every bare repository under STATE_DIR/flux/git as http://127.0.0.1:<port>/<name>.git.
-# - Written for callers: STATE_DIR/flux/git-root (the directory to create bare repositories in)
-#   and STATE_DIR/flux/git-url (the URL prefix). Pid files and logs are in STATE_DIR/flux/, so
-#   down.sh stops both.
+# - An OCI registry (crane registry serve, tests/flux/install-crane.sh) on another free port, that
+#   `flux push artifact` publishes to and source-controller pulls OCIRepository artifacts from.
+# - Written for callers: STATE_DIR/flux/git-root (the directory to create bare repositories in),
+#   STATE_DIR/flux/git-url (the URL prefix) and STATE_DIR/flux/oci-host (the registry's
+#   host:port). Pid files and logs are in STATE_DIR/flux/, so down.sh stops all three.
 # Environment: FLUX_SC_VERSION, KC_TEST_CACHE (see install-source-controller.sh).
 set -euo pipefail
 
@@ -37,6 +39,8 @@ kubectl_admin() { "$KUBECTL" --kubeconfig "$KUBECONFIG_FILE" "$@"; }
 
 SC_DIR="$(bash "$SCRIPT_DIR/install-source-controller.sh" </dev/null 9>&- 8>&-)" \
   || die "install-source-controller.sh failed (see its messages above)"
+CRANE="$(bash "$SCRIPT_DIR/install-crane.sh" </dev/null 9>&- 8>&-)" \
+  || die "install-crane.sh failed (see its messages above)"
 
 # start_detached NAME CMD...: runs CMD in its own session, logging to FLUX_DIR/NAME.log.
 start_detached() {
@@ -82,6 +86,21 @@ ensure_git_server() {
   log "Git server on http://127.0.0.1:$port serving $GIT_ROOT"
 }
 
+ensure_oci_registry() {
+  if is_running "$FLUX_DIR" oci-registry && [[ -s "$FLUX_DIR/oci-host" ]] \
+    && answers "http://$(<"$FLUX_DIR/oci-host")/v2/"; then
+    return
+  fi
+  stop_process "$FLUX_DIR" oci-registry 5
+  local port
+  read -r port <<<"$(free_ports 1)"
+  mkdir -p "$FLUX_DIR/oci"
+  start_detached oci-registry "$CRANE" registry serve --address "127.0.0.1:$port" --disk "$FLUX_DIR/oci"
+  wait_until oci-registry "http://127.0.0.1:$port/v2/"
+  echo "127.0.0.1:$port" >"$FLUX_DIR/oci-host"
+  log "OCI registry on 127.0.0.1:$port"
+}
+
 install_source_crds() {
   local files=() f
   for f in "$SC_DIR"/crds/*.yaml; do files+=(-f "$f"); done
@@ -116,5 +135,6 @@ ensure_source_controller() {
 }
 
 ensure_git_server
+ensure_oci_registry
 install_source_crds
 ensure_source_controller
