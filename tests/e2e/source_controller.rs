@@ -444,3 +444,88 @@ async fn an_artifact_pushed_with_flux_push_artifact_is_applied_from_an_oci_repos
     assert_eq!(config_map_names(&f.client, ns).await, ["from-oci"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Creates S3 bucket `bucket` on moto (`endpoint`) holding `files`, with boto3 from moto's
+/// own virtualenv.
+fn fill_bucket(endpoint: &str, bucket: &str, files: &[(&str, String)]) {
+    let python = support::reference_tool("KC_MOTO_SERVER", "tests/keyservices/install-moto.sh")
+        .with_file_name("python");
+    let script = r#"
+import json, sys, boto3
+s3 = boto3.client("s3", endpoint_url=sys.argv[1], region_name="us-east-1",
+                  aws_access_key_id="test", aws_secret_access_key="test")
+s3.create_bucket(Bucket=sys.argv[2])
+for key, body in json.loads(sys.argv[3]):
+    s3.put_object(Bucket=sys.argv[2], Key=key, Body=body.encode())
+"#;
+    let output = Command::new(python)
+        .args(["-c", script, endpoint, bucket, &json!(files).to_string()])
+        .output()
+        .expect("run boto3");
+    assert!(
+        output.status.success(),
+        "filling the bucket: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[tokio::test]
+async fn a_bucket_fetched_by_source_controller_from_s3_is_applied() {
+    use k8s_openapi::api::core::v1::Secret;
+    let f = Fixture::new("sc-bucket").await;
+    let ns = f.ns();
+    let moto = &super::support::keyservers::key_servers().moto;
+    let bucket = support::unique_name("manifests");
+    fill_bucket(
+        moto,
+        &bucket,
+        &[("deploy/cm.yaml", config_map(ns, "from-bucket", "1"))],
+    );
+    let credentials: Secret = serde_json::from_value(json!({
+        "metadata": {"name": "s3-credentials", "namespace": ns},
+        "stringData": {"accesskey": "test", "secretkey": "test"},
+    }))
+    .expect("secret");
+    Api::<Secret>::namespaced(f.client.clone(), ns)
+        .create(&PostParams::default(), &credentials)
+        .await
+        .expect("create the credentials");
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        f.client.clone(),
+        ns,
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("source.toolkit.fluxcd.io", "v1", "Bucket"),
+            "buckets",
+        ),
+    );
+    let source: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "Bucket",
+        "metadata": {"name": "manifests", "namespace": ns},
+        "spec": {"provider": "generic", "bucketName": bucket,
+                 "endpoint": moto.trim_start_matches("http://"), "insecure": true,
+                 "region": "us-east-1", "interval": "1h", "timeout": "20s",
+                 "secretRef": {"name": "s3-credentials"}},
+    }))
+    .expect("Bucket");
+    api.create(&PostParams::default(), &source)
+        .await
+        .expect("create Bucket");
+    let revision = wait_for(WAIT, "source-controller fetches the bucket", async || {
+        let source = api.get("manifests").await.map_err(|e| e.to_string())?;
+        match source.data["status"]["artifact"]["revision"].as_str() {
+            Some(revision) if revision.starts_with("sha256:") => Ok(revision.to_string()),
+            _ => Err(format!("status: {}", source.data["status"])),
+        }
+    })
+    .await;
+    create_kustomization(
+        &f.client,
+        ns,
+        "app",
+        "manifests",
+        json!({"sourceRef": {"kind": "Bucket", "name": "manifests"}}),
+    )
+    .await;
+    wait_applied(&f.client, ns, "app", &revision).await;
+    assert_eq!(config_map_names(&f.client, ns).await, ["from-bucket"]);
+}
