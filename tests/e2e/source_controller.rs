@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use kube::api::ApiResource;
+use kube::api::{ApiResource, ListParams};
 
 use super::*;
 
@@ -528,4 +528,287 @@ async fn a_bucket_fetched_by_source_controller_from_s3_is_applied() {
     .await;
     wait_applied(&f.client, ns, "app", &revision).await;
     assert_eq!(config_map_names(&f.client, ns).await, ["from-bucket"]);
+}
+
+/// A Git server of the test's own over `root`, stopped when dropped.
+struct OwnGitServer(std::process::Child, String);
+
+impl OwnGitServer {
+    fn start(root: &std::path::Path) -> OwnGitServer {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|listener| listener.local_addr())
+            .map(|address| address.port())
+            .expect("a free port");
+        let child = Command::new("python3")
+            .arg(support::repo_root().join("tests/flux/git-server.py"))
+            .arg(root)
+            .arg(port.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start a Git server");
+        let url = format!("http://127.0.0.1:{port}");
+        for _ in 0..100 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        OwnGitServer(child, url)
+    }
+}
+
+impl Drop for OwnGitServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test]
+async fn a_git_server_that_goes_away_fails_the_source_and_leaves_what_was_applied() {
+    let f = Fixture::new("sc-gone").await;
+    let ns = f.ns();
+    let repo = GitRepo::new("gone");
+    let first = repo.commit(
+        "two",
+        &[
+            ("deploy/a.yaml", &config_map(ns, "a", "1")),
+            ("deploy/b.yaml", &config_map(ns, "b", "1")),
+        ],
+    );
+    let (root, shared_url) = git_server();
+    let server = OwnGitServer::start(&root);
+    let url = repo.url.replace(&shared_url, &server.1);
+    create_source(&f.client, ns, "repo", &url, json!({"branch": "main"})).await;
+    let revision = format!("main@sha1:{first}");
+    wait_artifact(&f.client, ns, "repo", &revision).await;
+    create_kustomization(&f.client, ns, "app", "repo", json!({})).await;
+    wait_applied(&f.client, ns, "app", &revision).await;
+
+    drop(server);
+    repo.commit("remove b", &[("deploy/b.yaml", "")]);
+    request_fetch(&f.client, ns, "repo").await;
+    let api = git_repository_api(&f.client, ns);
+    let message = wait_for(WAIT, "the GitRepository fails to fetch", async || {
+        let source = api.get("repo").await.map_err(|e| e.to_string())?;
+        let conditions = source.data["status"]["conditions"].as_array().cloned();
+        let ready = conditions
+            .unwrap_or_default()
+            .into_iter()
+            .find(|c| c["type"] == "Ready");
+        match ready {
+            Some(c) if c["status"] == "False" => {
+                Ok(c["message"].as_str().unwrap_or("").to_string())
+            }
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    assert!(
+        message.contains("127.0.0.1"),
+        "the failure names the server: {message}"
+    );
+    let patch = json!({"metadata": {"annotations": {
+        "reconcile.fluxcd.io/requestedAt": format!("{:?}", std::time::SystemTime::now())}}});
+    Api::<Kustomization>::namespaced(f.client.clone(), ns)
+        .patch("app", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("request a reconcile");
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    wait_applied(&f.client, ns, "app", &revision).await;
+    assert_eq!(
+        config_map_names(&f.client, ns).await,
+        ["a", "b"],
+        "nothing is pruned while the source cannot be fetched"
+    );
+}
+
+#[tokio::test]
+async fn source_controller_restarted_mid_fetch_goes_on_and_the_new_commit_is_applied() {
+    let f = Fixture::new("sc-restart").await;
+    let ns = f.ns();
+    let repo = GitRepo::new("restart");
+    let first = repo.commit("one", &[("deploy/cm.yaml", &config_map(ns, "cm", "1"))]);
+    create_source(&f.client, ns, "repo", &repo.url, json!({"branch": "main"})).await;
+    let revision = format!("main@sha1:{first}");
+    wait_artifact(&f.client, ns, "repo", &revision).await;
+    create_kustomization(&f.client, ns, "app", "repo", json!({})).await;
+    wait_applied(&f.client, ns, "app", &revision).await;
+
+    let state = support::kubeconfig_path()
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .expect("state directory");
+    let pid = std::fs::read_to_string(state.join("flux/source-controller.pid"))
+        .expect("source-controller's pid file");
+    let second = repo.commit("two", &[("deploy/cm.yaml", &config_map(ns, "cm", "2"))]);
+    request_fetch(&f.client, ns, "repo").await;
+    let killed = Command::new("kill")
+        .args(["-KILL", pid.trim()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let restarted = Command::new("bash")
+        .arg(support::repo_root().join("tests/flux/source-up.sh"))
+        .arg(&state)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run source-up.sh");
+    assert!(
+        restarted.status.success(),
+        "source-up.sh: {}",
+        String::from_utf8_lossy(&restarted.stderr)
+    );
+    let revision = format!("main@sha1:{second}");
+    wait_artifact(&f.client, ns, "repo", &revision).await;
+    wait_applied(&f.client, ns, "app", &revision).await;
+    let cm = Api::<ConfigMap>::namespaced(f.client.clone(), ns)
+        .get("cm")
+        .await
+        .expect("cm");
+    assert_eq!(cm.data.unwrap_or_default()["value"], "2");
+}
+
+/// (kind/name, resourceVersion) of the objects the swap test applies in `ns`.
+async fn object_versions(client: &kube::Client, ns: &str) -> Vec<(String, Option<String>)> {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::Service;
+    let params = ListParams::default();
+    let mut versions = Vec::new();
+    for cm in Api::<ConfigMap>::namespaced(client.clone(), ns)
+        .list(&params)
+        .await
+        .expect("list")
+        .items
+    {
+        if cm.metadata.name.as_deref() != Some("kube-root-ca.crt") {
+            versions.push((
+                format!("ConfigMap/{}", cm.metadata.name.unwrap_or_default()),
+                cm.metadata.resource_version,
+            ));
+        }
+    }
+    for d in Api::<Deployment>::namespaced(client.clone(), ns)
+        .list(&params)
+        .await
+        .expect("list")
+        .items
+    {
+        versions.push((
+            format!("Deployment/{}", d.metadata.name.unwrap_or_default()),
+            d.metadata.resource_version,
+        ));
+    }
+    for s in Api::<Service>::namespaced(client.clone(), ns)
+        .list(&params)
+        .await
+        .expect("list")
+        .items
+    {
+        versions.push((
+            format!("Service/{}", s.metadata.name.unwrap_or_default()),
+            s.metadata.resource_version,
+        ));
+    }
+    versions.sort();
+    versions
+}
+
+/// Swapping Flux's kustomize-controller for ours on the real stack: the Kustomization Flux's
+/// controller applied from a source-controller artifact moves to ours (as when the image of
+/// the Deployment is swapped), and ours re-creates nothing, prunes nothing and writes nothing.
+#[tokio::test]
+async fn swapping_fluxs_controller_for_ours_writes_nothing() {
+    let f = Fixture::new("sc-swap").await;
+    let ns = f.ns();
+    let (flux_shard, ours_shard) = ("swap-flux", "swap-ours");
+    let selector = |shard: &str| {
+        format!(
+            "--watch-label-selector={RUN_LABEL}={},{SHARD_LABEL}={shard}",
+            run_id()
+        )
+    };
+    let _flux = start_controller_binary(
+        flux_shard,
+        flux_parity::flux_binary(),
+        &[&selector(flux_shard)],
+    );
+    let _ours = start_controller(ours_shard, &[&selector(ours_shard)]);
+    let service = format!(
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  namespace: {ns}\nspec:\n  \
+         selector:\n    app: web\n  ports:\n  - port: 80\n    protocol: TCP\n    targetPort: 8080\n"
+    );
+    let deployment = format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: {ns}\nspec:\n  \
+         replicas: 1\n  selector:\n    matchLabels:\n      app: web\n  template:\n    metadata:\n      \
+         labels:\n        app: web\n    spec:\n      containers:\n      - name: web\n        \
+         image: registry.example/web:1\n"
+    );
+    let repo = GitRepo::new("swap");
+    let commit = repo.commit(
+        "app",
+        &[
+            ("deploy/cm.yaml", &config_map(ns, "settings", "1")),
+            ("deploy/service.yaml", &service),
+            ("deploy/deployment.yaml", &deployment),
+        ],
+    );
+    create_source(&f.client, ns, "repo", &repo.url, json!({"branch": "main"})).await;
+    let revision = format!("main@sha1:{commit}");
+    wait_artifact(&f.client, ns, "repo", &revision).await;
+    create_labelled_kustomization(
+        &f.client,
+        ns,
+        "app",
+        "repo",
+        json!({"wait": true, "timeout": "1m"}),
+        json!({SHARD_LABEL: flux_shard}),
+    )
+    .await;
+    wait_applied(&f.client, ns, "app", &revision).await;
+    let api: Api<Kustomization> = Api::namespaced(f.client.clone(), ns);
+    let inventory = |ks: Kustomization| ks.status.and_then(|s| s.inventory);
+    let flux_inventory = inventory(api.get("app").await.expect("app"));
+    let before = object_versions(&f.client, ns).await;
+    assert_eq!(before.len(), 3, "{before:?}");
+
+    let token = format!("swap-{}", support::unique_name("token"));
+    let patch = json!({"metadata": {
+        "labels": {SHARD_LABEL: ours_shard},
+        "annotations": {"reconcile.fluxcd.io/requestedAt": token},
+    }});
+    api.patch("app", &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .expect("hand the Kustomization to ours");
+    wait_for(WAIT, "ours handles the Kustomization", async || {
+        let status = api
+            .get("app")
+            .await
+            .map_err(|e| e.to_string())?
+            .status
+            .unwrap_or_default();
+        match ready(&f.client, ns, "app").await {
+            Some((ConditionStatus::True, _, _))
+                if status.last_handled_reconcile_at.as_deref() == Some(token.as_str()) =>
+            {
+                Ok(())
+            }
+            other => Err(format!(
+                "{other:?} handled {:?}",
+                status.last_handled_reconcile_at
+            )),
+        }
+    })
+    .await;
+    assert_eq!(
+        object_versions(&f.client, ns).await,
+        before,
+        "ours re-created, pruned or wrote an object Flux applied"
+    );
+    assert_eq!(
+        inventory(api.get("app").await.expect("app")),
+        flux_inventory
+    );
 }

@@ -55,6 +55,11 @@ answers() {
   curl -fsS -o /dev/null --max-time 2 "$1" 2>/dev/null
 }
 
+# responds URL: true if something answers HTTP on URL within 2 s, whatever the status.
+responds() {
+  curl -sS -o /dev/null --max-time 2 "$1" 2>/dev/null
+}
+
 # wait_until NAME URL: waits up to 60 s for URL, failing with NAME's log if NAME exits.
 wait_until() {
   local name="$1" url="$2" deadline=$((SECONDS + 60))
@@ -66,17 +71,17 @@ wait_until() {
 }
 
 ensure_git_server() {
+  # The server answers 404 on / (no repository there): any answer will do.
   if is_running "$FLUX_DIR" git-server && [[ -s "$FLUX_DIR/git-url" ]] \
-    && answers "$(<"$FLUX_DIR/git-url")/"; then
+    && responds "$(<"$FLUX_DIR/git-url")/"; then
     return
   fi
   stop_process "$FLUX_DIR" git-server 5
   local port
   read -r port <<<"$(free_ports 1)"
   start_detached git-server python3 "$SCRIPT_DIR/git-server.py" "$GIT_ROOT" "$port"
-  # The server answers 404 on / (no repository there): wait for the socket instead.
   local deadline=$((SECONDS + 30))
-  until curl -sS -o /dev/null --max-time 2 "http://127.0.0.1:$port/" 2>/dev/null; do
+  until responds "http://127.0.0.1:$port/"; do
     is_running "$FLUX_DIR" git-server || die "the Git server exited: $(tail -n 20 "$FLUX_DIR/git-server.log")"
     ((SECONDS < deadline)) || die "the Git server does not answer on 127.0.0.1:$port after 30 s"
     sleep 0.2
@@ -121,7 +126,13 @@ ensure_source_controller() {
   fi
   stop_process "$FLUX_DIR" source-controller 10
   local storage metrics health
-  read -r storage metrics health <<<"$(free_ports 3)"
+  # A restart keeps the ports: the artifact URLs in the sources' status stay valid.
+  if [[ -s "$FLUX_DIR/source-controller.ports" ]]; then
+    read -r storage metrics health <"$FLUX_DIR/source-controller.ports"
+  else
+    read -r storage metrics health <<<"$(free_ports 3)"
+    echo "$storage $metrics $health" >"$FLUX_DIR/source-controller.ports"
+  fi
   KUBECONFIG="$KUBECONFIG_FILE" RUNTIME_NAMESPACE=flux-system TMPDIR="$FLUX_DIR" \
     start_detached source-controller "$SC_DIR/source-controller" \
     --watch-all-namespaces --log-level=info --log-encoding=console \
