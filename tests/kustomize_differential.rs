@@ -87,6 +87,7 @@ fixtures! {
     error_ancestor_cycle => "error-ancestor-cycle",
     lenient_config_files => "lenient-config-files",
     error_config_file_schema => "error-config-file-schema",
+    go_regexp_selectors => "go-regexp-selectors",
 }
 
 #[test]

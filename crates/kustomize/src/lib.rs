@@ -13,6 +13,7 @@ pub mod crds;
 pub mod fieldspec;
 pub mod generators;
 pub mod gojson;
+pub mod goregex;
 pub mod hash;
 pub mod json6902;
 pub mod kustfile;
