@@ -7,6 +7,7 @@
 //! [`RemoteFetcher`] the embedding program passes in ([`BuildOptions::remote_fetcher`]).
 
 pub mod budget;
+pub mod build_annotations;
 pub mod config;
 mod config_defaults;
 pub mod crds;
