@@ -90,6 +90,7 @@ fixtures! {
     go_regexp_selectors => "go-regexp-selectors",
     json6902_absent_annotations => "json6902-absent-annotations",
     error_json6902_absent_labels => "error-json6902-absent-labels",
+    whole_number_floats => "whole-number-floats",
 }
 
 #[test]

@@ -17,6 +17,7 @@ pub mod gojson;
 pub mod goregex;
 pub mod hash;
 pub mod json6902;
+pub mod json_numbers;
 pub mod kustfile;
 pub mod loader;
 pub mod namereference;
