@@ -87,6 +87,10 @@ fixtures! {
     error_ancestor_cycle => "error-ancestor-cycle",
     lenient_config_files => "lenient-config-files",
     error_config_file_schema => "error-config-file-schema",
+    go_regexp_selectors => "go-regexp-selectors",
+    json6902_absent_annotations => "json6902-absent-annotations",
+    error_json6902_absent_labels => "error-json6902-absent-labels",
+    whole_number_floats => "whole-number-floats",
 }
 
 #[test]

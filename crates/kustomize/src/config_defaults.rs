@@ -318,6 +318,12 @@ pub fn image_specs() -> Vec<FieldSpec> {
             true,
         ));
     }
+    // kustomize lists a CronJob's image volumes but not its containers (those are found
+    // anywhere by the transformer's own walk).
+    specs.push(FieldSpec::any_kind(
+        "spec/jobTemplate/spec/template/spec/volumes[]/image/reference",
+        true,
+    ));
     specs
 }
 
@@ -436,7 +442,7 @@ mod tests {
         );
         assert_eq!(config.name_space.len(), 3);
         assert_eq!(config.common_annotations.len(), 9);
-        assert_eq!(config.images.len(), 6);
+        assert_eq!(config.images.len(), 7);
         assert!(config.images.iter().all(|s| s.create));
         assert_eq!(config.replicas.len(), 4);
         assert!(config.name_reference.is_empty());

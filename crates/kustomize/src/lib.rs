@@ -7,14 +7,17 @@
 //! [`RemoteFetcher`] the embedding program passes in ([`BuildOptions::remote_fetcher`]).
 
 pub mod budget;
+pub mod build_annotations;
 pub mod config;
 mod config_defaults;
 pub mod crds;
 pub mod fieldspec;
 pub mod generators;
 pub mod gojson;
+pub mod goregex;
 pub mod hash;
 pub mod json6902;
+pub mod json_numbers;
 pub mod kustfile;
 pub mod loader;
 pub mod namereference;

@@ -7,6 +7,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::budget::Budget;
+use super::build_annotations;
 use super::gojson::{self, Mode};
 use super::json6902;
 use super::kustfile::{Patch, PatchArgs, Selector};
@@ -506,7 +507,11 @@ fn apply_json_to_selected(
             resource.remember_id();
         }
         let label = format!("{source} (target {})", resource.id().describe());
-        let grown = json6902::apply_ops(&mut resource.obj, ops, &label)?;
+        // The patch sees kustomize's build annotations: `metadata.annotations` exists.
+        let inserted = build_annotations::insert_previous_ids(resource);
+        let grown = json6902::apply_ops(&mut resource.obj, ops, &label);
+        build_annotations::remove_previous_ids(resource, inserted);
+        let grown = grown?;
         budget
             .charge(grown, || format!("applying {label}"))
             .map_err(PatchError::Budget)?;

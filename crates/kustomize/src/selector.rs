@@ -44,17 +44,18 @@ pub struct CompiledSelector {
     annotations: Vec<Requirement>,
 }
 
-/// `pattern` anchored at both ends (`None` for an empty pattern, which matches anything).
+/// `pattern` anchored at both ends, with Go's meaning ([`crate::goregex`]); `None` for an
+/// empty pattern, which matches anything.
 pub(crate) fn anchored(field: &'static str, pattern: &str) -> Result<Option<Regex>, SelectorError> {
     if pattern.is_empty() {
         return Ok(None);
     }
-    Regex::new(&format!("^(?:{pattern})$"))
+    crate::goregex::compile_anchored(pattern)
         .map(Some)
         .map_err(|e| SelectorError::Regex {
             field,
             pattern: pattern.to_string(),
-            message: e.to_string(),
+            message: e.reason,
         })
 }
 

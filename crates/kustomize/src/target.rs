@@ -9,6 +9,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::config::TransformerConfig;
+use super::json_numbers;
 use super::kustfile::{KUSTOMIZATION_FILE_NAMES, Kustomization, KustomizationKind, Var};
 use super::loader::{Entry, LoadError, LoadRestrictions, Loader};
 use super::openapi::OpenApiChoice;
@@ -210,6 +211,7 @@ pub fn build_kustomization(
     for obj in &mut objects {
         rewrite_annotations(obj);
         let mut value = Value::Object(std::mem::take(obj));
+        json_numbers::whole_floats_to_integers(&mut value);
         yaml::sort_keys(&mut value);
         if let Value::Object(sorted) = value {
             *obj = sorted;

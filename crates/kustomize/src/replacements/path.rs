@@ -322,8 +322,11 @@ impl Walker<'_, '_> {
         if items.is_empty() && !creating {
             return Ok(0);
         }
-        let regex = Regex::new(&pattern).map_err(|e| {
-            WalkError::Path(format!("invalid regex in list matcher {segment:?}: {e}"))
+        let regex = crate::goregex::compile(&pattern).map_err(|e| {
+            WalkError::Path(format!(
+                "invalid regex in list matcher {segment:?}: {}",
+                e.reason
+            ))
         })?;
         let mut count = 0;
         for item in items.iter_mut() {

@@ -26,7 +26,7 @@ impl<'a> ImageRule<'a> {
         );
         ImageRule {
             image,
-            pattern: Regex::new(&pattern).ok(),
+            pattern: crate::goregex::compile(&pattern).ok(),
         }
     }
 
