@@ -7,6 +7,7 @@ mod apply;
 mod artifacts;
 mod dependencies;
 mod diff;
+mod events;
 mod flux_cli;
 mod flux_parity;
 mod health;
