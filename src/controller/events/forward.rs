@@ -1,6 +1,6 @@
 //! Delivery of events to `--events-addr`, as Flux's recorder (fluxcd/pkg `runtime/events`
 //! over go-retryablehttp) delivers them: a JSON POST, each attempt bounded by 5 s, retried 4
-//! times with exponential backoff from 1 s (at most 30 s, or the `Retry-After` of a 503) on
+//! times with exponential backoff from 1 s (at most 30 s; a 503's `Retry-After` within that) on
 //! connection errors, timeouts and 5xx answers other than 501. A 429 is
 //! notification-controller saying it already has the event: delivered, not retried. A
 //! certificate that cannot be verified is not retried either. `https://` addresses are
@@ -44,12 +44,12 @@ impl RetryPolicy {
         attempt_timeout: Duration::from_secs(5),
     };
 
-    /// The wait after attempt `attempt` (0-based): `wait_min * 2^attempt`, at most
-    /// `wait_max`, or what a 503's `Retry-After` asks for (not capped, as in
-    /// go-retryablehttp).
+    /// The wait after attempt `attempt` (0-based): `wait_min * 2^attempt`, or what a 503's
+    /// `Retry-After` asks for, at most `wait_max` either way. go-retryablehttp does not cap
+    /// `Retry-After`; here it is capped, as the post holds up the reconcile that sent it.
     pub fn backoff(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
         if let Some(wait) = retry_after {
-            return wait;
+            return wait.min(self.wait_max);
         }
         2u32.checked_pow(attempt)
             .and_then(|factor| self.wait_min.checked_mul(factor))
@@ -319,8 +319,12 @@ mod tests {
         assert_eq!(waits, [1, 2, 4, 8, 16, 30, 30]);
         assert_eq!(policy.backoff(40, None), Duration::from_secs(30));
         assert_eq!(
-            policy.backoff(0, Some(Duration::from_secs(90))),
-            Duration::from_secs(90)
+            policy.backoff(0, Some(Duration::from_secs(3))),
+            Duration::from_secs(3)
+        );
+        assert_eq!(
+            policy.backoff(0, Some(Duration::from_secs(86_400))),
+            Duration::from_secs(30)
         );
         assert_eq!(policy.max_retries, 4);
         assert_eq!(policy.attempt_timeout, Duration::from_secs(5));
