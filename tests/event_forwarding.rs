@@ -330,3 +330,29 @@ fn an_attempt_without_answer_times_out_and_is_retried() {
         "{took:?}"
     );
 }
+
+#[test]
+fn credentials_in_the_address_are_sent_as_basic_auth() {
+    let receiver = Receiver::http();
+    let address = receiver
+        .url("127.0.0.1")
+        .replacen("http://", "http://nc:s%40cret@", 1);
+    let forwarder =
+        Forwarder::with_tls(&address, FAST, TestCa::new().client_config()).expect("forwarder");
+    let delivered = block_on(forwarder.post(&payload(None)));
+    assert_eq!(
+        delivered.expect("delivered"),
+        Delivery::Answered(http::StatusCode::ACCEPTED)
+    );
+    let received = receiver.received();
+    // base64("nc:s@cret")
+    assert_eq!(
+        received[0].headers.get("authorization").map(String::as_str),
+        Some("Basic bmM6c0BjcmV0")
+    );
+    assert!(
+        !forwarder.address().contains("cret"),
+        "{}",
+        forwarder.address()
+    );
+}

@@ -112,8 +112,11 @@ pub enum Delivery {
 /// Posts events to one address.
 #[derive(Clone)]
 pub struct Forwarder {
+    /// The address with any password masked, for messages.
     address: String,
     uri: Uri,
+    /// Basic credentials from the address's user info, sent as Go's client sends them.
+    authorization: Option<String>,
     policy: RetryPolicy,
     http: HttpClient<HttpsConnector<HttpConnector>, Full<Bytes>>,
 }
@@ -151,21 +154,26 @@ impl Forwarder {
         connector: HttpsConnector<HttpConnector>,
     ) -> Result<Self, ForwardError> {
         let invalid = || ForwardError::InvalidAddress {
-            address: address.to_string(),
+            address: redacted(address),
         };
         let uri: Uri = address.parse().map_err(|_| invalid())?;
         if !matches!(uri.scheme_str(), Some("http" | "https")) || uri.host().is_none() {
             return Err(invalid());
         }
+        let authorization = uri
+            .authority()
+            .and_then(|authority| authority.as_str().rsplit_once('@'))
+            .map(|(userinfo, _)| basic_authorization(userinfo));
         Ok(Forwarder {
-            address: address.to_string(),
+            address: redacted(address),
             uri,
+            authorization,
             policy,
             http: HttpClient::builder(TokioExecutor::new()).build(connector),
         })
     }
 
-    /// The address events go to.
+    /// The address events go to, any password in it masked.
     pub fn address(&self) -> &str {
         &self.address
     }
@@ -193,9 +201,13 @@ impl Forwarder {
     }
 
     async fn attempt(&self, body: Bytes) -> Result<Attempt, ForwardError> {
-        let request = hyper::Request::post(self.uri.clone())
+        let mut request = hyper::Request::post(self.uri.clone())
             .header(header::CONTENT_TYPE, "application/json")
-            .header(header::USER_AGENT, USER_AGENT)
+            .header(header::USER_AGENT, USER_AGENT);
+        if let Some(authorization) = &self.authorization {
+            request = request.header(header::AUTHORIZATION, authorization);
+        }
+        let request = request
             .body(Full::new(body))
             .map_err(|source| ForwardError::Request {
                 address: self.address.clone(),
@@ -259,6 +271,56 @@ impl Attempt {
             Attempt::Retry { cause, .. } => cause.clone(),
         }
     }
+}
+
+/// `address` with the password of its user info replaced, as go-retryablehttp logs URLs.
+fn redacted(address: &str) -> String {
+    let Some((scheme, rest)) = address.split_once("://") else {
+        return address.to_string();
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(end);
+    let Some((userinfo, host)) = authority.rsplit_once('@') else {
+        return address.to_string();
+    };
+    match userinfo.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:xxxxx@{host}{tail}"),
+        None => address.to_string(),
+    }
+}
+
+/// The `Authorization` value for a URL's `user:password`, percent-decoded as Go decodes it.
+fn basic_authorization(userinfo: &str) -> String {
+    use base64::Engine as _;
+    let (user, password) = userinfo.split_once(':').unwrap_or((userinfo, ""));
+    let credentials = format!("{}:{}", percent_decoded(user), percent_decoded(password));
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(credentials)
+    )
+}
+
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let escaped = (bytes[i] == b'%')
+            .then(|| text.get(i + 1..i + 3))
+            .flatten()
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+        match escaped {
+            Some(byte) => {
+                out.push(byte);
+                i += 3;
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// A `Retry-After` of whole seconds or an HTTP date, as go-retryablehttp reads it.
@@ -345,6 +407,31 @@ mod tests {
         assert_eq!(retry_after(&headers), Some(Duration::ZERO));
         headers.insert(header::RETRY_AFTER, "soon".parse().unwrap());
         assert_eq!(retry_after(&headers), None);
+    }
+
+    #[test]
+    fn passwords_are_masked_and_sent_as_basic_credentials() {
+        assert_eq!(
+            redacted("https://nc:s%40cret@events.example/hook?x=1"),
+            "https://nc:xxxxx@events.example/hook?x=1"
+        );
+        assert_eq!(redacted("http://events.example/"), "http://events.example/");
+        assert_eq!(
+            redacted("http://user@events.example/"),
+            "http://user@events.example/"
+        );
+        // "nc:s@cret" in base64.
+        assert_eq!(basic_authorization("nc:s%40cret"), "Basic bmM6c0BjcmV0");
+        let forwarder = Forwarder::new("https://nc:s%40cret@events.example/").expect("forwarder");
+        assert_eq!(forwarder.address(), "https://nc:xxxxx@events.example/");
+        assert_eq!(
+            forwarder.authorization.as_deref(),
+            Some("Basic bmM6c0BjcmV0")
+        );
+        let error = Forwarder::new("ftp://nc:secret@events.example/")
+            .err()
+            .expect("refused");
+        assert!(!error.to_string().contains("secret"), "{error}");
     }
 
     #[test]
