@@ -14,13 +14,19 @@ pub const CRD_FILE: &str = "crds/kustomize.toolkit.fluxcd.io_kustomizations.yaml
 
 /// Error serialising the CRD.
 #[derive(Debug, thiserror::Error)]
-#[error("failed to serialise the Kustomization CRD to YAML: {0}")]
-pub struct CrdError(#[from] serde_saphyr::SerializeError);
+pub enum CrdError {
+    /// The YAML serialiser failed.
+    #[error("failed to serialise the Kustomization CRD to YAML: {0}")]
+    Yaml(#[from] serde_saphyr::SerializeError),
+    /// The CRD could not be turned into JSON values.
+    #[error("failed to serialise the Kustomization CRD: {0}")]
+    Json(#[from] serde_json::Error),
+}
 
 /// The Kustomization CRD, shaped like Flux's: the annotation that keeps a Kustomization
-/// applying it from substituting variables in its schema, the `listKind`, and no
-/// `nullable` markers, so that the API server prunes explicit `null`s as it does with
-/// Flux's CRD instead of storing them.
+/// applying it from substituting variables in its schema, the `listKind`, no `nullable`
+/// markers, so that the API server prunes explicit `null`s as it does with Flux's CRD
+/// instead of storing them, and a root that neither requires `spec` nor has a `title`.
 pub fn crd() -> CustomResourceDefinition {
     let mut crd = Kustomization::crd();
     crd.metadata
@@ -39,6 +45,16 @@ pub fn crd() -> CustomResourceDefinition {
         {
             strip_nullable(schema);
             add_object_fields(schema);
+            // schemars titles the root after the type and requires every field without a
+            // default; Flux's root has no title and requires nothing (the Rust type reads a
+            // missing spec as the default one).
+            schema.title = None;
+            if let Some(required) = schema.required.as_mut() {
+                required.retain(|field| field != "spec");
+            }
+            if schema.required.as_ref().is_some_and(Vec::is_empty) {
+                schema.required = None;
+            }
         }
     }
     crd
@@ -97,7 +113,74 @@ fn strip_nullable(schema: &mut JSONSchemaProps) {
     }
 }
 
+/// The schema keywords k8s-openapi holds as `f64`.
+const NUMBER_KEYWORDS: [&str; 3] = ["minimum", "maximum", "multipleOf"];
+
+/// Writes integral bounds as integers (`minimum: 0`), as controller-gen writes Flux's CRD;
+/// k8s-openapi holds them as `f64`, which would print as `0.0`.
+fn integral_bounds(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, child) in map.iter_mut() {
+                let integral = child
+                    .as_f64()
+                    .filter(|n| n.fract() == 0.0 && n.abs() < 9.0e15);
+                match integral {
+                    // In range and whole, so the conversion is exact.
+                    Some(n) if NUMBER_KEYWORDS.contains(&key.as_str()) => {
+                        *child = serde_json::Value::from(n as i64)
+                    }
+                    _ => integral_bounds(child),
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(integral_bounds),
+        _ => {}
+    }
+}
+
 /// The CRD as the YAML document written to [`CRD_FILE`].
 pub fn crd_yaml() -> Result<String, CrdError> {
-    Ok(format!("---\n{}", serde_saphyr::to_string(&crd())?))
+    let mut value = serde_json::to_value(crd())?;
+    integral_bounds(&mut value);
+    Ok(format!("---\n{}", serde_saphyr::to_string(&value)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integral_bounds_print_as_integers() {
+        let mut value = serde_json::json!({
+            "properties": {
+                "count": {"type": "integer", "minimum": 0.0, "maximum": 10.0},
+                "ratio": {"type": "number", "minimum": 0.5},
+                "minimum": {"type": "string", "default": 1.0},
+            },
+        });
+        integral_bounds(&mut value);
+        let count = &value["properties"]["count"];
+        assert!(count["minimum"].is_i64() && count["maximum"].is_i64());
+        assert_eq!(
+            value["properties"]["ratio"]["minimum"],
+            serde_json::json!(0.5)
+        );
+        // A property named like a keyword is a schema, and a default is not a bound.
+        assert!(value["properties"]["minimum"]["default"].is_f64());
+    }
+
+    #[test]
+    fn the_root_requires_nothing_and_has_no_title() {
+        let crd = crd();
+        let root = crd.spec.versions[0]
+            .schema
+            .as_ref()
+            .and_then(|s| s.open_api_v3_schema.as_ref())
+            .expect("a schema");
+        assert_eq!(root.required, None);
+        assert_eq!(root.title, None);
+        let yaml = crd_yaml().expect("YAML");
+        assert!(yaml.contains("minimum: 0\n") && !yaml.contains("minimum: 0.0"));
+    }
 }

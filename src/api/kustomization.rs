@@ -48,6 +48,9 @@ pub const DURATION_PATTERN: &str = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$";
     )
 )]
 #[serde(rename_all = "camelCase")]
+// The serde impls are written below: a Kustomization without `spec` is read with the default
+// spec, as Flux's CRD accepts one and Go reads it as the zero value.
+#[serde(remote = "Self")]
 pub struct KustomizationSpec {
     /// CommonMetadata specifies the common labels and annotations that are applied to all
     /// resources. Any existing label or annotation will be overridden if its key matches a
@@ -190,6 +193,29 @@ pub struct KustomizationSpec {
     /// applying.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ignore: Option<Vec<IgnoreRule>>,
+}
+
+impl Serialize for KustomizationSpec {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        KustomizationSpec::serialize(self, serializer)
+    }
+}
+
+/// An absent or `null` spec reads as the default one. serde reads a missing field through
+/// `deserialize_option`, so this also covers a Kustomization without `spec` at all: the watch
+/// keeps going instead of failing on one object the API server accepted.
+impl<'de> Deserialize<'de> for KustomizationSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Present(KustomizationSpec);
+        impl<'de> Deserialize<'de> for Present {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                KustomizationSpec::deserialize(deserializer).map(Present)
+            }
+        }
+        Ok(Option::<Present>::deserialize(deserializer)?
+            .map(|present| present.0)
+            .unwrap_or_default())
+    }
 }
 
 /// CommonMetadata defines the common labels and annotations.
@@ -608,4 +634,53 @@ pub struct Snapshot {
     /// Metadata contains additional information about the snapshot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<BTreeMap<String, String>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kustomization_without_spec_reads_with_the_default_spec() {
+        for object in [
+            serde_json::json!({
+                "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+                "kind": "Kustomization",
+                "metadata": {"name": "bare", "namespace": "default"},
+            }),
+            serde_json::json!({
+                "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+                "kind": "Kustomization",
+                "metadata": {"name": "bare", "namespace": "default"},
+                "spec": null,
+            }),
+        ] {
+            let ks: Kustomization = serde_json::from_value(object).expect("read without spec");
+            assert_eq!(ks.spec, KustomizationSpec::default());
+        }
+    }
+
+    #[test]
+    fn a_spec_reads_and_writes_its_fields() {
+        let object = serde_json::json!({
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+            "kind": "Kustomization",
+            "metadata": {"name": "app", "namespace": "default"},
+            "spec": {
+                "interval": "5m",
+                "prune": true,
+                "sourceRef": {"kind": "GitRepository", "name": "repo"},
+            },
+        });
+        let ks: Kustomization = serde_json::from_value(object.clone()).expect("read");
+        assert_eq!(ks.spec.interval, "5m");
+        assert!(ks.spec.prune);
+        let written = serde_json::to_value(&ks).expect("write");
+        for field in ["interval", "prune", "sourceRef"] {
+            assert_eq!(written["spec"][field], object["spec"][field], "{field}");
+        }
+        // A spec of the wrong shape is still an error, not a default.
+        let wrong = serde_json::json!({"metadata": {"name": "x"}, "spec": "text"});
+        assert!(serde_json::from_value::<Kustomization>(wrong).is_err());
+    }
 }

@@ -171,7 +171,7 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
             .map(Arc::new),
         },
     };
-    let events = events::EventSink::new(client.clone(), identity, &flags.events_addr);
+    let events = events::EventSink::new(client.clone(), host_name(), &flags.events_addr);
     let interrupts = Arc::new(Interrupts::new(
         settings.cancel_health_check_on_new_revision,
     ));
@@ -505,13 +505,20 @@ fn runtime_namespace() -> Option<String> {
         .map(|ns| ns.trim().to_string())
 }
 
-/// This replica's identity for leader election and events: the host (pod) name.
+/// This replica's identity for leader election: the host (pod) name and a random suffix.
 fn instance_identity() -> String {
-    let host = hostname::get()
-        .ok()
-        .and_then(|h| h.into_string().ok())
+    let host = Some(host_name())
+        .filter(|host| !host.is_empty())
         .unwrap_or_else(|| "kustomize-controller".into());
     format!("{host}_{:08x}", rand::random::<u32>())
+}
+
+/// The host (pod) name, which forwarded events report as their instance, as Flux's do.
+fn host_name() -> String {
+    hostname::get()
+        .ok()
+        .and_then(|h| h.into_string().ok())
+        .unwrap_or_default()
 }
 
 async fn shutdown_signal() {

@@ -16,7 +16,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use super::context::Context;
 use super::decryption;
 use super::dependencies::{self, DependencyError};
-use super::events::{self, Severity};
+use super::events::{self, Action as EventAction, Notice, Reference, Severity};
 use super::history;
 use super::schedule;
 use super::status::{self, StatusWriter};
@@ -66,12 +66,14 @@ pub enum ReconcileError {
 /// The prefix Flux gives errors that no retry can fix.
 const TERMINAL_ERROR_MESSAGE: &str = "Reconciliation failed terminally due to configuration error";
 
-/// A failed stage: the Ready reason Flux uses for it and a message naming what is at fault.
+/// A failed stage: the Ready reason Flux uses for it, a message naming what is at fault, and
+/// the stage its event names.
 #[derive(Debug)]
 struct Failure {
     reason: &'static str,
     message: String,
     kind: FailureKind,
+    action: EventAction,
 }
 
 /// What follows a failure.
@@ -110,6 +112,7 @@ impl Failure {
             reason,
             message: message.into(),
             kind: FailureKind::Retry { event: None },
+            action: EventAction::Reconcile,
         }
     }
 
@@ -120,6 +123,7 @@ impl Failure {
             kind: FailureKind::Terminal {
                 observe_generation: true,
             },
+            action: EventAction::Reconcile,
         }
     }
 
@@ -131,6 +135,7 @@ impl Failure {
             kind: FailureKind::Terminal {
                 observe_generation: false,
             },
+            action: EventAction::Reconcile,
         }
     }
 
@@ -143,6 +148,7 @@ impl Failure {
                 retry_in,
                 event: None,
             },
+            action: EventAction::Reconcile,
         }
     }
 
@@ -154,7 +160,13 @@ impl Failure {
             kind: FailureKind::Canceled {
                 trigger: trigger.to_string(),
             },
+            action: EventAction::HealthCheck,
         }
+    }
+
+    /// The failure, its event naming `action` as the stage that failed.
+    fn during(self, action: EventAction) -> Self {
+        Failure { action, ..self }
     }
 
     /// The failure with every secret value masked out of its message: any message written
@@ -252,6 +264,14 @@ pub async fn reconcile(
             commit_status,
         )
     };
+    let notice = |severity, action, reason, message, commit_status| Notice {
+        severity,
+        action,
+        reason,
+        message,
+        metadata: metadata(commit_status),
+        related: run.source.as_ref(),
+    };
     let requeue = match outcome {
         Ok(()) => {
             let revision = run.revision.clone().unwrap_or_default();
@@ -268,10 +288,13 @@ pub async fn reconcile(
                 ctx.events
                     .publish(
                         &ks,
-                        Severity::Info,
-                        reason::RECONCILIATION_SUCCEEDED,
-                        &message,
-                        metadata(true),
+                        notice(
+                            Severity::Info,
+                            EventAction::Reconcile,
+                            reason::RECONCILIATION_SUCCEEDED,
+                            &message,
+                            true,
+                        ),
                     )
                     .await;
             }
@@ -281,6 +304,7 @@ pub async fn reconcile(
             reason: failure_reason,
             message,
             kind: FailureKind::Terminal { observe_generation },
+            action,
         }) => {
             status::mark_stalled(
                 &ks,
@@ -294,10 +318,7 @@ pub async fn reconcile(
             ctx.events
                 .publish(
                     &ks,
-                    Severity::Error,
-                    failure_reason,
-                    &message,
-                    metadata(false),
+                    notice(Severity::Error, action, failure_reason, &message, false),
                 )
                 .await;
             ctx.metrics
@@ -308,6 +329,7 @@ pub async fn reconcile(
             reason: failure_reason,
             message,
             kind: FailureKind::Wait { retry_in, event },
+            action,
         }) => {
             status::mark_failed(&ks, &mut status, failure_reason, &message);
             write_status(&writer, &status).await?;
@@ -315,7 +337,10 @@ pub async fn reconcile(
                 Some(event) => {
                     tracing::info!(kustomization = %ks.name_any(), namespace, "{event}");
                     ctx.events
-                        .publish(&ks, Severity::Info, failure_reason, &event, metadata(false))
+                        .publish(
+                            &ks,
+                            notice(Severity::Info, action, failure_reason, &event, false),
+                        )
                         .await;
                 }
                 None => tracing::info!(kustomization = %ks.name_any(), namespace, "{message}"),
@@ -326,19 +351,17 @@ pub async fn reconcile(
             reason: failure_reason,
             message,
             kind: FailureKind::Canceled { trigger },
+            action,
         }) => {
             status::mark_failed(&ks, &mut status, failure_reason, &message);
             write_status(&writer, &status).await?;
             tracing::info!(kustomization = %ks.name_any(), namespace, "{message}, canceling health checks");
+            let event =
+                format!("Health checks canceled due to new reconciliation triggered by {trigger}");
             ctx.events
                 .publish(
                     &ks,
-                    Severity::Info,
-                    failure_reason,
-                    &format!(
-                        "Health checks canceled due to new reconciliation triggered by {trigger}"
-                    ),
-                    metadata(false),
+                    notice(Severity::Info, action, failure_reason, &event, false),
                 )
                 .await;
             Duration::ZERO
@@ -367,7 +390,16 @@ pub async fn reconcile(
                 failure.message
             );
             ctx.events
-                .publish(&ks, Severity::Error, failure.reason, event, metadata(false))
+                .publish(
+                    &ks,
+                    notice(
+                        Severity::Error,
+                        failure.action,
+                        failure.reason,
+                        event,
+                        false,
+                    ),
+                )
                 .await;
             retry_in
         }
@@ -398,6 +430,8 @@ struct Run {
     revision: Option<String>,
     /// The artifact's origin revision, when it has one.
     origin_revision: Option<String>,
+    /// The source, once it was read: the related object of every later event.
+    source: Option<Reference>,
 }
 
 /// The pipeline proper. Progress is written to status once the revision is known. `permit`
@@ -411,12 +445,17 @@ async fn run_pipeline(
     permit: Option<OwnedSemaphorePermit>,
 ) -> Result<(), Failure> {
     let exprs = HealthCheckExprs::new(ks.spec.health_check_exprs.as_deref().unwrap_or(&[]))
-        .map_err(|e| Failure::terminal(reason::INVALID_CEL_EXPRESSION, e))?;
-    let artifact = get_artifact(ks, ctx).await?;
+        .map_err(|e| {
+            Failure::terminal(reason::INVALID_CEL_EXPRESSION, e).during(EventAction::HealthCheck)
+        })?;
+    let (artifact, source) = get_artifact(ks, ctx).await?;
+    run.source = Some(source);
     let revision = artifact.revision.clone();
     run.revision = Some(revision.clone());
     run.origin_revision = artifact.origin_revision().map(str::to_string);
-    check_dependencies(ks, ctx, &revision).await?;
+    check_dependencies(ks, ctx, &revision)
+        .await
+        .map_err(|failure| failure.during(EventAction::CheckDependencies))?;
 
     let started = Instant::now();
     let timeout = reconcile_timeout(ks);
@@ -533,7 +572,6 @@ async fn apply_prune_and_check(
         secrets,
     } = applying;
     let revision = run.revision.as_deref().unwrap_or("");
-    let metadata = || events::metadata(ks, Some(revision), run.origin_revision.as_deref(), false);
     refuse_encrypted_secrets(&objects)?;
     let inventory_before = status.inventory.clone();
     record_intent(writer, status, &objects).await?;
@@ -574,15 +612,9 @@ async fn apply_prune_and_check(
     }
     let drifted = changes.has_changes();
     if drifted {
-        // Ready is Unknown while the run goes on, so the event has its reason.
+        let summary = secrets.redact(&changes.summary());
         ctx.events
-            .publish(
-                ks,
-                Severity::Info,
-                reason::PROGRESSING,
-                &secrets.redact(&changes.summary()),
-                metadata(),
-            )
+            .publish(ks, progress(ks, run, EventAction::Apply, &summary))
             .await;
     }
     let inventory: Vec<ObjectId> = changes.0.iter().map(|c| c.id.clone()).collect();
@@ -596,14 +628,9 @@ async fn apply_prune_and_check(
         let pruned = prune(&applier, &stale).await?;
         if !pruned.0.is_empty() {
             tracing::info!(kustomization = %ks.name_any(), "garbage collection completed: {}", pruned.prune_summary());
+            let summary = pruned.prune_summary();
             ctx.events
-                .publish(
-                    ks,
-                    Severity::Info,
-                    reason::PROGRESSING,
-                    &pruned.prune_summary(),
-                    metadata(),
-                )
+                .publish(ks, progress(ks, run, EventAction::Prune, &summary))
                 .await;
         }
     }
@@ -622,6 +649,7 @@ async fn apply_prune_and_check(
             jobs_with_ttl,
             revision,
             origin_revision: run.origin_revision.as_deref(),
+            source: run.source.as_ref(),
             exprs,
             timeout,
             drifted,
@@ -629,6 +657,29 @@ async fn apply_prune_and_check(
         },
     )
     .await
+}
+
+/// An informational event of a stage of `run` that goes on.
+fn progress<'a>(
+    ks: &Kustomization,
+    run: &'a Run,
+    action: EventAction,
+    message: &'a str,
+) -> Notice<'a> {
+    Notice {
+        severity: Severity::Info,
+        action,
+        // Ready is Unknown while the run goes on, so the event has its reason.
+        reason: reason::PROGRESSING,
+        message,
+        metadata: events::metadata(
+            ks,
+            run.revision.as_deref(),
+            run.origin_revision.as_deref(),
+            false,
+        ),
+        related: run.source.as_ref(),
+    }
 }
 
 /// `spec.dependsOn`: configuration errors stall the Kustomization; dependencies that are
@@ -655,6 +706,7 @@ async fn check_dependencies(
                         duration::format(retry_in)
                     )),
                 },
+                action: EventAction::CheckDependencies,
             }
         }
         DependencyError::CrossNamespace { .. } => Failure::denied(error.to_string()),
@@ -735,14 +787,15 @@ async fn target_cluster(ks: &Kustomization, ctx: &Context) -> Result<TargetClust
             kind: FailureKind::Retry {
                 event: Some(format!("failed to build kube client: {e}")),
             },
+            action: EventAction::Reconcile,
         })
 }
 
 /// Looks up the source and its artifact, enforcing the cross-namespace policy, with Flux's
 /// outcomes: a denied source stalls the Kustomization; a missing source is retried after
 /// `retryInterval`, a source without artifact after `--requeue-dependency`, both without an
-/// event.
-async fn get_artifact(ks: &Kustomization, ctx: &Context) -> Result<Artifact, Failure> {
+/// event. With the artifact comes the reference to the source, for events.
+async fn get_artifact(ks: &Kustomization, ctx: &Context) -> Result<(Artifact, Reference), Failure> {
     let source_ref = &ks.spec.source_ref;
     let ks_namespace = ks.namespace().unwrap_or_default();
     let namespace = source_ref
@@ -754,12 +807,14 @@ async fn get_artifact(ks: &Kustomization, ctx: &Context) -> Result<Artifact, Fai
     if ctx.settings.no_cross_namespace_refs && namespace != ks_namespace {
         return Err(Failure::denied(format!(
             "can't access '{display}', cross-namespace references have been blocked"
-        )));
+        ))
+        .during(EventAction::ResolveSource));
     }
     if source_ref.kind == SourceKind::ExternalArtifact && !ctx.settings.allow_external_artifact {
         return Err(Failure::denied(format!(
             "can't access '{display}', ExternalArtifact feature gate is disabled"
-        )));
+        ))
+        .during(EventAction::ResolveSource));
     }
     let version = source_version(source_ref.api_version.as_deref())
         .map_err(|e| Failure::new(reason::ARTIFACT_FAILED, e.to_string()))?;
@@ -794,7 +849,8 @@ async fn get_artifact(ks: &Kustomization, ctx: &Context) -> Result<Artifact, Fai
             ));
         }
     };
-    artifact_of(&source).ok_or_else(|| {
+    let reference = Reference::to_source(source_ref.kind.as_str(), &source);
+    let artifact = artifact_of(&source).ok_or_else(|| {
         let retry_in = ctx.settings.requeue_dependency;
         Failure::wait(
             reason::ARTIFACT_FAILED,
@@ -804,7 +860,8 @@ async fn get_artifact(ks: &Kustomization, ctx: &Context) -> Result<Artifact, Fai
             ),
             retry_in,
         )
-    })
+    })?;
+    Ok((artifact, reference))
 }
 
 /// `spec.retryInterval`, or the interval.
@@ -1040,6 +1097,8 @@ struct HealthCheck<'a> {
     jobs_with_ttl: HashSet<ObjectId>,
     revision: &'a str,
     origin_revision: Option<&'a str>,
+    /// The source, for the event.
+    source: Option<&'a Reference>,
     exprs: &'a HealthCheckExprs,
     timeout: Duration,
     /// The apply changed something.
@@ -1113,15 +1172,20 @@ async fn check_health(
                 duration::format(started.elapsed())
             );
             if !was_healthy || (new_revision && check.drifted) {
-                ctx.events
-                    .publish(
+                let notice = Notice {
+                    severity: Severity::Info,
+                    action: EventAction::HealthCheck,
+                    reason: reason::PROGRESSING,
+                    message: &message,
+                    metadata: events::metadata(
                         ks,
-                        Severity::Info,
-                        reason::PROGRESSING,
-                        &message,
-                        events::metadata(ks, Some(check.revision), check.origin_revision, false),
-                    )
-                    .await;
+                        Some(check.revision),
+                        check.origin_revision,
+                        false,
+                    ),
+                    related: check.source,
+                };
+                ctx.events.publish(ks, notice).await;
             }
             status::mark_healthy(
                 ks,
@@ -1327,7 +1391,14 @@ async fn finalize(
             let objects: Vec<String> = inventory.iter().map(ObjectId::describe).collect();
             let message = format!("unable to prune objects: \n{}", objects.join("\n"));
             tracing::error!(kustomization = %ks.name_any(), namespace = ks.namespace().unwrap_or_default(), error = "skipping pruning, failed to find account to impersonate", "{message}");
-            finalize_event(ks, ctx, &status, Severity::Error, &message).await;
+            finalize_event(
+                ks,
+                ctx,
+                &status,
+                (Severity::Error, EventAction::Finalize),
+                &message,
+            )
+            .await;
             remove_finalizer(api, ks).await?;
             return Ok(Done::await_change());
         }
@@ -1343,18 +1414,41 @@ async fn finalize(
             reconcile_timeout(ks),
             AppliedObjects::default(),
         );
-        let changes = applier.prune(&inventory).await?;
-        if policy == DeletionPolicy::WaitForTermination {
-            let deleted: Vec<ObjectId> = changes
-                .0
-                .iter()
-                .filter(|c| c.action == crate::apply::Action::Deleted)
-                .map(|c| c.id.clone())
-                .collect();
-            applier.wait_until_deleted(&deleted).await?;
-        }
+        let changes = match applier.prune(&inventory).await {
+            Ok(changes) => changes,
+            Err(err) => {
+                // Retried with backoff; the event says so as Flux's does.
+                let failed = (Severity::Error, EventAction::Finalize);
+                let message = "pruning for deleted resource failed";
+                finalize_event(ks, ctx, &status, failed, message).await;
+                return Err(err.into());
+            }
+        };
         if !changes.0.is_empty() {
-            finalize_event(ks, ctx, &status, Severity::Info, &changes.prune_summary()).await;
+            let summary = changes.prune_summary();
+            finalize_event(
+                ks,
+                ctx,
+                &status,
+                (Severity::Info, EventAction::Finalize),
+                &summary,
+            )
+            .await;
+            if policy == DeletionPolicy::WaitForTermination {
+                let deleted: Vec<ObjectId> = changes
+                    .0
+                    .iter()
+                    .filter(|c| c.action == crate::apply::Action::Deleted)
+                    .map(|c| c.id.clone())
+                    .collect();
+                // As Flux: a wait that times out is reported, and the Kustomization goes.
+                if let Err(err) = applier.wait_until_deleted(&deleted).await {
+                    let message = "failed to wait for resources termination";
+                    tracing::error!(kustomization = %ks.name_any(), namespace = ks.namespace().unwrap_or_default(), error = %err, "{message}");
+                    let failed = (Severity::Error, EventAction::WaitForTermination);
+                    finalize_event(ks, ctx, &status, failed, message).await;
+                }
+            }
         }
     }
     remove_finalizer(api, ks).await?;
@@ -1362,12 +1456,13 @@ async fn finalize(
 }
 
 /// An event of the finalization: as Flux's, it carries the reason Ready has at that point
-/// (else the severity) and the revision last applied.
+/// (else the severity) and the revision last applied, and no related source (Flux does not
+/// read the source of a Kustomization being deleted).
 async fn finalize_event(
     ks: &Kustomization,
     ctx: &Context,
     status: &KustomizationStatus,
-    severity: Severity,
+    (severity, action): (Severity, EventAction),
     message: &str,
 ) {
     let reason = status
@@ -1381,9 +1476,15 @@ async fn finalize_event(
         status.last_applied_origin_revision.as_deref(),
         false,
     );
-    ctx.events
-        .publish(ks, severity, reason, message, metadata)
-        .await;
+    let notice = Notice {
+        severity,
+        action,
+        reason,
+        message,
+        metadata,
+        related: None,
+    };
+    ctx.events.publish(ks, notice).await;
 }
 
 /// Whether the account `ks` is handled as still exists (always, when it names none), read

@@ -346,3 +346,55 @@ async fn secrets_never_reach_conditions_events_or_logs() {
         }
     }
 }
+
+/// Flux's CRD, and ours, accept a Kustomization without `spec`. It is read with the default
+/// spec and fails on its own (it names no source); the watch goes on, so a Kustomization
+/// created after it is still reconciled.
+#[tokio::test]
+async fn a_kustomization_without_spec_fails_alone() {
+    hostile_controller();
+    let client = support::client().await;
+    let ns = TestNamespace::new(&client, "no-spec").await;
+    let ns = ns.name();
+    let shard = json!({ SHARD_LABEL: "hostile" });
+
+    // Created untyped: the Rust type always writes a spec.
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        ns,
+        &ApiResource::erase::<Kustomization>(&()),
+    );
+    let bare: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": {"name": "bare", "namespace": ns, "labels": run_labels(shard.clone())},
+    }))
+    .expect("a Kustomization without spec");
+    api.create(&PostParams::default(), &bare)
+        .await
+        .expect("the API server accepts a Kustomization without spec");
+
+    create_git_repository(&client, ns, "repo").await;
+    let (url, digest) = serve(tarball(&[("deploy/cm.yaml", config_map(ns, "a", "1"))]));
+    publish_artifact(&client, ns, "repo", &revision(1), &url, &digest).await;
+    create_labelled_kustomization(&client, ns, "app", "repo", json!({}), shard).await;
+    let (reason, _) = wait_ready_with(
+        &client,
+        ns,
+        "app",
+        ConditionStatus::True,
+        "the Kustomization created after the spec-less one to be Ready",
+    )
+    .await;
+    assert_eq!(reason, "ReconciliationSucceeded");
+    let (reason, message) = wait_ready_with(
+        &client,
+        ns,
+        "bare",
+        ConditionStatus::False,
+        "the spec-less Kustomization to fail",
+    )
+    .await;
+    assert_eq!(reason, "ArtifactFailed", "{message}");
+    assert!(message.starts_with("unable to get source"), "{message}");
+}

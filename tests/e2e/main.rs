@@ -8,6 +8,7 @@ mod artifacts;
 mod config_watch;
 mod dependencies;
 mod diff;
+mod events;
 mod flux_cli;
 mod flux_parity;
 mod health;

@@ -10,6 +10,7 @@
 #![allow(dead_code)]
 
 pub mod bounded;
+pub mod event_receiver;
 pub mod hostile;
 pub mod keyservers;
 

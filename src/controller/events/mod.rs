@@ -8,21 +8,19 @@
 //! `kubectl describe` and the parity tests against Flux read exactly those fields. The same
 //! event is also forwarded to notification-controller in Flux's format.
 
-use std::time::Duration;
-
-use bytes::Bytes;
-use http_body_util::Full;
-use hyper_util::client::legacy::Client as HttpClient;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
 use kube::{Resource, ResourceExt};
-use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
+
+pub mod forward;
+pub mod payload;
+
+pub use forward::{Delivery, ForwardError, Forwarder, RetryPolicy};
+pub use payload::{EventPayload, Notice, Reference};
 
 use crate::api::Kustomization;
 use crate::api::names::APPLY_FIELD_MANAGER;
@@ -77,7 +75,8 @@ pub fn metadata(
 pub struct EventSink {
     client: kube::Client,
     recent: Arc<Mutex<HashMap<EventKey, Recorded>>>,
-    forwarder: Option<Forwarder>,
+    /// Where events are posted, and the instance name they carry.
+    forwarder: Option<(Forwarder, String)>,
 }
 
 /// What makes two events repeats of one another. The message is kept as a hash: change-set
@@ -126,47 +125,105 @@ impl Severity {
     }
 }
 
+/// The stage of the reconcile an event is about: the `action` of Flux's event (its
+/// kustomize-controller v1.10 API's `Action`). Only forwarded events carry it; the core/v1
+/// Event has no place for it, as with Flux's default recorder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// The outcome of the whole reconcile (success, or a failure no stage below names).
+    Reconcile,
+    /// Checking `spec.dependsOn`.
+    CheckDependencies,
+    /// Reading the source.
+    ResolveSource,
+    /// Applying the built objects.
+    Apply,
+    /// Pruning what the source dropped.
+    Prune,
+    /// The health checks, and their expressions.
+    HealthCheck,
+    /// Deleting the managed objects of a deleted Kustomization.
+    Finalize,
+    /// Waiting for them to be gone (`deletionPolicy: WaitForTermination`).
+    WaitForTermination,
+}
+
+impl Action {
+    /// Flux's name of the action.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Reconcile => "Reconcile",
+            Action::CheckDependencies => "CheckDependencies",
+            Action::ResolveSource => "ResolveSource",
+            Action::Apply => "Apply",
+            Action::Prune => "Prune",
+            Action::HealthCheck => "HealthCheck",
+            Action::Finalize => "Finalize",
+            Action::WaitForTermination => "WaitForTermination",
+        }
+    }
+}
+
 impl EventSink {
     /// A sink that records Events as `kustomize-controller` and, when `events_addr` is not
-    /// empty, also posts them to that address.
+    /// empty, also posts them there as `instance` (the host name, as Flux reports it). An
+    /// address that is not an http(s) URL is reported once and nothing is posted, as every
+    /// post to it would fail.
     pub fn new(client: kube::Client, instance: String, events_addr: &str) -> Self {
-        let forwarder = (!events_addr.is_empty())
-            .then(|| Forwarder::new(events_addr.to_string(), instance.clone()));
+        let forwarder = if events_addr.is_empty() {
+            None
+        } else {
+            match Forwarder::new(events_addr) {
+                Ok(forwarder) => Some(forwarder),
+                Err(err) => {
+                    tracing::error!(error = %err, "events are not forwarded");
+                    None
+                }
+            }
+        };
         EventSink {
             client,
             recent: Arc::default(),
-            forwarder,
+            forwarder: forwarder.map(|forwarder| (forwarder, instance)),
         }
     }
 
-    /// Records an event on `ks`, annotated with `metadata` (see [`metadata`]). Failures to
-    /// record are logged, never fatal.
-    pub async fn publish(
-        &self,
-        ks: &Kustomization,
-        severity: Severity,
-        reason: &str,
-        message: &str,
-        metadata: BTreeMap<String, String>,
-    ) {
-        if let Err(err) = self.record(ks, severity, reason, message, &metadata).await {
+    /// Records `notice` as an Event on `ks` and forwards it. Failures are logged, never
+    /// fatal. As in Flux, the post is awaited (events reach notification-controller in
+    /// order) and bounded by the retry policy.
+    pub async fn publish(&self, ks: &Kustomization, notice: Notice<'_>) {
+        if let Err(err) = self.record(ks, &notice).await {
             tracing::warn!(kustomization = %ks.name_any(), error = %err, "failed to record event");
         }
-        if let Some(forwarder) = &self.forwarder {
-            forwarder
-                .post(ks, severity, reason, message, &metadata)
-                .await;
+        let Some((forwarder, instance)) = &self.forwarder else {
+            return;
+        };
+        let payload = EventPayload::new(ks, &notice, instance);
+        match forwarder.post(&payload).await {
+            Ok(Delivery::Duplicate) => {}
+            Ok(Delivery::Answered(status)) if status.is_success() => {}
+            Ok(Delivery::Answered(status)) => tracing::warn!(
+                kustomization = %ks.name_any(),
+                status = %status,
+                "the events receiver refused the event"
+            ),
+            Err(err) => tracing::error!(
+                kustomization = %ks.name_any(),
+                error = %err,
+                "unable to record event"
+            ),
         }
     }
 
-    async fn record(
-        &self,
-        ks: &Kustomization,
-        severity: Severity,
-        reason: &str,
-        message: &str,
-        metadata: &BTreeMap<String, String>,
-    ) -> Result<(), kube::Error> {
+    async fn record(&self, ks: &Kustomization, notice: &Notice<'_>) -> Result<(), kube::Error> {
+        let Notice {
+            severity,
+            reason,
+            message,
+            metadata,
+            ..
+        } = notice;
+        let severity = *severity;
         let namespace = ks.namespace().unwrap_or_default();
         let api: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
         let now = Timestamp::now();
@@ -245,67 +302,6 @@ impl EventSink {
             );
         }
         Ok(())
-    }
-}
-
-/// Posts events to the notification-controller in Flux's event format.
-#[derive(Clone)]
-struct Forwarder {
-    address: String,
-    instance: String,
-    http: HttpClient<HttpConnector, Full<Bytes>>,
-}
-
-impl Forwarder {
-    fn new(address: String, instance: String) -> Self {
-        let http = HttpClient::builder(TokioExecutor::new()).build_http();
-        Forwarder {
-            address,
-            instance,
-            http,
-        }
-    }
-
-    async fn post(
-        &self,
-        ks: &Kustomization,
-        severity: Severity,
-        reason: &str,
-        message: &str,
-        metadata: &BTreeMap<String, String>,
-    ) {
-        let body = json!({
-            "involvedObject": {
-                "kind": "Kustomization",
-                "namespace": ks.namespace(),
-                "name": ks.name_any(),
-                "uid": ks.uid(),
-                "apiVersion": Kustomization::api_version(&()),
-                "resourceVersion": ks.resource_version(),
-            },
-            "severity": severity.as_str(),
-            "timestamp": k8s_openapi::jiff::Timestamp::now().to_string(),
-            "message": message,
-            "reason": reason,
-            "metadata": metadata,
-            "reportingController": APPLY_FIELD_MANAGER,
-            "reportingInstance": self.instance,
-        });
-        let request = hyper::Request::post(&self.address)
-            .header("content-type", "application/json")
-            .body(Full::new(Bytes::from(body.to_string())));
-        let Ok(request) = request else {
-            tracing::warn!(address = %self.address, "invalid --events-addr");
-            return;
-        };
-        match tokio::time::timeout(Duration::from_secs(15), self.http.request(request)).await {
-            Ok(Ok(response)) if response.status().is_success() => {}
-            Ok(Ok(response)) => {
-                tracing::warn!(status = %response.status(), "event forwarding refused")
-            }
-            Ok(Err(err)) => tracing::warn!(error = %err, "event forwarding failed"),
-            Err(_) => tracing::warn!("event forwarding timed out"),
-        }
     }
 }
 
