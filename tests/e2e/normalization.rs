@@ -2,7 +2,7 @@
 //! CRD `caBundle` sanitizing, against the real API server: a Secret written with
 //! `stringData` is applied as `data`, so a key the source drops leaves the live Secret;
 //! reconciles with nothing changed write nothing; a CRD with a placeholder conversion
-//! `caBundle` is applied.
+//! `caBundle` is applied. And the wait that ends the cluster definition stage.
 
 use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -151,4 +151,72 @@ async fn a_crd_with_an_invalid_ca_bundle_is_applied_without_it() {
         }
     })
     .await;
+}
+
+/// The cluster definition stage is waited for as Flux waits for it: two CRDs of one group
+/// claiming the same kind leave one of them with its names not accepted (kstatus: Failed),
+/// which ends the wait at once with Flux's message, listing what was applied before.
+#[tokio::test]
+async fn a_crd_that_can_never_be_established_fails_the_stage_wait_early() {
+    let f = Fixture::new("stage-stalled").await;
+    let ns = f.ns();
+    let group = format!("{ns}.example.com");
+    let crd = |plural: &str| {
+        format!(
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: {plural}.{group}\n\
+             spec:\n  group: {group}\n  names: {{kind: Widget, plural: {plural}, listKind: WidgetList}}\n\
+             \x20 scope: Namespaced\n  versions:\n  - name: v1\n    served: true\n    storage: true\n\
+             \x20   schema:\n      openAPIV3Schema:\n        type: object\n        x-kubernetes-preserve-unknown-fields: true\n"
+        )
+    };
+    create_git_repository(&f.client, ns, "repo").await;
+    f.publish(
+        1,
+        &[
+            ("deploy/gadgets.yaml", crd("gadgets")),
+            ("deploy/widgets.yaml", crd("widgets")),
+            ("deploy/cm.yaml", config_map(ns, "after", "1")),
+        ],
+    )
+    .await;
+    create_kustomization(&f.client, ns, "app", "repo", json!({})).await;
+    let started = std::time::Instant::now();
+    let message = wait_for(WAIT, "the stage wait to fail", async || {
+        match ready(&f.client, ns, "app").await {
+            Some((ConditionStatus::False, _, message)) => Ok(message),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    let crds: Api<CustomResourceDefinition> = Api::all(f.client.clone());
+    for plural in ["gadgets", "widgets"] {
+        crds.delete(&format!("{plural}.{group}"), &DeleteParams::default())
+            .await
+            .expect("delete a CRD of the test");
+    }
+    let mut lines = message.lines();
+    let first = lines.next().unwrap_or_default();
+    assert!(
+        first.starts_with("failed early due to stalled resources: [CustomResourceDefinition/")
+            && first.ends_with(&format!(".{group} status: 'Failed']")),
+        "{message}"
+    );
+    assert_eq!(
+        lines.collect::<Vec<_>>(),
+        [
+            format!("CustomResourceDefinition/gadgets.{group} created"),
+            format!("CustomResourceDefinition/widgets.{group} created"),
+        ],
+        "{message}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "failed early, not after the timeout: {:?}",
+        started.elapsed()
+    );
+    let config_maps = Api::<ConfigMap>::namespaced(f.client.clone(), ns);
+    assert!(
+        config_maps.get_opt("after").await.expect("read").is_none(),
+        "the last stage is not applied"
+    );
 }
