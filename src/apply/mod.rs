@@ -10,15 +10,18 @@
 //! impersonation or a remote cluster is only another client.
 
 mod applied;
+mod ca_bundle;
 pub mod ignore;
 mod inventory;
 mod live_versions;
 pub mod managed_fields;
+mod normalize;
 mod order;
 mod plan;
 mod preview;
 mod prune;
 mod resolve;
+mod stage_wait;
 
 use std::fmt;
 use std::sync::Mutex;
@@ -202,13 +205,19 @@ pub enum ApplyError {
         /// The API error.
         source: kube::Error,
     },
-    /// A CustomResourceDefinition did not become established in time.
-    #[error("CustomResourceDefinition/{name} was not established within {seconds}s")]
-    NotEstablished {
-        /// The CRD's name.
-        name: String,
-        /// How long we waited.
-        seconds: u64,
+    /// The objects of the cluster definition or class stage were not all Current when the
+    /// 60 s Flux waits for them ran out; each entry is `Kind/namespace/name status: '...'`.
+    #[error("timeout waiting for: [{}]", objects.join(", "))]
+    StageTimeout {
+        /// The objects that were not Current.
+        objects: Vec<String>,
+    },
+    /// Some objects of the cluster definition or class stage are Failed and every other one
+    /// is Current: waiting longer cannot help.
+    #[error("failed early due to stalled resources: [{}]", objects.join(", "))]
+    StageStalled {
+        /// The Failed objects.
+        objects: Vec<String>,
     },
     /// A deleted object was still there when the timeout ran out.
     #[error("{object} was not terminated within {seconds}s")]
@@ -335,7 +344,8 @@ pub struct Applier {
 
 impl Applier {
     /// An applier acting for `owner`. `concurrency` bounds parallel requests
-    /// (`--concurrent-ssa`), `timeout` bounds waiting for CRDs and deletions, `previous`
+    /// (`--concurrent-ssa`), `timeout` bounds waiting for deletions (a stage's objects are
+    /// waited for as long as Flux waits), `previous`
     /// is what the last reconcile of this owner recorded.
     pub fn new(
         client: Client,
@@ -393,18 +403,22 @@ impl Applier {
                 .position(|o| stage(o, kinds) != current)
                 .map_or(objects.len(), |offset| start + offset);
             let batch = &objects[start..end];
-            match self.apply_stage(batch).await {
-                Ok(applied) => changes.0.extend(applied),
+            let applied = match self.apply_stage(batch).await {
+                Ok(applied) => applied,
                 Err(error) => {
                     return Err(PartialApply {
                         error,
                         applied: changes,
                     });
                 }
-            }
-            if current == 1
-                && let Err(error) = self.wait_for_crds(batch).await
-            {
+            };
+            let waited = if current <= 2 {
+                self.wait_for_stage(&applied).await
+            } else {
+                Ok(())
+            };
+            changes.0.extend(applied);
+            if let Err(error) = waited {
                 return Err(PartialApply {
                     error,
                     applied: changes,
@@ -449,41 +463,6 @@ impl Applier {
             Some(ns) => Api::namespaced_with(self.client.clone(), ns, resource),
             None => Api::all_with(self.client.clone(), resource),
         }
-    }
-
-    async fn wait_for_crds(&self, batch: &[Object]) -> Result<(), ApplyError> {
-        use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-        let api: Api<CustomResourceDefinition> = Api::all(self.client.clone());
-        let deadline = tokio::time::Instant::now() + self.timeout;
-        for crd in batch
-            .iter()
-            .filter(|o| o.kind() == "CustomResourceDefinition")
-        {
-            loop {
-                let established = api
-                    .get_opt(crd.name())
-                    .await
-                    .ok()
-                    .flatten()
-                    .is_some_and(|crd| {
-                        crd.status.and_then(|s| s.conditions).is_some_and(|c| {
-                            c.iter()
-                                .any(|c| c.type_ == "Established" && c.status == "True")
-                        })
-                    });
-                if established {
-                    break;
-                }
-                if tokio::time::Instant::now() >= deadline {
-                    return Err(ApplyError::NotEstablished {
-                        name: crd.name().to_string(),
-                        seconds: self.timeout.as_secs(),
-                    });
-                }
-                tokio::time::sleep(Duration::from_millis(250)).await;
-            }
-        }
-        Ok(())
     }
 }
 

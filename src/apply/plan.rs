@@ -48,10 +48,13 @@ pub(super) enum Planned {
 }
 
 impl Applier {
-    /// Resolves the object's kind and prepares the configuration to apply: the owner
-    /// labels added, a namespace dropped from cluster-scoped kinds.
+    /// Resolves the object's kind and prepares the configuration to apply: normalized as
+    /// Flux normalizes it, an invalid CRD conversion `caBundle` stripped, the owner labels
+    /// added, a namespace dropped from cluster-scoped kinds.
     pub(super) async fn target(&self, object: &Object) -> Result<Target, ApplyError> {
         let mut object = object.clone();
+        super::normalize::normalize(&mut object);
+        super::ca_bundle::strip_invalid_ca_bundle(&mut object);
         let resource = self
             .resolver
             .resolve(object.api_version(), object.kind())

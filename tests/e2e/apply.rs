@@ -888,7 +888,7 @@ async fn kustomization_status(client: &kube::Client, ns: &str, name: &str) -> Va
 }
 
 /// Waits until Kustomization `name` is Ready with revision `n` applied.
-async fn wait_applied(
+pub(super) async fn wait_applied(
     client: &kube::Client,
     ns: &str,
     name: &str,

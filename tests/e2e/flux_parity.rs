@@ -412,10 +412,11 @@ async fn refused_invalid_key_has_fluxs_status_and_events() {
     assert!(status["inventory"].is_null(), "{status:#}");
 }
 
-/// Deployments as people write them: one with the empty `strategy: {}` and `resources: {}`
-/// that the API server fills with defaults, one without them and with a container port
-/// without its (defaulted) protocol.
-fn handover_deployments(ns: &str) -> Vec<(String, String)> {
+/// Objects as people write them: a Deployment with the empty `strategy: {}` and
+/// `resources: {}` that the API server fills with defaults, one without them and with a
+/// container port without its (defaulted) protocol, a Secret written with `stringData`, and a
+/// Service whose port has no protocol.
+fn handover_objects(ns: &str) -> Vec<(String, String)> {
     let deployment = |name: &str, extra_spec: &str, container: &str| {
         format!(
             "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\n  namespace: {ns}\n\
@@ -437,28 +438,55 @@ fn handover_deployments(ns: &str) -> Vec<(String, String)> {
                 "        ports:\n        - containerPort: 8080\n",
             ),
         ),
+        (
+            "deploy/secret.yaml".into(),
+            super::normalization::string_data_secret(ns, &["a", "token"]),
+        ),
+        (
+            "deploy/service.yaml".into(),
+            super::normalization::protocol_less_service(ns),
+        ),
     ]
 }
 
-/// (name, resourceVersion, generation, managedFields) of every Deployment in `ns`.
-async fn deployment_snapshot(client: &kube::Client, ns: &str) -> Vec<Value> {
+/// (kind, name, resourceVersion, generation, managedFields) of every Deployment, Service and
+/// Secret in `ns`.
+async fn handover_snapshot(client: &kube::Client, ns: &str) -> Vec<Value> {
     use k8s_openapi::api::apps::v1::Deployment;
-    let mut snapshot: Vec<Value> = Api::<Deployment>::namespaced(client.clone(), ns)
-        .list(&ListParams::default())
+    use k8s_openapi::api::core::v1::{Secret, Service};
+    let entry = |kind: &str, meta: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta| {
+        json!({
+            "kind": kind,
+            "name": meta.name,
+            "resourceVersion": meta.resource_version,
+            "generation": meta.generation,
+            "managedFields": meta.managed_fields,
+        })
+    };
+    let params = ListParams::default();
+    let mut snapshot: Vec<Value> = Vec::new();
+    for d in Api::<Deployment>::namespaced(client.clone(), ns)
+        .list(&params)
         .await
         .expect("list Deployments")
-        .items
-        .into_iter()
-        .map(|d| {
-            json!({
-                "name": d.metadata.name,
-                "resourceVersion": d.metadata.resource_version,
-                "generation": d.metadata.generation,
-                "managedFields": d.metadata.managed_fields,
-            })
-        })
-        .collect();
-    snapshot.sort_by_key(|d| d["name"].to_string());
+    {
+        snapshot.push(entry("Deployment", d.metadata));
+    }
+    for s in Api::<Service>::namespaced(client.clone(), ns)
+        .list(&params)
+        .await
+        .expect("list Services")
+    {
+        snapshot.push(entry("Service", s.metadata));
+    }
+    for s in Api::<Secret>::namespaced(client.clone(), ns)
+        .list(&params)
+        .await
+        .expect("list Secrets")
+    {
+        snapshot.push(entry("Secret", s.metadata));
+    }
+    snapshot.sort_by_key(|d| format!("{}/{}", d["kind"], d["name"]));
     snapshot
 }
 
@@ -485,7 +513,7 @@ async fn objects_applied_by_flux_are_left_unchanged_by_ours() {
     let client = support::client().await;
     let ns = TestNamespace::new(&client, "parity-handover").await;
     create_git_repository(&client, ns.name(), "repo").await;
-    let files = handover_deployments(ns.name());
+    let files = handover_objects(ns.name());
     let (url, digest) = serve(tarball(&files));
     publish_artifact(&client, ns.name(), "repo", &revision(1), &url, &digest).await;
     // `prune: false` leaves the objects in place when a Kustomization is handed over;
@@ -498,8 +526,13 @@ async fn objects_applied_by_flux_are_left_unchanged_by_ours() {
     let flux_outcome = reconcile_with(&client, ns.name(), flux_shard, flux, &spec, succeeded).await;
     let created = change_set_events(&flux_outcome.events);
     assert_eq!(created.len(), 1, "Flux's change set: {created:?}");
-    for name in ["explicit", "implicit"] {
-        let line = format!("Deployment/{}/{name} created", ns.name());
+    for object in [
+        "Deployment/{ns}/explicit",
+        "Deployment/{ns}/implicit",
+        "Secret/{ns}/creds",
+        "Service/{ns}/web",
+    ] {
+        let line = format!("{} created", object.replace("{ns}", ns.name()));
         assert!(
             created[0]["message"]
                 .as_str()
@@ -507,14 +540,14 @@ async fn objects_applied_by_flux_are_left_unchanged_by_ours() {
             "{created:?}"
         );
     }
-    let before = deployment_snapshot(&client, ns.name()).await;
+    let before = handover_snapshot(&client, ns.name()).await;
 
     let ours_outcome = reconcile_with(&client, ns.name(), ours_shard, ours, &spec, succeeded).await;
-    let after = deployment_snapshot(&client, ns.name()).await;
+    let after = handover_snapshot(&client, ns.name()).await;
     assert_eq!(
         serde_json::to_string_pretty(&after).unwrap_or_default(),
         serde_json::to_string_pretty(&before).unwrap_or_default(),
-        "ours wrote the Deployments Flux applied (left: after ours, right: after Flux)"
+        "ours wrote objects Flux applied (left: after ours, right: after Flux)"
     );
     let change_sets = change_set_events(&ours_outcome.events);
     assert!(change_sets.is_empty(), "ours: {change_sets:?}");
@@ -522,6 +555,45 @@ async fn objects_applied_by_flux_are_left_unchanged_by_ours() {
         ours_outcome.status["inventory"], flux_outcome.status["inventory"],
         "same inventory"
     );
+}
+
+/// A key removed from a Secret's `stringData` leaves the live Secret under both
+/// controllers: each applies `{a, token}`, then `{a}`, in a namespace of its own, and both
+/// end with `data` holding `a` alone.
+#[tokio::test]
+async fn a_key_removed_from_string_data_leaves_the_secret_as_under_flux() {
+    use super::normalization::{secret_keys, string_data_secret};
+    let client = support::client().await;
+    let mut outcomes = Vec::new();
+    for (shard, controller) in controllers() {
+        let ns = TestNamespace::new(&client, "parity-stringdata").await;
+        let ns = ns.name();
+        create_git_repository(&client, ns, "repo").await;
+        let publish = async |n: u32, keys: &[&str]| {
+            let files = [("deploy/secret.yaml", string_data_secret(ns, keys))];
+            let (url, digest) = serve(tarball(&files));
+            publish_artifact(&client, ns, "repo", &revision(n), &url, &digest).await;
+        };
+        publish(1, &["a", "token"]).await;
+        create_labelled_kustomization(
+            &client,
+            ns,
+            "app",
+            "repo",
+            json!({}),
+            json!({SHARD_LABEL: shard}),
+        )
+        .await;
+        super::apply::wait_applied(&client, ns, "app", 1, controller).await;
+        let first = secret_keys(&client, ns).await;
+        publish(2, &["a"]).await;
+        super::apply::wait_applied(&client, ns, "app", 2, controller).await;
+        outcomes.push((*shard, first, secret_keys(&client, ns).await));
+    }
+    for (shard, first, second) in &outcomes {
+        assert_eq!(first, &["a", "token"], "{shard}: revision 1");
+        assert_eq!(second, &["a"], "{shard}: revision 2 dropped token");
+    }
 }
 
 /// `deploy/a.yaml`, a ConfigMap in `ns`, and `deploy/c.yaml`, one in `default`.

@@ -14,6 +14,7 @@ mod flux_parity;
 mod health;
 mod hostile;
 mod keyservices;
+mod normalization;
 mod progress;
 mod remote_bases;
 mod sharding;
