@@ -701,6 +701,17 @@ async fn object_versions(client: &kube::Client, ns: &str) -> Vec<(String, Option
             d.metadata.resource_version,
         ));
     }
+    for secret in Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), ns)
+        .list(&params)
+        .await
+        .expect("list")
+        .items
+    {
+        versions.push((
+            format!("Secret/{}", secret.metadata.name.unwrap_or_default()),
+            secret.metadata.resource_version,
+        ));
+    }
     for s in Api::<Service>::namespaced(client.clone(), ns)
         .list(&params)
         .await
@@ -718,7 +729,8 @@ async fn object_versions(client: &kube::Client, ns: &str) -> Vec<(String, Option
 
 /// Swapping Flux's kustomize-controller for ours on the real stack: the Kustomization Flux's
 /// controller applied from a source-controller artifact moves to ours (as when the image of
-/// the Deployment is swapped), and ours re-creates nothing, prunes nothing and writes nothing.
+/// the Deployment is swapped), and ours re-creates nothing, prunes nothing and writes nothing,
+/// a Secret written with stringData and a Service port without protocol included.
 #[tokio::test]
 async fn swapping_fluxs_controller_for_ours_writes_nothing() {
     let f = Fixture::new("sc-swap").await;
@@ -738,13 +750,17 @@ async fn swapping_fluxs_controller_for_ours_writes_nothing() {
     let _ours = start_controller(ours_shard, &[&selector(ours_shard)]);
     let service = format!(
         "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  namespace: {ns}\nspec:\n  \
-         selector:\n    app: web\n  ports:\n  - port: 80\n    protocol: TCP\n    targetPort: 8080\n"
+         selector:\n    app: web\n  ports:\n  - port: 80\n    targetPort: 8080\n"
     );
     let deployment = format!(
         "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: {ns}\nspec:\n  \
          replicas: 1\n  selector:\n    matchLabels:\n      app: web\n  template:\n    metadata:\n      \
          labels:\n        app: web\n    spec:\n      containers:\n      - name: web\n        \
          image: registry.example/web:1\n"
+    );
+    let secret = format!(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: token\n  namespace: {ns}\n\
+         stringData:\n  token: not-a-real-token\n"
     );
     let repo = GitRepo::new("swap");
     let commit = repo.commit(
@@ -753,6 +769,7 @@ async fn swapping_fluxs_controller_for_ours_writes_nothing() {
             ("deploy/cm.yaml", &config_map(ns, "settings", "1")),
             ("deploy/service.yaml", &service),
             ("deploy/deployment.yaml", &deployment),
+            ("deploy/secret.yaml", &secret),
         ],
     );
     create_source(&f.client, ns, "repo", &repo.url, json!({"branch": "main"})).await;
@@ -772,7 +789,7 @@ async fn swapping_fluxs_controller_for_ours_writes_nothing() {
     let inventory = |ks: Kustomization| ks.status.and_then(|s| s.inventory);
     let flux_inventory = inventory(api.get("app").await.expect("app"));
     let before = object_versions(&f.client, ns).await;
-    assert_eq!(before.len(), 3, "{before:?}");
+    assert_eq!(before.len(), 4, "{before:?}");
 
     let token = format!("swap-{}", support::unique_name("token"));
     let patch = json!({"metadata": {
