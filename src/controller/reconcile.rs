@@ -1658,6 +1658,23 @@ mod tests {
     }
 
     #[test]
+    fn failures_name_the_stage_their_event_reports() {
+        assert_eq!(
+            Failure::new(reason::BUILD_FAILED, "x").action,
+            EventAction::Reconcile
+        );
+        assert_eq!(
+            Failure::canceled("GitRepository/ns/repo").action,
+            EventAction::HealthCheck
+        );
+        let denied = Failure::denied("can't access").during(EventAction::ResolveSource);
+        assert_eq!(denied.action, EventAction::ResolveSource);
+        // `during` changes the stage only.
+        assert_eq!(denied.reason, reason::ACCESS_DENIED);
+        assert_eq!(denied.message, "can't access");
+    }
+
+    #[test]
     fn invalid_expressions_are_terminal_with_flux_prefix() {
         let failure = Failure::terminal(reason::INVALID_CEL_EXPRESSION, "bad expression");
         assert_eq!(
