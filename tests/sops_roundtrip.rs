@@ -1,5 +1,5 @@
 //! Round trip against the real sops binary: documents generated here (seeded, so a failure
-//! reproduces) are encrypted by sops 3.13.2 in every store and under several encryption rules,
+//! reproduces) are encrypted by sops 3.13.3 in every store and under several encryption rules,
 //! then decrypted by sops (`sops -d`) and by us; the two outputs must be identical.
 //!
 //! The binary is `KC_SOPS_BIN`, else the one tests/sops/install-tools.sh builds from the Go

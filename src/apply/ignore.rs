@@ -16,10 +16,8 @@
 //! error, negative array indices count from the end) and looked up the way Flux's JSON
 //! pointer library does it (a missing path, a negative index or `-` is "absent").
 //!
-//! Target regexes are compiled by the `regex` crate, whose syntax is Go's RE2 syntax except
-//! for corners no Kubernetes name needs: Go also accepts `\Q...\E`, octal escapes and a `{`
-//! that starts no repetition, and reads `[[a]]`, `&&` and `--` inside classes, `\<` and `\>`
-//! literally.
+//! Target regexes have Go's meaning ([`kustomize::goregex`], as kustomize's selectors): a `{`
+//! that starts no repetition is a literal, `\d` and `\w` are ASCII, `\Q...\E` quotes.
 
 use std::collections::BTreeMap;
 
@@ -500,26 +498,15 @@ impl CompiledSelector {
     }
 }
 
-/// Compiles a target regex so that it must match the whole value; `None` for an empty
-/// pattern, which matches anything.
+/// Compiles a target regex so that it must match the whole value, with Go's meaning; `None`
+/// for an empty pattern, which matches anything.
 fn compile_anchored(pattern: &str) -> Result<Option<Regex>, String> {
     if pattern.is_empty() {
         return Ok(None);
     }
-    Regex::new(&format!("^(?:{pattern})$"))
+    kustomize::goregex::compile_anchored(pattern)
         .map(Some)
-        .map_err(|error| regex_reason(&error))
-}
-
-/// The one-line cause of a regex error (syntax errors come with a multi-line diagram).
-fn regex_reason(error: &regex::Error) -> String {
-    let text = error.to_string();
-    text.lines()
-        .rev()
-        .map(str::trim)
-        .find(|line| !line.is_empty())
-        .map(|line| line.strip_prefix("error: ").unwrap_or(line).to_string())
-        .unwrap_or(text)
+        .map_err(|error| error.reason)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1205,6 +1192,22 @@ mod tests {
         assert!(!selects(
             alternation(),
             &object("v1", "Deployments", "app", "default")
+        ));
+    }
+
+    #[test]
+    fn target_regexes_have_go_syntax() {
+        // A `{` that starts no repetition is a literal in Go (the regex crate refuses it).
+        let placeholder = || target(|t| t.name = Some("${APP_NAME}".into()));
+        assert!(!selects(placeholder(), &deployment()));
+        assert!(selects(
+            target(|t| t.name = Some("app-{x}".into())),
+            &object("apps/v1", "Deployment", "app-{x}", "default")
+        ));
+        // `\d` is ASCII in Go.
+        assert!(!selects(
+            target(|t| t.name = Some(r"app-\d".into())),
+            &object("apps/v1", "Deployment", "app-\u{663}", "default")
         ));
     }
 

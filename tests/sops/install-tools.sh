@@ -11,22 +11,22 @@ set -euo pipefail
 # Pinned: the fixtures are regenerated with these exact versions. Bump deliberately. When the
 # local go is older than a module's `go` line, the go command fetches a newer toolchain from
 # the proxy (GOTOOLCHAIN=auto).
-SOPS_VERSION="${SOPS_VERSION:-v3.13.2}"
-AGE_VERSION="${AGE_VERSION:-v1.3.1}"
+SOPS_VERSION="${SOPS_VERSION:-v3.13.3}"
+AGE_VERSION="${AGE_VERSION:-v1.3.2}"
 # shellcheck source=tests/peer-lib.sh
 source "$(dirname "$0")/../peer-lib.sh"
 SOPS_DIR="$CACHE_ROOT/sops-$SOPS_VERSION"
 AGE_DIR="$CACHE_ROOT/age-$AGE_VERSION"
 SOPS_BIN="$SOPS_DIR/sops"
 
-# `sops --version` prints "sops 3.13.2" (no leading v); the version check against GitHub is
+# `sops --version` prints "sops 3.13.3" (no leading v); the version check against GitHub is
 # switched off so the answer does not depend on the network.
 sops_ok() {
   [[ -x "$SOPS_BIN" ]] &&
     [[ "$("$SOPS_BIN" --disable-version-check --version 2>/dev/null | head -n1)" == "sops ${SOPS_VERSION#v}" ]]
 }
 
-# `age --version` and `age-keygen --version` print the module version (e.g. "v1.3.1").
+# `age --version` and `age-keygen --version` print the module version (e.g. "v1.3.2").
 age_ok() {
   [[ -x "$AGE_DIR/age" && -x "$AGE_DIR/age-keygen" ]] &&
     [[ "$("$AGE_DIR/age" --version 2>/dev/null)" == "$AGE_VERSION" ]] &&

@@ -92,6 +92,15 @@ pub fn metadata_label_specs() -> Vec<FieldSpec> {
         FieldSpec::for_kind("ReplicaSet", "spec/template/metadata/labels", true),
         FieldSpec::for_kind("DaemonSet", "spec/template/metadata/labels", true),
         FieldSpec::for_group_kind("apps", "StatefulSet", "spec/template/metadata/labels", true),
+        // kustomize v5.8.1 (Flux v1.10.1) lists volume claim templates among the template
+        // labels, so `labels: [{includeTemplates: true}]` reaches them; v5.8.2 moved them to
+        // a table of their own (`includeVolumeClaimTemplates`). Flux's behavior is kept.
+        FieldSpec::for_group_kind(
+            "apps",
+            "StatefulSet",
+            "spec/volumeClaimTemplates[]/metadata/labels",
+            true,
+        ),
         FieldSpec::for_group_kind("batch", "Job", "spec/template/metadata/labels", true),
         FieldSpec::for_group_kind("batch", "CronJob", "spec/jobTemplate/metadata/labels", true),
         FieldSpec::for_group_kind(
@@ -193,7 +202,6 @@ pub fn common_label_specs() -> Vec<FieldSpec> {
         ),
     ]);
     specs.extend(metadata_label_specs());
-    specs.extend(volume_claim_template_label_specs());
     specs
 }
 
@@ -318,12 +326,9 @@ pub fn image_specs() -> Vec<FieldSpec> {
             true,
         ));
     }
-    // kustomize lists a CronJob's image volumes but not its containers (those are found
-    // anywhere by the transformer's own walk).
-    specs.push(FieldSpec::any_kind(
-        "spec/jobTemplate/spec/template/spec/volumes[]/image/reference",
-        true,
-    ));
+    // kustomize v5.8.2 adds a CronJob's image volumes
+    // (spec/jobTemplate/spec/template/spec/volumes[]/image/reference); v5.8.1, which Flux
+    // v1.10.1 builds with, does not rewrite them, and neither does this engine.
     specs
 }
 
@@ -386,7 +391,13 @@ mod tests {
     #[test]
     fn template_labels_have_no_selectors() {
         let specs = template_label_specs();
-        assert_eq!(specs.len(), 9);
+        assert_eq!(specs.len(), 10);
+        // kustomize v5.8.1, as Flux pins it: volume claim templates are template labels.
+        assert!(
+            specs
+                .iter()
+                .any(|s| s.path == "spec/volumeClaimTemplates[]/metadata/labels")
+        );
         assert!(specs.iter().all(|s| s.path.ends_with("metadata/labels")));
         assert!(specs.iter().all(|s| s.create));
     }
@@ -442,7 +453,7 @@ mod tests {
         );
         assert_eq!(config.name_space.len(), 3);
         assert_eq!(config.common_annotations.len(), 9);
-        assert_eq!(config.images.len(), 7);
+        assert_eq!(config.images.len(), 6);
         assert!(config.images.iter().all(|s| s.create));
         assert_eq!(config.replicas.len(), 4);
         assert!(config.name_reference.is_empty());

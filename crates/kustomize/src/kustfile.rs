@@ -150,9 +150,12 @@ pub struct Label {
     /// Also set them in pod templates (without selectors).
     #[serde(default)]
     pub include_templates: bool,
-    /// Also set them in StatefulSet `volumeClaimTemplates` metadata (without selectors).
+    /// Also set them in StatefulSet `volumeClaimTemplates` metadata (without selectors);
+    /// `None` when not written. kustomize v5.8.1, which Flux v1.10.1 builds with, does not
+    /// know the field (and refuses it) but reaches volume claim templates with
+    /// `includeTemplates`; where the field is written, v5.8.2's meaning applies.
     #[serde(default)]
-    pub include_volume_claim_templates: bool,
+    pub include_volume_claim_templates: Option<bool>,
     /// Extra fields to set them in.
     #[serde(default)]
     pub fields: Vec<FieldSpec>,

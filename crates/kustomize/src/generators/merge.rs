@@ -4,8 +4,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::{GeneratorError, encode_base64_lines};
-use crate::resource::{Behavior, Object, ResMap, Resource, scalar_text};
+use super::GeneratorError;
+use crate::resource::{Behavior, Object, ResMap, Resource};
 
 /// Adds `generated` to `resmap` according to its behavior.
 ///
@@ -28,7 +28,7 @@ pub fn add_generated(resmap: &mut ResMap, generated: Resource) -> Result<(), Gen
         ([_], Behavior::Create) => Err(GeneratorError::AlreadyExists { id: id.describe() }),
         (&[index], behavior) => {
             let slot = &mut resmap.as_mut_vec()[index];
-            let merged = combine(slot, generated, behavior == Behavior::Merge)?;
+            let merged = combine(slot, generated, behavior == Behavior::Merge);
             *slot = merged;
             Ok(())
         }
@@ -43,11 +43,7 @@ pub fn add_generated(resmap: &mut ResMap, generated: Resource) -> Result<(), Gen
 }
 
 /// The generated resource with the existing one's identity and metadata folded in.
-fn combine(
-    old: &Resource,
-    mut new: Resource,
-    merge_data: bool,
-) -> Result<Resource, GeneratorError> {
+fn combine(old: &Resource, mut new: Resource, merge_data: bool) -> Resource {
     let labels = merged_string_map(old.labels(), new.labels());
     let annotations = merged_string_map(old.annotations(), new.annotations());
     set_string_map(&mut new.obj, "labels", &labels);
@@ -65,13 +61,8 @@ fn combine(
         }
     }
     if merge_data {
-        let secret = new.api_version() == "v1" && new.kind() == "Secret";
         for field in ["data", "binaryData"] {
-            let mut base = data_map(&old.obj, field);
-            if secret && field == "data" {
-                base.extend(encoded_string_data(old, &new)?);
-            }
-            let merged = merged_string_map(base, data_map(&new.obj, field));
+            let merged = merged_string_map(data_map(&old.obj, field), data_map(&new.obj, field));
             new.obj.shift_remove(field);
             if !merged.is_empty() {
                 new.obj.insert(
@@ -91,7 +82,7 @@ fn combine(
     } else {
         new.origin.or_else(|| old.origin.clone())
     };
-    Ok(Resource {
+    Resource {
         obj: new.obj,
         prev_ids: old.prev_ids.clone(),
         behavior: old.behavior,
@@ -103,31 +94,7 @@ fn combine(
         name_suffixes: old.name_suffixes.clone(),
         ref_var_names: old.ref_var_names.clone(),
         empty_nulls: Vec::new(),
-    })
-}
-
-/// The `stringData` of a Secret merged into, base64-encoded as `data` entries: kustomize
-/// normalizes it so before merging a generated Secret (as the API server would), and its
-/// entries win over `data` entries of the same key. Every value must be a scalar.
-fn encoded_string_data(
-    old: &Resource,
-    new: &Resource,
-) -> Result<Vec<(String, String)>, GeneratorError> {
-    let Some(Value::Object(map)) = old.obj.get("stringData") else {
-        return Ok(Vec::new());
-    };
-    map.iter()
-        .map(|(key, value)| {
-            if value.is_array() || value.is_object() {
-                return Err(GeneratorError::SecretStringData {
-                    id: new.id().describe(),
-                    key: key.clone(),
-                });
-            }
-            let text = scalar_text(value);
-            Ok((key.clone(), encode_base64_lines(text.as_bytes())))
-        })
-        .collect()
+    }
 }
 
 /// `base` overlaid with `top`, sorted by key.

@@ -103,16 +103,6 @@ pub enum GeneratorError {
         /// The generated object's id.
         id: String,
     },
-    /// A Secret merged into has a `stringData` value that is not a scalar.
-    #[error(
-        "failed to normalize stringData for {id}: read stringData: stringData value for key {key:?} must be a scalar"
-    )]
-    SecretStringData {
-        /// The generated Secret's id.
-        id: String,
-        /// The `stringData` key at fault.
-        key: String,
-    },
     /// More than one existing object could take the merge.
     #[error("found multiple objects {matches:?} that could accept merge of {id}")]
     AmbiguousMerge {

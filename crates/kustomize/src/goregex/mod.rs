@@ -15,7 +15,8 @@
 //!   nests classes and has set operations);
 //! - octal escapes (`\0`, `\012`, `\101`) are characters;
 //! - `\<`, `\>` and every other escaped ASCII punctuation are the character itself;
-//! - repeated flags (`(?i-i)`) and the empty flag group `(?)` are allowed.
+//! - repeated flags (`(?i-i)`) and the empty flag group `(?)` are allowed, and a repetition
+//!   right after a flag group repeats what came before the group (`b(?i)+`).
 //!
 //! What Go refuses is refused here too, with Go's message (`invalid nested repetition
 //! operator: `**``, `invalid repeat count: `{1001}``, `invalid escape sequence: `\e``,

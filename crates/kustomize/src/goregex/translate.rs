@@ -21,6 +21,10 @@ pub fn translate(pattern: &str) -> Result<String, GoRegexError> {
         last_repeat: None,
         depth: 0,
         names: HashSet::new(),
+        pending_flags: String::new(),
+        operand_start: 0,
+        operand_repeated: false,
+        group_starts: Vec::new(),
     };
     walk.run().map_err(|reason| GoRegexError {
         pattern: pattern.to_string(),
@@ -41,6 +45,16 @@ struct Walk<'a> {
     depth: usize,
     /// Named groups seen (Go refuses a name twice).
     names: HashSet<&'a str>,
+    /// Flag groups not written yet. Go applies a repetition after a flag group to what came
+    /// before it (`b(?i)+` is `b+` then `(?i)`), the `regex` crate finds nothing to repeat
+    /// there; so flags are written just before the next thing that is not a repetition.
+    pending_flags: String,
+    /// Where the last operand begins in `out`.
+    operand_start: usize,
+    /// Whether the last operand already has a repetition (Go's `a*(?i)+` repeats `a*`).
+    operand_repeated: bool,
+    /// Where each open group begins in `out`.
+    group_starts: Vec<usize>,
 }
 
 impl<'a> Walk<'a> {
@@ -51,6 +65,14 @@ impl<'a> Walk<'a> {
     fn operand(&mut self) {
         self.has_operand = true;
         self.last_repeat = None;
+        self.operand_repeated = false;
+    }
+
+    /// Writes pending flags and marks where the next operand begins; called before writing
+    /// anything but a repetition.
+    fn begin(&mut self) {
+        self.out.push_str(&std::mem::take(&mut self.pending_flags));
+        self.operand_start = self.out.len();
     }
 
     fn run(&mut self) -> Result<(), String> {
@@ -62,17 +84,21 @@ impl<'a> Walk<'a> {
                         return Err(reason("unexpected )", self.pattern));
                     }
                     self.depth -= 1;
+                    self.begin();
+                    self.operand_start = self.group_starts.pop().unwrap_or(0);
                     self.out.push(')');
                     self.pos += 1;
                     self.operand();
                 }
                 '|' => {
+                    self.begin();
                     self.out.push('|');
                     self.pos += 1;
                     self.has_operand = false;
                     self.last_repeat = None;
                 }
                 '^' | '$' | '.' => {
+                    self.begin();
                     self.out.push(c);
                     self.pos += 1;
                     self.operand();
@@ -83,6 +109,7 @@ impl<'a> Walk<'a> {
                     None => self.literal('{', 1),
                 },
                 '[' => {
+                    self.begin();
                     let len = translate_class(self.rest(), &mut self.out)?;
                     self.pos += len;
                     self.operand();
@@ -94,10 +121,12 @@ impl<'a> Walk<'a> {
         if self.depth > 0 {
             return Err(reason("missing closing )", self.pattern));
         }
+        self.begin();
         Ok(())
     }
 
     fn literal(&mut self, c: char, len: usize) {
+        self.begin();
         push_literal(&mut self.out, c);
         self.pos += len;
         self.operand();
@@ -129,6 +158,11 @@ impl<'a> Walk<'a> {
                 &self.pattern[start..end],
             ));
         }
+        if self.operand_repeated {
+            // Repeating a repetition (only reachable across a flag group): group it first.
+            self.out.insert_str(self.operand_start, "(?:");
+            self.out.push(')');
+        }
         match counts {
             None => self.out.push_str(&self.pattern[start..start + len]),
             Some((min, -1)) => self.out.push_str(&format!("{{{min},}}")),
@@ -140,6 +174,7 @@ impl<'a> Walk<'a> {
         }
         self.pos = end;
         self.last_repeat = Some(start);
+        self.operand_repeated = true;
         Ok(())
     }
 
@@ -175,6 +210,8 @@ impl<'a> Walk<'a> {
     }
 
     fn open_group(&mut self, text: &str, len: usize) {
+        self.begin();
+        self.group_starts.push(self.out.len());
         self.out.push_str(text);
         self.pos += len;
         self.depth += 1;
@@ -225,9 +262,11 @@ impl<'a> Walk<'a> {
                     } else {
                         if text.len() > 2 {
                             text.push(')');
-                            self.out.push_str(&text);
+                            self.pending_flags.push_str(&text);
                         }
                         self.pos += len;
+                        // A new token: `a*(?i)+` is not a nested repetition in Go.
+                        self.last_repeat = None;
                     }
                     return Ok(());
                 }
@@ -257,6 +296,7 @@ impl<'a> Walk<'a> {
                     None => (quoted, rest.len()),
                 };
                 for c in text.chars() {
+                    self.begin();
                     push_literal(&mut self.out, c);
                     self.operand();
                 }
@@ -264,11 +304,13 @@ impl<'a> Walk<'a> {
             }
             Some('p' | 'P') => {
                 let text = unicode_class(rest).unwrap_or_else(|| Err(rest.to_string()))?;
+                self.begin();
                 self.out.push_str(text);
                 self.pos += text.len();
                 self.operand();
             }
             Some(c) if perl_class(c).is_some() => {
+                self.begin();
                 self.out.push_str(perl_class(c).unwrap_or_default());
                 self.pos += 2;
                 self.operand();
@@ -282,6 +324,7 @@ impl<'a> Walk<'a> {
     }
 
     fn assertion(&mut self, text: &str) {
+        self.begin();
         self.out.push_str(text);
         self.pos += 2;
         self.operand();

@@ -14,14 +14,16 @@ const CONTAINER_LISTS: [&str; 2] = ["containers", "initContainers"];
 /// One `images` entry, ready to apply.
 struct ImageRule<'a> {
     image: &'a Image,
-    /// `^name(:tag)?(@digest)?$`; `None` when `name` is not a valid regex (matches nothing).
+    /// `^name(:tag)?(@sha256:digest)?$`, kustomize v5.8.1's pattern (Flux v1.10.1 builds
+    /// with it; v5.8.2 also matches other digest algorithms); `None` when `name` is not a
+    /// valid regex, which matches nothing (v5.8.1 crashes there, v5.8.2 matches nothing).
     pattern: Option<Regex>,
 }
 
 impl<'a> ImageRule<'a> {
     fn new(image: &'a Image) -> Self {
         let pattern = format!(
-            "^{}(:[a-zA-Z0-9_.{{}}-]*)?(@[a-zA-Z0-9]+([.+_-][a-zA-Z0-9]+)*:[a-zA-Z0-9_.{{}}-]*)?$",
+            "^{}(:[a-zA-Z0-9_.{{}}-]*)?(@sha256:[a-zA-Z0-9_.{{}}-]*)?$",
             image.name
         );
         ImageRule {
@@ -269,6 +271,20 @@ mod tests {
         let rule = ImageRule::new(&rule_entry);
         assert_eq!(rule.rewrite("my-nginx:1"), None);
         assert_eq!(rule.rewrite("nginx-x"), None);
+    }
+
+    #[test]
+    fn only_sha256_digests_match_as_in_flux() {
+        // kustomize v5.8.1's pattern (Flux v1.10.1); v5.8.2 also takes sha512 and others.
+        let entry = Image {
+            new_tag: "v2".into(),
+            ..image("nginx")
+        };
+        let rule = ImageRule::new(&entry);
+        assert!(rule.matches("nginx@sha256:abc"));
+        assert!(rule.matches("nginx:1@sha256:abc"));
+        assert!(!rule.matches("nginx@sha512:abc"));
+        assert!(!rule.matches("nginx@multihash+base58:abc"));
     }
 
     #[test]

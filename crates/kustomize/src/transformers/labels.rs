@@ -72,9 +72,20 @@ pub fn label_entry_field_specs(
         return Ok(specs);
     }
     if label.include_templates {
-        merge_specs(&mut specs, &config.template_labels)?;
+        // v5.8.1's template table holds the volume claim templates; an entry that writes
+        // `includeVolumeClaimTemplates` gets v5.8.2's table without them.
+        let templates: Vec<FieldSpec> = match label.include_volume_claim_templates {
+            None => config.template_labels.clone(),
+            Some(_) => config
+                .template_labels
+                .iter()
+                .filter(|s| !config.volume_claim_template_labels.contains(s))
+                .cloned()
+                .collect(),
+        };
+        merge_specs(&mut specs, &templates)?;
     }
-    if label.include_volume_claim_templates {
+    if label.include_volume_claim_templates == Some(true) {
         merge_specs(&mut specs, &config.volume_claim_template_labels)?;
     }
     merge_specs(&mut specs, &[FieldSpec::any_kind("metadata/labels", true)])?;
@@ -171,7 +182,7 @@ mod tests {
     }
 
     #[test]
-    fn include_templates_skips_selectors_and_claims() {
+    fn include_templates_skips_selectors_but_reaches_claims() {
         let mut map = resmap(vec![deployment(), service(), statefulset()]);
         let config = TransformerConfig::builtin();
         let label = Label {
@@ -191,9 +202,33 @@ mod tests {
         assert!(svc["spec"].get("template").is_none());
         let sts = &map.as_slice()[2].obj;
         assert_eq!(sts["spec"]["selector"]["matchLabels"], json!({"app": "db"}));
+        // kustomize v5.8.1 (Flux v1.10.1) labels volume claim templates here; v5.8.2 does not.
+        assert_eq!(
+            sts["spec"]["volumeClaimTemplates"][0]["metadata"],
+            json!({"name": "data", "labels": {"team": "a"}})
+        );
+    }
+
+    #[test]
+    fn written_include_volume_claim_templates_false_keeps_claims_unlabeled() {
+        // The field is v5.8.2's (v5.8.1 refuses it), so where it is written its meaning wins.
+        let mut map = resmap(vec![statefulset()]);
+        let config = TransformerConfig::builtin();
+        let label = Label {
+            pairs: pairs(&[("team", "a")]),
+            include_templates: true,
+            include_volume_claim_templates: Some(false),
+            ..Label::default()
+        };
+        apply_kustomization_labels(&mut map, &[label], &BTreeMap::new(), &config).unwrap();
+        let sts = &map.as_slice()[0].obj;
         assert_eq!(
             sts["spec"]["volumeClaimTemplates"][0]["metadata"],
             json!({"name": "data"})
+        );
+        assert_eq!(
+            sts["spec"]["template"]["metadata"]["labels"]["team"],
+            json!("a")
         );
     }
 
@@ -203,7 +238,7 @@ mod tests {
         let config = TransformerConfig::builtin();
         let label = Label {
             pairs: pairs(&[("foo", "bar")]),
-            include_volume_claim_templates: true,
+            include_volume_claim_templates: Some(true),
             ..Label::default()
         };
         apply_kustomization_labels(&mut map, &[label], &BTreeMap::new(), &config).unwrap();
