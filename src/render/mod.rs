@@ -12,9 +12,12 @@
 //! after it.
 
 pub mod decrypt;
+pub mod keys;
+mod pipeline;
 mod post_build;
 pub mod redact;
 pub mod remote;
+pub mod variables;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -28,6 +31,10 @@ use kustomize::{self, RemoteFetcher, target};
 use sops::Keyring;
 
 pub use decrypt::{DecryptionError, is_encrypted_secret};
+pub use pipeline::{
+    Inputs, KeySource, LocalKeys, LocalVariables, RenderError, Rendered, Settings, VariableSource,
+    digest, render,
+};
 pub use post_build::{PostBuildError, substitute_objects, substitute_objects_redacting};
 pub use redact::SecretValues;
 
