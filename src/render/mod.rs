@@ -10,6 +10,10 @@
 //! `status.history`, see [`manifests_yaml`]). With decryption keys,
 //! SOPS-encrypted sources are decrypted in memory before the build and encrypted objects
 //! after it.
+//!
+//! [`render`] runs the whole stage in order, for the controller, `diff` and the offline
+//! `build` alike; the keys ([`keys`]) and variables ([`variables`]) come from a
+//! [`KeySource`] and a [`VariableSource`].
 
 pub mod decrypt;
 pub mod keys;
