@@ -1,8 +1,8 @@
 //! What applying a Kustomization's build of a local directory would change on a live
-//! cluster, as `kustomize-controller diff` prints it: the build and its post-build variables
-//! and decryption keys exactly as the controller would have them (read from the cluster), a
-//! server-side dry-run of every object with the controller's field manager, and the objects a
-//! prune would delete. Nothing is written.
+//! cluster, as `kustomize-controller diff` prints it: the controller's render pipeline
+//! ([`render::render`]) with the post-build variables and decryption keys read from the
+//! cluster as the controller reads them, a server-side dry-run of every object with the
+//! controller's field manager, and the objects a prune would delete. Nothing is written.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -12,8 +12,9 @@ use serde_json::Value;
 
 use crate::api::Kustomization;
 use crate::apply::{AppliedObjects, Applier, ApplyOptions, IgnoreRules, ObjectId, Owner, Preview};
-use crate::controller::{decryption, variables};
-use crate::render::{self, SecretValues};
+use crate::render::keys::ClusterKeys;
+use crate::render::variables::ClusterVariables;
+use crate::render::{self, RenderError, SecretValues};
 
 /// What to compare with the cluster.
 pub struct DiffInput {
@@ -25,35 +26,23 @@ pub struct DiffInput {
     pub dir: PathBuf,
     /// Files may only be read under this directory.
     pub root: PathBuf,
-    /// Whether kustomize remote bases may be fetched.
-    pub allow_remote_bases: bool,
+    /// How the build renders: the controller's strictness and remote bases rule.
+    pub settings: render::Settings,
 }
 
 /// Why there is no diff. Messages name the object or file at fault and never quote a
 /// decrypted or Secret value.
 #[derive(Debug, thiserror::Error)]
 pub enum DiffError {
-    /// The decryption keys could not be read.
-    #[error("{0}")]
-    Keys(#[from] decryption::KeysError),
-    /// A `substituteFrom` object could not be read.
-    #[error("{0}")]
-    Variables(String),
-    /// The build failed.
-    #[error("kustomize build failed: {0}")]
-    Build(String),
-    /// Post-build substitution failed.
-    #[error("{0}")]
-    Substitute(String),
+    /// The render (keys, build, variables, substitution) failed, as in the controller.
+    #[error(transparent)]
+    Render(#[from] RenderError),
     /// `spec.ignore` does not compile.
     #[error("{0}")]
     Ignore(String),
     /// A dry-run or a read was refused.
     #[error("{0}")]
     Apply(String),
-    /// The build could not run off the async runtime.
-    #[error("the build was interrupted: {0}")]
-    Interrupted(String),
 }
 
 /// The changes applying `input` would make, and the values to keep out of any output.
@@ -62,27 +51,22 @@ pub async fn preview(
     input: DiffInput,
 ) -> Result<(Vec<Preview>, SecretValues), DiffError> {
     let ks = input.kustomization;
-    let keys = decryption::load(client, &ks, &Default::default()).await?;
-    let spec = ks.spec.clone();
-    let (root, dir, allow_remote) = (input.root, input.dir, input.allow_remote_bases);
-    let built = tokio::task::spawn_blocking(move || {
-        let remote = Some(render::remote::fetcher(allow_remote));
-        render::build_with_secrets(&root, &dir, &spec, keys.as_ref(), remote)
-    })
-    .await
-    .map_err(|e| DiffError::Interrupted(e.to_string()))?
-    .map_err(|e| DiffError::Build(e.to_string()))?;
-    let mut secrets = built.secrets;
-    let mut objects = built.objects;
-    if let Some(post_build) = &ks.spec.post_build {
-        let vars = variables::load(client, &ks, post_build, &mut secrets)
-            .await
-            .map_err(|e| DiffError::Variables(secrets.redact(&e.to_string())))?;
-        let strategy = post_build.substitute_strategy.unwrap_or_default();
-        objects = render::substitute_objects_redacting(objects, &vars, strategy, true, &secrets)
-            .map_err(|e| DiffError::Substitute(secrets.redact(&e.to_string())))?;
-    }
-    render::apply_common_metadata(&mut objects, &ks.spec);
+    // The keys and variables the controller would read, with its default decryption
+    // settings: `diff` has no `--sops-age-secret` nor a default decryption ServiceAccount.
+    let inputs = render::Inputs {
+        kustomization: &ks,
+        root: &input.root,
+        dir: &input.dir,
+        plain: None,
+    };
+    let keys = ClusterKeys {
+        client,
+        settings: &Default::default(),
+    };
+    let variables = ClusterVariables { client };
+    let render::Rendered {
+        objects, secrets, ..
+    } = render::render(inputs, keys, variables, input.settings).await?;
     let ignore = IgnoreRules::compile(ks.spec.ignore.as_deref().unwrap_or_default())
         .map_err(|e| DiffError::Ignore(e.to_string()))?;
     let applier = Applier::new(

@@ -11,6 +11,8 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kustomize_controller::api::Kustomization;
 use kustomize_controller::apply::inventory_of;
 use kustomize_controller::diff::{self, DiffInput};
+use kustomize_controller::flags::FeatureGates;
+use kustomize_controller::render;
 
 use crate::offline::read_kustomization;
 
@@ -119,7 +121,11 @@ async fn diff_text(args: &DiffArgs) -> Result<String, String> {
         inventory,
         dir,
         root: args.root.clone(),
-        allow_remote_bases: !args.no_remote_bases,
+        settings: render::Settings {
+            // The controller's default: `diff` takes no feature gates.
+            strict_substitution: FeatureGates::default().enabled("StrictPostBuildSubstitutions"),
+            allow_remote_bases: !args.no_remote_bases,
+        },
     };
     let (previews, secrets) = diff::preview(&client, input)
         .await

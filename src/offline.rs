@@ -11,7 +11,7 @@ use envsubst::strip_newlines;
 use goyaml as yaml;
 use kustomize::LoadRestrictions;
 use kustomize::regular_file;
-use kustomize_controller::api::{Kustomization, validation};
+use kustomize_controller::api::{Kustomization, KustomizationSpec, validation};
 use kustomize_controller::keyservice::{Credentials, Environment, KeyServices};
 use kustomize_controller::render;
 use sops::{Format, Keyring};
@@ -123,48 +123,52 @@ pub fn run(args: &BuildArgs) -> ExitCode {
 }
 
 fn build_yaml(args: &BuildArgs) -> Result<String, String> {
-    let spec = match &args.kustomization {
-        Some(file) => Some(read_kustomization(file)?.spec),
-        None => None,
-    };
-    let post_build = spec.as_ref().and_then(|s| s.post_build.as_ref());
+    let kustomization = args
+        .kustomization
+        .as_deref()
+        .map(read_kustomization)
+        .transpose()?;
+    let spec = kustomization.as_ref().map(|ks| &ks.spec);
+    let post_build = spec.and_then(|s| s.post_build.as_ref());
     let vars = variables(args, post_build.and_then(|p| p.substitute.as_ref()))?;
+    // `--var` stands in for `substituteFrom`: given one, substitution runs as if the
+    // Kustomization had a `postBuild`.
     let substitution = !vars.is_empty() || post_build.is_some();
-    let strategy = post_build
-        .and_then(|p| p.substitute_strategy)
-        .unwrap_or_default();
-    let restrictions = match args.load_restrictor {
-        Restrictor::LoadRestrictionsRootOnly => LoadRestrictions::RootOnly,
-        Restrictor::LoadRestrictionsNone => LoadRestrictions::None,
-    };
-    let keys = sops_keys(&args.sops_keys, spec.as_ref())?;
+    let keys = sops_keys(&args.sops_keys, spec)?;
     let dir = absolute(&args.dir)?;
-    let remote = Some(render::remote::fetcher(!args.no_remote_bases));
-    let built = render::build_offline(
-        &args.root,
-        &dir,
-        spec.as_ref(),
-        restrictions,
-        keys.as_ref(),
-        remote,
-    )
-    .map_err(|e| e.to_string())?;
-    let mut objects = built.objects;
-    if substitution {
-        // As in the controller, no error quotes what decryption revealed.
-        objects = render::substitute_objects_redacting(
-            objects,
-            &vars,
-            strategy,
-            args.strict_substitution,
-            &built.secrets,
-        )
-        .map_err(|e| built.secrets.redact(&e.to_string()))?;
-    }
-    if let Some(spec) = &spec {
-        render::apply_common_metadata(&mut objects, spec);
-    }
-    let values: Vec<serde_json::Value> = objects
+    // Without --kustomization: a plain kustomize build with kustomize's load restrictor.
+    let plain = kustomization
+        .is_none()
+        .then_some(match args.load_restrictor {
+            Restrictor::LoadRestrictionsRootOnly => LoadRestrictions::RootOnly,
+            Restrictor::LoadRestrictionsNone => LoadRestrictions::None,
+        });
+    let ks = kustomization.unwrap_or_else(|| Kustomization::new("", KustomizationSpec::default()));
+    let inputs = render::Inputs {
+        kustomization: &ks,
+        root: &args.root,
+        dir: &dir,
+        plain,
+    };
+    let settings = render::Settings {
+        // The controller's StrictPostBuildSubstitutions gate, as a flag.
+        strict_substitution: args.strict_substitution,
+        allow_remote_bases: !args.no_remote_bases,
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .map_err(|e| format!("failed to start the async runtime: {e}"))?;
+    // As in the controller, no error quotes what decryption revealed.
+    let rendered = runtime
+        .block_on(render::render(
+            inputs,
+            render::LocalKeys(keys),
+            render::LocalVariables(substitution.then_some(vars)),
+            settings,
+        ))
+        .map_err(|e| e.to_string())?;
+    let values: Vec<serde_json::Value> = rendered
+        .objects
         .into_iter()
         .map(|o| serde_json::Value::Object(o.into_map()))
         .collect();
@@ -176,7 +180,7 @@ fn build_yaml(args: &BuildArgs) -> Result<String, String> {
 /// decryption without keys; `None` when nothing asks for decryption.
 fn sops_keys(
     files: &[PathBuf],
-    spec: Option<&kustomize_controller::api::KustomizationSpec>,
+    spec: Option<&KustomizationSpec>,
 ) -> Result<Option<Keyring>, String> {
     let wanted = spec.is_some_and(|s| s.decryption.is_some());
     if files.is_empty() && !wanted {

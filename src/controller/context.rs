@@ -48,7 +48,7 @@ pub struct Settings {
     pub cancel_health_check_on_new_revision: bool,
     /// `--sops-age-secret`, `--default-decryption-service-account` and
     /// `--sops-vault-configmap`.
-    pub decryption: super::decryption::DecryptionSettings,
+    pub decryption: crate::render::keys::DecryptionSettings,
     /// How long a Kustomization waits before its dependencies are checked again when no
     /// change to them was seen (`--requeue-dependency`).
     pub requeue_dependency: Duration,

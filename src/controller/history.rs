@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
-use sha2::{Digest, Sha256};
 
 use crate::api::duration;
 use crate::api::kustomization::Snapshot;
@@ -20,17 +19,9 @@ use crate::api::kustomization::Snapshot;
 /// How many snapshots are kept (Flux's `HistoryMaxSize`).
 pub const MAX_SNAPSHOTS: usize = 5;
 
-/// The digest Flux records for a built set of manifests: `sha256:<hex>` of the YAML stream.
-pub fn digest(manifests: &str) -> String {
-    format!(
-        "sha256:{}",
-        hex::encode(Sha256::digest(manifests.as_bytes()))
-    )
-}
-
 /// What a reconcile records in the history.
 pub struct Record<'a> {
-    /// [`digest`] of the applied manifests.
+    /// [`crate::render::digest`] of the applied manifests.
     pub digest: &'a str,
     /// The Ready reason the reconcile ended with.
     pub status: &'a str,
@@ -188,14 +179,6 @@ mod tests {
         assert_eq!(
             digests,
             ["sha256:7", "sha256:6", "sha256:5", "sha256:4", "sha256:3"]
-        );
-    }
-
-    #[test]
-    fn digests_are_sha256_of_the_yaml() {
-        assert_eq!(
-            digest(""),
-            "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
         );
     }
 }

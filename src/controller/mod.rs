@@ -3,7 +3,6 @@
 
 mod config_watch;
 mod context;
-pub mod decryption;
 pub mod dependencies;
 pub mod events;
 pub mod history;
@@ -12,7 +11,6 @@ mod reconcile;
 pub mod schedule;
 pub mod status;
 mod triggers;
-pub mod variables;
 
 use std::sync::Arc;
 
@@ -42,6 +40,7 @@ use crate::http::{self, Readiness};
 use crate::keyservice::token_cache::TokenCache;
 use crate::leader::{self, Candidate};
 use crate::metrics::{Metrics, Outcome};
+use crate::render::keys::{DecryptionSettings, GlobalAgeSecret};
 use crate::source::{ArtifactFetcher, FetchConfig, FetchError};
 
 /// Errors that stop the controller process.
@@ -147,9 +146,9 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
         override_managers_before_dry_run: flags.override_manager_before_dry_run.clone(),
         migrate_api_version: gates.enabled("MigrateAPIVersion"),
         group_change_log: gates.enabled("GroupChangeLog"),
-        decryption: decryption::DecryptionSettings {
+        decryption: DecryptionSettings {
             global_age_secret: match (&runtime_namespace, flags.sops_age_secret.as_str()) {
-                (Some(namespace), name) if !name.is_empty() => Some(decryption::GlobalAgeSecret {
+                (Some(namespace), name) if !name.is_empty() => Some(GlobalAgeSecret {
                     namespace: namespace.clone(),
                     name: name.to_owned(),
                 }),

@@ -14,13 +14,11 @@ use serde_json::json;
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::context::Context;
-use super::decryption;
 use super::dependencies::{self, DependencyError};
 use super::events::{self, Action as EventAction, Notice, Reference, Severity};
 use super::history;
 use super::schedule;
 use super::status::{self, StatusWriter};
-use super::variables;
 use crate::api::duration;
 use crate::api::kustomization::ResourceInventory;
 use crate::api::kustomization::{DeletionPolicy, SourceKind};
@@ -36,9 +34,10 @@ use crate::cluster::TargetCluster;
 use crate::health::cel::HealthCheckExprs;
 use crate::health::wait::{Target, WaitError, WaitOptions};
 use crate::manifest::Object;
-use crate::render::{self, BuildError, Built, SecretValues};
+use crate::render::keys::ClusterKeys;
+use crate::render::variables::ClusterVariables;
+use crate::render::{self, Rendered, SecretValues};
 use crate::source::{DigestError, FetchError, PathError, resolve_path};
-use sops::Keyring;
 
 /// Errors that end a reconcile without a verdict on the Kustomization (the API server was
 /// unreachable, a status write conflicted, ...). They are retried with backoff.
@@ -482,21 +481,13 @@ async fn run_pipeline(
     status.last_attempted_revision = Some(revision.clone());
     status::mark_step(ks, status, &with_timeout("Building manifests"));
     let cluster = target_cluster(ks, ctx).await?;
-    let keys = decryption_keys(ks, ctx).await?;
-    // The build masks what it decrypted out of its own errors; from here on, every failure
+    // The render masks what it revealed out of its own errors; from here on, every failure
     // is masked with `secrets` before it is reported.
-    let Built {
+    let Rendered {
         objects,
-        mut secrets,
-    } = build(
-        ks,
-        workdir.path(),
-        dir,
-        keys,
-        ctx.settings.allow_remote_bases,
-    )
-    .await?;
-    let (objects, digest) = substitute(ks, ctx, objects, &mut secrets).await?;
+        digest,
+        secrets,
+    } = render(ks, ctx, workdir.path(), &dir).await?;
     drop(workdir);
     let redact = |failure: Failure| failure.redacted(&secrets);
     status::mark_step(ks, status, &with_timeout("Detecting drift"));
@@ -901,13 +892,6 @@ async fn fetch(ctx: &Context, artifact: &Artifact, root: &std::path::Path) -> Re
     }
 }
 
-/// Stage `decrypt` (keys): the SOPS keyring of `spec.decryption`, when there is one.
-async fn decryption_keys(ks: &Kustomization, ctx: &Context) -> Result<Option<Keyring>, Failure> {
-    decryption::load(&ctx.client, ks, &ctx.settings.decryption)
-        .await
-        .map_err(|e| Failure::new(reason::BUILD_FAILED, e.to_string()))
-}
-
 /// The directory `spec.path` names in the artifact extracted at `root`.
 fn build_dir(ks: &Kustomization, root: &std::path::Path) -> Result<std::path::PathBuf, Failure> {
     let path = ks.spec.path.as_deref().unwrap_or("");
@@ -915,58 +899,36 @@ fn build_dir(ks: &Kustomization, root: &std::path::Path) -> Result<std::path::Pa
         .map_err(|e: PathError| Failure::new(reason::ARTIFACT_FAILED, e.to_string()))
 }
 
-/// Stage `build` (with `decrypt`): the objects in `dir`, SOPS-encrypted sources and objects
-/// decrypted with `keys`.
-/// Runs on a blocking thread (see [`off_runtime`]); the keys are dropped there.
-async fn build(
+/// Stages `decrypt`, `build` and `substitute`: the objects in `dir` (inside the artifact
+/// extracted at `root`), rendered as [`render::render`] renders them for every caller, with
+/// the keys and variables read from the cluster. What the render revealed comes back in
+/// `secrets` (its own failures are already masked).
+async fn render(
     ks: &Kustomization,
+    ctx: &Context,
     root: &std::path::Path,
-    dir: std::path::PathBuf,
-    keys: Option<Keyring>,
-    allow_remote_bases: bool,
-) -> Result<Built, Failure> {
-    let remote = Some(render::remote::fetcher(allow_remote_bases));
-    let root = root.to_path_buf();
-    let spec = ks.spec.clone();
-    off_runtime("build", move || {
-        render::build_with_secrets(&root, &dir, &spec, keys.as_ref(), remote).map_err(
-            |e: BuildError| {
-                let message = match e {
-                    // Flux's wording for errors of the kustomize engine.
-                    BuildError::Kustomize(_) => format!("kustomize build failed: {e}"),
-                    _ => e.to_string(),
-                };
-                Failure::new(reason::BUILD_FAILED, message)
-            },
-        )
-    })
-    .await
-}
-
-/// Runs a CPU-bound stage (build, decryption, substitution) on tokio's blocking pool, so
-/// that it never stalls the reconciles and watches sharing a worker thread; a panic in it
-/// (a bug met on some input) fails this reconcile instead of the whole controller.
-async fn off_runtime<T, F>(stage: &'static str, work: F) -> Result<T, Failure>
-where
-    F: FnOnce() -> Result<T, Failure> + Send + 'static,
-    T: Send + 'static,
-{
-    match tokio::task::spawn_blocking(work).await {
-        Ok(result) => result,
-        Err(e) => {
-            tracing::error!(
-                stage,
-                panicked = e.is_panic(),
-                "the {stage} stage did not finish"
-            );
-            Err(Failure::new(
-                reason::BUILD_FAILED,
-                format!(
-                    "the {stage} stage stopped on an internal error (a bug: the controller log has the details)"
-                ),
-            ))
-        }
-    }
+    dir: &std::path::Path,
+) -> Result<Rendered, Failure> {
+    let inputs = render::Inputs {
+        kustomization: ks,
+        root,
+        dir,
+        plain: None,
+    };
+    let keys = ClusterKeys {
+        client: &ctx.client,
+        settings: &ctx.settings.decryption,
+    };
+    let variables = ClusterVariables {
+        client: &ctx.client,
+    };
+    let settings = render::Settings {
+        strict_substitution: ctx.settings.strict_substitution,
+        allow_remote_bases: ctx.settings.allow_remote_bases,
+    };
+    render::render(inputs, keys, variables, settings)
+        .await
+        .map_err(|e| Failure::new(reason::BUILD_FAILED, e.to_string()))
 }
 
 /// A Secret that is still SOPS-encrypted is never applied (Flux's check before apply).
@@ -984,53 +946,6 @@ fn refuse_encrypted_secrets(objects: &[Object]) -> Result<(), Failure> {
         )),
         None => Ok(()),
     }
-}
-
-/// Stage `substitute`: `spec.postBuild` variables from the inline map and the referenced
-/// ConfigMaps and Secrets, expanded in every object that has not opted out. Then, as Flux
-/// does, the result is digested for `status.history` and `spec.commonMetadata` is applied.
-/// The values read from Secrets join `secrets`, and failures are masked with them.
-async fn substitute(
-    ks: &Kustomization,
-    ctx: &Context,
-    objects: Vec<Object>,
-    secrets: &mut SecretValues,
-) -> Result<(Vec<Object>, String), Failure> {
-    let vars = match &ks.spec.post_build {
-        Some(post_build) => Some(
-            variables::load(&ctx.client, ks, post_build, secrets)
-                .await
-                .map_err(|e| Failure::new(reason::BUILD_FAILED, e.to_string()).redacted(secrets))?,
-        ),
-        None => None,
-    };
-    let strategy = ks
-        .spec
-        .post_build
-        .as_ref()
-        .and_then(|p| p.substitute_strategy)
-        .unwrap_or_default();
-    let strict = ctx.settings.strict_substitution;
-    let spec = ks.spec.clone();
-    let known = std::mem::take(secrets);
-    let (finished, known) = off_runtime("substitution", move || {
-        let substituted = match vars {
-            Some(vars) => {
-                render::substitute_objects_redacting(objects, &vars, strategy, strict, &known)
-                    .map_err(|e| Failure::new(reason::BUILD_FAILED, e.to_string()).redacted(&known))
-            }
-            None => Ok(objects),
-        };
-        let finished = substituted.map(|mut objects| {
-            let digest = history::digest(&render::manifests_yaml(&objects));
-            render::apply_common_metadata(&mut objects, &spec);
-            (objects, digest)
-        });
-        Ok((finished, known))
-    })
-    .await?;
-    *secrets = known;
-    finished
 }
 
 /// Stage `apply`, bounded by the reconcile timeout.

@@ -10,11 +10,18 @@
 //! `status.history`, see [`manifests_yaml`]). With decryption keys,
 //! SOPS-encrypted sources are decrypted in memory before the build and encrypted objects
 //! after it.
+//!
+//! [`render`] runs the whole stage in order, for the controller, `diff` and the offline
+//! `build` alike; the keys ([`keys`]) and variables ([`variables`]) come from a
+//! [`KeySource`] and a [`VariableSource`].
 
 pub mod decrypt;
+pub mod keys;
+mod pipeline;
 mod post_build;
 pub mod redact;
 pub mod remote;
+pub mod variables;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -28,6 +35,10 @@ use kustomize::{self, RemoteFetcher, target};
 use sops::Keyring;
 
 pub use decrypt::{DecryptionError, is_encrypted_secret};
+pub use pipeline::{
+    Inputs, KeySource, LocalKeys, LocalVariables, RenderError, Rendered, Settings, VariableSource,
+    digest, render,
+};
 pub use post_build::{PostBuildError, substitute_objects, substitute_objects_redacting};
 pub use redact::SecretValues;
 

@@ -25,6 +25,38 @@ pub struct VariablesError {
     pub message: String,
 }
 
+impl VariablesError {
+    /// The error with every secret value masked out of the object's name and the message.
+    pub fn redacted(self, secrets: &SecretValues) -> Self {
+        VariablesError {
+            kind: self.kind,
+            name: secrets.redact(&self.name),
+            message: secrets.redact(&self.message),
+        }
+    }
+}
+
+/// The variables as the controller reads them: `spec.postBuild`'s `substituteFrom` objects
+/// in the Kustomization's namespace, with the controller's own client (not impersonating, as
+/// Flux), and its inline `substitute` map; none when there is no `spec.postBuild`.
+pub struct ClusterVariables<'a> {
+    /// The controller's client.
+    pub client: &'a Client,
+}
+
+impl super::VariableSource for ClusterVariables<'_> {
+    async fn variables(
+        self,
+        ks: &Kustomization,
+        secrets: &mut SecretValues,
+    ) -> Result<Option<BTreeMap<String, String>>, VariablesError> {
+        match &ks.spec.post_build {
+            Some(post_build) => load(self.client, ks, post_build, secrets).await.map(Some),
+            None => Ok(None),
+        }
+    }
+}
+
 /// Loads the variables of `post_build` for `ks`, reading each referenced object once. The
 /// values read from Secrets are added to `secrets`, to be masked out of messages.
 pub async fn load(

@@ -112,6 +112,21 @@ pub enum KeysError {
     Client(String),
 }
 
+/// The keys as the controller reads them: with its own client (not impersonating, as Flux)
+/// and its decryption settings.
+pub struct ClusterKeys<'a> {
+    /// The controller's client.
+    pub client: &'a Client,
+    /// `--sops-age-secret`, `--default-decryption-service-account`, ...
+    pub settings: &'a DecryptionSettings,
+}
+
+impl super::KeySource for ClusterKeys<'_> {
+    async fn keys(self, ks: &Kustomization) -> Result<Option<Keyring>, KeysError> {
+        load(self.client, ks, self.settings).await
+    }
+}
+
 /// The keyring for `ks`, or `None` when it does not ask for SOPS decryption. Must be
 /// called on the tokio runtime; the keyring's key services run their calls on it.
 pub async fn load(
