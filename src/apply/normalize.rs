@@ -146,6 +146,23 @@ fn through<T: DeserializeOwned + Serialize>(object: &mut Object) {
     }
 }
 
+/// Whether `live` is a Secret whose `stringData` keys the Apply entry of `field_manager`
+/// still owns although `configuration` (normalized) has none: it was applied before this
+/// controller normalized. Such a Secret is applied once more even without drift, so that the
+/// manager owns its `data` keys and a key the source drops later leaves the Secret.
+pub(super) fn owns_stale_string_data(
+    live: &Value,
+    configuration: &Value,
+    field_manager: &str,
+) -> bool {
+    let secret = live.get("apiVersion").and_then(Value::as_str) == Some("v1")
+        && live.get("kind").and_then(Value::as_str) == Some("Secret");
+    secret
+        && configuration.get("stringData").is_none()
+        && super::managed_fields::owned_fields(live, field_manager)
+            .is_some_and(|fields| fields.get("f:stringData").is_some())
+}
+
 fn pointer_array<'a>(object: &'a mut Object, pointer: &str) -> Option<&'a mut Vec<Value>> {
     let mut segments = pointer.split('/').filter(|s| !s.is_empty());
     let mut value = object.as_map_mut().get_mut(segments.next()?)?;
@@ -437,6 +454,38 @@ mod tests {
         for (case, input, want) in cases {
             assert_eq!(normalized(input), want, "{case}");
         }
+    }
+
+    #[test]
+    fn secrets_applied_before_normalization_are_found() {
+        let live = |manager: &str, operation: &str| {
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s",
+                   "managedFields": [{"manager": manager, "operation": operation,
+                                      "fieldsV1": {"f:stringData": {"f:a": {}}}}]}})
+        };
+        let normalized = json!({"apiVersion": "v1", "kind": "Secret", "data": {"a": "eA=="}});
+        let manager = "kustomize-controller";
+        assert!(owns_stale_string_data(
+            &live(manager, "Apply"),
+            &normalized,
+            manager
+        ));
+        assert!(!owns_stale_string_data(
+            &live("kubectl", "Apply"),
+            &normalized,
+            manager
+        ));
+        assert!(!owns_stale_string_data(
+            &live(manager, "Update"),
+            &normalized,
+            manager
+        ));
+        let unconverted = json!({"apiVersion": "v1", "kind": "Secret", "stringData": {"a": 1}});
+        assert!(!owns_stale_string_data(
+            &live(manager, "Apply"),
+            &unconverted,
+            manager
+        ));
     }
 
     #[test]
