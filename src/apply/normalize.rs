@@ -135,7 +135,9 @@ fn round_trip(object: &mut Object) {
 
 /// `object` through `T` and back, when `T` accepts it.
 fn through<T: DeserializeOwned + Serialize>(object: &mut Object) {
-    let typed = serde_json::to_vec(object.as_map())
+    let mut input = Value::Object(object.as_map().clone());
+    quantities_as_strings(&mut input, "");
+    let typed = serde_json::to_vec(&input)
         .ok()
         .and_then(|bytes| serde_json::from_slice::<T>(&bytes).ok());
     let back = typed
@@ -161,6 +163,53 @@ pub(super) fn owns_stale_string_data(
         && configuration.get("stringData").is_none()
         && super::managed_fields::owned_fields(live, field_manager)
             .is_some_and(|fields| fields.get("f:stringData").is_some())
+}
+
+/// Whether `key` under `parent` holds quantities: a map of them, or (`sizeLimit`) one.
+fn holds_quantities(parent: &str, key: &str) -> bool {
+    matches!(
+        (parent, key),
+        ("resources", "limits" | "requests")
+            | ("emptyDir", "sizeLimit")
+            | ("overhead", "podFixed")
+            | ("spec", "hard" | "capacity" | "overhead")
+            | (
+                "limits",
+                "max" | "min" | "default" | "defaultRequest" | "maxLimitRequestRatio"
+            )
+    )
+}
+
+/// Numbers written as quantities (`cpu: 1`) turned into their text: Go's quantity type reads
+/// both, k8s-openapi's only text. Only where the built-in types hold quantities, so that a
+/// number anywhere else still makes the typed conversion fail, as in Go.
+fn quantities_as_strings(value: &mut Value, parent: &str) {
+    match value {
+        Value::Object(map) => {
+            for (key, field) in map.iter_mut() {
+                if holds_quantities(parent, key) {
+                    match field {
+                        Value::Number(n) => *field = Value::from(n.to_string()),
+                        Value::Object(entries) => {
+                            for entry in entries.values_mut() {
+                                if let Value::Number(n) = entry {
+                                    *entry = Value::from(n.to_string());
+                                }
+                            }
+                        }
+                        _ => {}
+                    }
+                } else {
+                    quantities_as_strings(field, key);
+                }
+            }
+        }
+        // Elements of a list are read under the list's key (`spec.limits[]` of a LimitRange).
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|item| quantities_as_strings(item, parent)),
+        _ => {}
+    }
 }
 
 fn pointer_array<'a>(object: &'a mut Object, pointer: &str) -> Option<&'a mut Vec<Value>> {
@@ -441,6 +490,36 @@ mod tests {
                 json!({"apiVersion": "v1", "kind": "Secret",
                        "metadata": {"name": "s", "creationTimestamp": null},
                        "data": {"a": "eA=="}}),
+            ),
+            (
+                "quantities written as numbers do not stop the conversion",
+                json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                       "spec": {"containers": [{"name": "c", "typo": 1,
+                                                "resources": {"limits": {"cpu": 1, "memory": "1Gi"}}}],
+                                "volumes": [{"name": "v", "emptyDir": {"sizeLimit": 2}}]}}),
+                json!({"apiVersion": "v1", "kind": "Pod",
+                       "metadata": {"name": "p", "creationTimestamp": null},
+                       "spec": {"containers": [{"name": "c",
+                                                "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}],
+                                "volumes": [{"name": "v", "emptyDir": {"sizeLimit": "2"}}]}}),
+            ),
+            (
+                "a number where the type wants text is still refused whole",
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+                       "data": {"sizeLimit": 1, "hard": 2}, "extra": true}),
+                json!({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "c", "creationTimestamp": null},
+                       "data": {"sizeLimit": 1, "hard": 2}, "extra": true}),
+            ),
+            (
+                "LimitRange and ResourceQuota quantities",
+                json!({"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "l"},
+                       "spec": {"limits": [{"type": "Container", "max": {"cpu": 2},
+                                            "default": {"cpu": 0.5}}]}}),
+                json!({"apiVersion": "v1", "kind": "LimitRange",
+                       "metadata": {"name": "l", "creationTimestamp": null},
+                       "spec": {"limits": [{"type": "Container", "max": {"cpu": "2"},
+                                            "default": {"cpu": "0.5"}}]}}),
             ),
             (
                 "custom resources keep unknown fields",
