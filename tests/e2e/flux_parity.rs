@@ -282,7 +282,8 @@ async fn applied_kustomization_has_fluxs_status_and_events() {
     assert_eq!(status["history"][0]["totalReconciliations"], 1);
 }
 
-/// A ConfigMap with a misspelt top-level field and a Deployment with a misspelt spec field:
+/// A ConfigMap with a misspelt top-level field and a Deployment with a misspelt spec field
+/// (and a CPU limit written as a number, which Go's typed conversion reads):
 /// Flux's typed normalization drops what the built-in type does not have, so both are applied
 /// without it, where a server-side apply of the raw objects is refused.
 fn misspelt_built_in_fields(ns: &str) -> Vec<(String, String)> {
@@ -300,7 +301,8 @@ fn misspelt_built_in_fields(ns: &str) -> Vec<(String, String)> {
                 "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: {ns}\n\
                  spec:\n  replica: 3\n  selector:\n    matchLabels:\n      app: web\n  template:\n\
                  \x20   metadata:\n      labels:\n        app: web\n    spec:\n      containers:\n\
-                 \x20     - name: app\n        image: registry.example/web:1\n"
+                 \x20     - name: app\n        image: registry.example/web:1\n\
+                 \x20       resources:\n          limits:\n            cpu: 1\n"
             ),
         ),
     ]
