@@ -6,6 +6,11 @@
 //! `unchanged`. An object whose configuration was applied (or found unchanged) by this
 //! controller before, and that nobody wrote since, skips that: see [`applied`].
 //!
+//! Each object is first normalized as Flux normalizes a build (see `normalize`: a Secret's
+//! `stringData` applied as `data`, ports given `TCP`, built-in kinds through their typed form),
+//! and the first two stages (cluster definitions, then `*Class` kinds) are waited for as Flux
+//! waits for them (see `stage_wait`).
+//!
 //! Everything goes through kube's dynamic API with an injected client, so that
 //! impersonation or a remote cluster is only another client.
 

@@ -12,13 +12,20 @@
 //! - every object gets `metadata.creationTimestamp: null` and loses `status`, except a
 //!   CustomResourceDefinition, which keeps its status for kstatus.
 //!
-//! `rbac.authorization.k8s.io/v1` Roles and ClusterRoles are left exactly as built, as Flux
-//! does. Flux makes the kind-specific changes only to objects its typed conversion accepts; an
+//! Built-in kinds go through their typed form first, which drops fields the type does not
+//! have (see [`round_trip`]). `rbac.authorization.k8s.io/v1` Roles and ClusterRoles are left
+//! exactly as built, as Flux does. Flux makes the kind-specific changes only to objects its typed conversion accepts; an
 //! object that conversion would refuse (a Secret whose `data` is not base64, a `stringData`
 //! value that is not a string) is left for the API server to refuse.
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use k8s_openapi::api::{
+    admissionregistration, apps, autoscaling, batch, coordination, core, discovery, networking,
+    node, policy, rbac, scheduling, storage,
+};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::manifest::Object;
@@ -30,6 +37,7 @@ pub fn normalize(object: &mut Object) {
     {
         return;
     }
+    round_trip(object);
     match (object.api_version(), object.kind()) {
         ("v1", "Secret") => merge_string_data(object.as_map_mut()),
         ("v1", "Service") => {
@@ -60,6 +68,147 @@ pub fn normalize(object: &mut Object) {
     }
     if !crd {
         map.shift_remove("status");
+    }
+}
+
+/// The built-in kinds of client-go's scheme, through their typed form and back, as Flux's
+/// normalization converts them: fields the type does not have are dropped, and `data` of a
+/// Secret or ConfigMap is re-encoded. An object the typed form does not accept is left as it
+/// is. (Go's conversion also writes the zero values of struct fields, `resources: {}` and
+/// the like, which the API server defaults to the same content; those are not reproduced.)
+fn round_trip(object: &mut Object) {
+    macro_rules! typed {
+        ($($api_version:literal, $kind:literal => $type:ty;)*) => {
+            let key = (object.api_version().to_string(), object.kind().to_string());
+            match (key.0.as_str(), key.1.as_str()) {
+                $(($api_version, $kind) => through::<$type>(object),)*
+                _ => {}
+            }
+        };
+    }
+    typed! {
+        "v1", "ConfigMap" => core::v1::ConfigMap;
+        "v1", "Endpoints" => core::v1::Endpoints;
+        "v1", "LimitRange" => core::v1::LimitRange;
+        "v1", "Namespace" => core::v1::Namespace;
+        "v1", "PersistentVolume" => core::v1::PersistentVolume;
+        "v1", "PersistentVolumeClaim" => core::v1::PersistentVolumeClaim;
+        "v1", "Pod" => core::v1::Pod;
+        "v1", "PodTemplate" => core::v1::PodTemplate;
+        "v1", "ReplicationController" => core::v1::ReplicationController;
+        "v1", "ResourceQuota" => core::v1::ResourceQuota;
+        "v1", "Secret" => core::v1::Secret;
+        "v1", "Service" => core::v1::Service;
+        "v1", "ServiceAccount" => core::v1::ServiceAccount;
+        "apps/v1", "ControllerRevision" => apps::v1::ControllerRevision;
+        "apps/v1", "DaemonSet" => apps::v1::DaemonSet;
+        "apps/v1", "Deployment" => apps::v1::Deployment;
+        "apps/v1", "ReplicaSet" => apps::v1::ReplicaSet;
+        "apps/v1", "StatefulSet" => apps::v1::StatefulSet;
+        "batch/v1", "CronJob" => batch::v1::CronJob;
+        "batch/v1", "Job" => batch::v1::Job;
+        "autoscaling/v1", "HorizontalPodAutoscaler" => autoscaling::v1::HorizontalPodAutoscaler;
+        "autoscaling/v2", "HorizontalPodAutoscaler" => autoscaling::v2::HorizontalPodAutoscaler;
+        "policy/v1", "PodDisruptionBudget" => policy::v1::PodDisruptionBudget;
+        "networking.k8s.io/v1", "Ingress" => networking::v1::Ingress;
+        "networking.k8s.io/v1", "IngressClass" => networking::v1::IngressClass;
+        "networking.k8s.io/v1", "NetworkPolicy" => networking::v1::NetworkPolicy;
+        "rbac.authorization.k8s.io/v1", "ClusterRoleBinding" => rbac::v1::ClusterRoleBinding;
+        "rbac.authorization.k8s.io/v1", "RoleBinding" => rbac::v1::RoleBinding;
+        "storage.k8s.io/v1", "CSIDriver" => storage::v1::CSIDriver;
+        "storage.k8s.io/v1", "StorageClass" => storage::v1::StorageClass;
+        "storage.k8s.io/v1", "VolumeAttachment" => storage::v1::VolumeAttachment;
+        "scheduling.k8s.io/v1", "PriorityClass" => scheduling::v1::PriorityClass;
+        "node.k8s.io/v1", "RuntimeClass" => node::v1::RuntimeClass;
+        "coordination.k8s.io/v1", "Lease" => coordination::v1::Lease;
+        "discovery.k8s.io/v1", "EndpointSlice" => discovery::v1::EndpointSlice;
+        "admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration" =>
+            admissionregistration::v1::MutatingWebhookConfiguration;
+        "admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration" =>
+            admissionregistration::v1::ValidatingWebhookConfiguration;
+        "admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy" =>
+            admissionregistration::v1::ValidatingAdmissionPolicy;
+        "admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding" =>
+            admissionregistration::v1::ValidatingAdmissionPolicyBinding;
+    }
+}
+
+/// `object` through `T` and back, when `T` accepts it.
+fn through<T: DeserializeOwned + Serialize>(object: &mut Object) {
+    let mut input = Value::Object(object.as_map().clone());
+    quantities_as_strings(&mut input, "");
+    let typed = serde_json::to_vec(&input)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<T>(&bytes).ok());
+    let back = typed
+        .and_then(|typed| serde_json::to_vec(&typed).ok())
+        .and_then(|bytes| serde_json::from_slice::<Map<String, Value>>(&bytes).ok());
+    if let Some(map) = back {
+        *object = Object::new(map);
+    }
+}
+
+/// Whether `live` is a Secret whose `stringData` keys the Apply entry of `field_manager`
+/// still owns although `configuration` (normalized) has none: it was applied before this
+/// controller normalized. Such a Secret is applied once more even without drift, so that the
+/// manager owns its `data` keys and a key the source drops later leaves the Secret.
+pub(super) fn owns_stale_string_data(
+    live: &Value,
+    configuration: &Value,
+    field_manager: &str,
+) -> bool {
+    let secret = live.get("apiVersion").and_then(Value::as_str) == Some("v1")
+        && live.get("kind").and_then(Value::as_str) == Some("Secret");
+    secret
+        && configuration.get("stringData").is_none()
+        && super::managed_fields::owned_fields(live, field_manager)
+            .is_some_and(|fields| fields.get("f:stringData").is_some())
+}
+
+/// Whether `key` under `parent` holds quantities: a map of them, or (`sizeLimit`) one.
+fn holds_quantities(parent: &str, key: &str) -> bool {
+    matches!(
+        (parent, key),
+        ("resources", "limits" | "requests")
+            | ("emptyDir", "sizeLimit")
+            | ("overhead", "podFixed")
+            | ("spec", "hard" | "capacity" | "overhead")
+            | (
+                "limits",
+                "max" | "min" | "default" | "defaultRequest" | "maxLimitRequestRatio"
+            )
+    )
+}
+
+/// Numbers written as quantities (`cpu: 1`) turned into their text: Go's quantity type reads
+/// both, k8s-openapi's only text. Only where the built-in types hold quantities, so that a
+/// number anywhere else still makes the typed conversion fail, as in Go.
+fn quantities_as_strings(value: &mut Value, parent: &str) {
+    match value {
+        Value::Object(map) => {
+            for (key, field) in map.iter_mut() {
+                if holds_quantities(parent, key) {
+                    match field {
+                        Value::Number(n) => *field = Value::from(n.to_string()),
+                        Value::Object(entries) => {
+                            for entry in entries.values_mut() {
+                                if let Value::Number(n) = entry {
+                                    *entry = Value::from(n.to_string());
+                                }
+                            }
+                        }
+                        _ => {}
+                    }
+                } else {
+                    quantities_as_strings(field, key);
+                }
+            }
+        }
+        // Elements of a list are read under the list's key (`spec.limits[]` of a LimitRange).
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|item| quantities_as_strings(item, parent)),
+        _ => {}
     }
 }
 
@@ -228,19 +377,19 @@ mod tests {
             (
                 "Deployment containers get TCP, init containers do not",
                 json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
-                       "spec": {"template": {"spec": {
+                       "spec": {"selector": {"matchLabels": {"app": "d"}}, "template": {"spec": {
                            "initContainers": [{"name": "i", "ports": [{"containerPort": 1}]}],
                            "containers": [{"name": "c", "resources": {},
                                            "ports": [{"containerPort": 80}]}]}}}}),
                 json!({"apiVersion": "apps/v1", "kind": "Deployment",
                        "metadata": {"name": "d", "creationTimestamp": null},
-                       "spec": {"template": {"spec": {
+                       "spec": {"selector": {"matchLabels": {"app": "d"}}, "template": {"spec": {
                            "initContainers": [{"name": "i", "ports": [{"containerPort": 1}]}],
                            "containers": [{"name": "c", "resources": {},
                                            "ports": [{"containerPort": 80, "protocol": "TCP"}]}]}}}}),
             ),
             (
-                "CronJob job template containers get TCP",
+                "CronJob job template containers get TCP, and the required schedule a zero value, as in Go",
                 json!({"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "c"},
                        "spec": {"jobTemplate": {"spec": {"template": {"spec": {
                            "containers": [{"name": "c", "ports": [{"containerPort": 9}]}]}}}}}}),
@@ -248,7 +397,8 @@ mod tests {
                        "metadata": {"name": "c", "creationTimestamp": null},
                        "spec": {"jobTemplate": {"spec": {"template": {"spec": {
                            "containers": [{"name": "c",
-                                           "ports": [{"containerPort": 9, "protocol": "TCP"}]}]}}}}}}),
+                                           "ports": [{"containerPort": 9, "protocol": "TCP"}]}]}}}},
+                                "schedule": ""}}),
             ),
             (
                 "Pod containers get TCP",
@@ -293,6 +443,128 @@ mod tests {
         for (case, input, want) in cases {
             assert_eq!(normalized(input), want, "{case}");
         }
+    }
+
+    #[test]
+    fn built_in_kinds_lose_fields_their_type_does_not_have() {
+        let cases = [
+            (
+                "an unknown Deployment field is dropped, the rest kept",
+                json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                       "metadata": {"name": "d", "labels": {"app": "d"}},
+                       "spec": {"replica": 2, "replicas": 1,
+                                "selector": {"matchLabels": {"app": "d"}},
+                                "template": {"metadata": {"labels": {"app": "d"}},
+                                             "spec": {"containers": [{"name": "c", "image": "i",
+                                                                      "imagePullPolicy": "Always",
+                                                                      "resources": {}}]}}}}),
+                json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                       "metadata": {"name": "d", "labels": {"app": "d"}, "creationTimestamp": null},
+                       "spec": {"replicas": 1,
+                                "selector": {"matchLabels": {"app": "d"}},
+                                "template": {"metadata": {"labels": {"app": "d"}},
+                                             "spec": {"containers": [{"name": "c", "image": "i",
+                                                                      "imagePullPolicy": "Always",
+                                                                      "resources": {}}]}}}}),
+            ),
+            (
+                "a ConfigMap's unknown top-level field is dropped",
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+                       "data": {"k": "v"}, "extra": true}),
+                json!({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "c", "creationTimestamp": null},
+                       "data": {"k": "v"}}),
+            ),
+            (
+                "what the type refuses is left whole for the API server",
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+                       "data": {"k": 1}, "extra": true}),
+                json!({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "c", "creationTimestamp": null},
+                       "data": {"k": 1}, "extra": true}),
+            ),
+            (
+                "a Secret's sops metadata does not survive, as in Flux",
+                json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"},
+                       "stringData": {"a": "x"}, "sops": {"version": "3"}}),
+                json!({"apiVersion": "v1", "kind": "Secret",
+                       "metadata": {"name": "s", "creationTimestamp": null},
+                       "data": {"a": "eA=="}}),
+            ),
+            (
+                "quantities written as numbers do not stop the conversion",
+                json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                       "spec": {"containers": [{"name": "c", "typo": 1,
+                                                "resources": {"limits": {"cpu": 1, "memory": "1Gi"}}}],
+                                "volumes": [{"name": "v", "emptyDir": {"sizeLimit": 2}}]}}),
+                json!({"apiVersion": "v1", "kind": "Pod",
+                       "metadata": {"name": "p", "creationTimestamp": null},
+                       "spec": {"containers": [{"name": "c",
+                                                "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}],
+                                "volumes": [{"name": "v", "emptyDir": {"sizeLimit": "2"}}]}}),
+            ),
+            (
+                "a number where the type wants text is still refused whole",
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"},
+                       "data": {"sizeLimit": 1, "hard": 2}, "extra": true}),
+                json!({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "c", "creationTimestamp": null},
+                       "data": {"sizeLimit": 1, "hard": 2}, "extra": true}),
+            ),
+            (
+                "LimitRange and ResourceQuota quantities",
+                json!({"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "l"},
+                       "spec": {"limits": [{"type": "Container", "max": {"cpu": 2},
+                                            "default": {"cpu": 0.5}}]}}),
+                json!({"apiVersion": "v1", "kind": "LimitRange",
+                       "metadata": {"name": "l", "creationTimestamp": null},
+                       "spec": {"limits": [{"type": "Container", "max": {"cpu": "2"},
+                                            "default": {"cpu": "0.5"}}]}}),
+            ),
+            (
+                "custom resources keep unknown fields",
+                json!({"apiVersion": "example.com/v1", "kind": "Deployment",
+                       "metadata": {"name": "d"}, "spec": {"replica": 2}}),
+                json!({"apiVersion": "example.com/v1", "kind": "Deployment",
+                       "metadata": {"name": "d", "creationTimestamp": null},
+                       "spec": {"replica": 2}}),
+            ),
+        ];
+        for (case, input, want) in cases {
+            assert_eq!(normalized(input), want, "{case}");
+        }
+    }
+
+    #[test]
+    fn secrets_applied_before_normalization_are_found() {
+        let live = |manager: &str, operation: &str| {
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s",
+                   "managedFields": [{"manager": manager, "operation": operation,
+                                      "fieldsV1": {"f:stringData": {"f:a": {}}}}]}})
+        };
+        let normalized = json!({"apiVersion": "v1", "kind": "Secret", "data": {"a": "eA=="}});
+        let manager = "kustomize-controller";
+        assert!(owns_stale_string_data(
+            &live(manager, "Apply"),
+            &normalized,
+            manager
+        ));
+        assert!(!owns_stale_string_data(
+            &live("kubectl", "Apply"),
+            &normalized,
+            manager
+        ));
+        assert!(!owns_stale_string_data(
+            &live(manager, "Update"),
+            &normalized,
+            manager
+        ));
+        let unconverted = json!({"apiVersion": "v1", "kind": "Secret", "stringData": {"a": 1}});
+        assert!(!owns_stale_string_data(
+            &live(manager, "Apply"),
+            &unconverted,
+            manager
+        ));
     }
 
     #[test]

@@ -40,8 +40,13 @@ const LAST_KINDS: [&str; 2] = [
 ];
 
 /// The stage an object is applied in (1 to 4); each stage completes before the next.
+/// Stage 1 takes a CRD, Namespace or ClusterRole of its own API group only, as Flux's
+/// `IsClusterDefinition` does: a custom kind of the same name goes by the other rules.
 pub fn stage(object: &Object, custom_stage_kinds: &[String]) -> u8 {
-    stage_of_kind(object.kind(), custom_stage_kinds)
+    match stage_of_kind(object.kind(), custom_stage_kinds) {
+        1 if !is_cluster_definition(object) => custom_or_last(object.kind(), custom_stage_kinds),
+        stage => stage,
+    }
 }
 
 /// The stage objects of `kind` are applied in.
@@ -50,13 +55,30 @@ pub fn stage_of_kind(kind: &str, custom_stage_kinds: &[String]) -> u8 {
         1
     } else if kind.ends_with("Class") {
         2
-    } else if custom_stage_kinds
+    } else {
+        custom_or_last(kind, custom_stage_kinds)
+    }
+}
+
+fn custom_or_last(kind: &str, custom_stage_kinds: &[String]) -> u8 {
+    if custom_stage_kinds
         .iter()
         .any(|k| k.eq_ignore_ascii_case(kind))
     {
         3
     } else {
         4
+    }
+}
+
+/// Flux's `IsCRD`, `IsNamespace` and `IsClusterRole`: the kind with its API group.
+fn is_cluster_definition(object: &Object) -> bool {
+    let api_version = object.api_version();
+    match object.kind() {
+        "CustomResourceDefinition" => api_version.starts_with("apiextensions.k8s.io/"),
+        "Namespace" => api_version == "v1",
+        "ClusterRole" => api_version.starts_with("rbac.authorization.k8s.io/"),
+        _ => false,
     }
 }
 
@@ -103,6 +125,43 @@ mod tests {
             "metadata": {"name": name, "namespace": namespace}
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn cluster_definitions_are_told_by_kind_and_group() {
+        let kinds = ["Namespace".to_string()];
+        assert_eq!(stage(&object("v1", "Namespace", "", "a"), &[]), 1);
+        assert_eq!(
+            stage(&object("example.com/v1", "Namespace", "", "a"), &[]),
+            4
+        );
+        assert_eq!(
+            stage(&object("example.com/v1", "Namespace", "", "a"), &kinds),
+            3
+        );
+        assert_eq!(
+            stage(
+                &object("rbac.authorization.k8s.io/v1", "ClusterRole", "", "r"),
+                &[]
+            ),
+            1
+        );
+        assert_eq!(
+            stage(&object("example.com/v1", "ClusterRole", "", "r"), &[]),
+            4
+        );
+        assert_eq!(
+            stage(
+                &object(
+                    "apiextensions.k8s.io/v1",
+                    "CustomResourceDefinition",
+                    "",
+                    "c"
+                ),
+                &[]
+            ),
+            1
+        );
     }
 
     #[test]

@@ -290,7 +290,10 @@ impl Applier {
                 })?,
             None => true,
         };
-        if !patched && !drifted {
+        let migrate_string_data = live.as_ref().is_some_and(|current| {
+            super::normalize::owns_stale_string_data(current, desired, APPLY_FIELD_MANAGER)
+        });
+        if !patched && !drifted && !migrate_string_data {
             if let Some(current) = &live
                 && owned_fields(current, APPLY_FIELD_MANAGER)
                     == owned_fields(&dry_run, APPLY_FIELD_MANAGER)

@@ -282,6 +282,48 @@ async fn applied_kustomization_has_fluxs_status_and_events() {
     assert_eq!(status["history"][0]["totalReconciliations"], 1);
 }
 
+/// A ConfigMap with a misspelt top-level field and a Deployment with a misspelt spec field
+/// (and a CPU limit written as a number, which Go's typed conversion reads):
+/// Flux's typed normalization drops what the built-in type does not have, so both are applied
+/// without it, where a server-side apply of the raw objects is refused.
+fn misspelt_built_in_fields(ns: &str) -> Vec<(String, String)> {
+    vec![
+        (
+            "deploy/cm.yaml".into(),
+            format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: {ns}\n\
+                 data:\n  a: b\ndatas:\n  c: d\n"
+            ),
+        ),
+        (
+            "deploy/deploy.yaml".into(),
+            format!(
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: {ns}\n\
+                 spec:\n  replica: 3\n  selector:\n    matchLabels:\n      app: web\n  template:\n\
+                 \x20   metadata:\n      labels:\n        app: web\n    spec:\n      containers:\n\
+                 \x20     - name: app\n        image: registry.example/web:1\n\
+                 \x20       resources:\n          limits:\n            cpu: 1\n"
+            ),
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn misspelt_fields_of_built_in_kinds_are_dropped_as_flux_drops_them() {
+    let status = assert_same_outcome(
+        "parity-misspelt",
+        misspelt_built_in_fields,
+        json!({}),
+        |status| ready_condition(status).is_some_and(|(_, reason)| reason != "Progressing"),
+    )
+    .await;
+    assert_eq!(
+        ready_condition(&status),
+        Some(("True", "ReconciliationSucceeded")),
+        "{status:#}"
+    );
+}
+
 /// `deploy/kustomization.yaml` with no resources, a misspelt field and one generator: Flux
 /// reads the root file leniently and sets `originAnnotations` on it so that kustomize does not
 /// refuse it as empty.
