@@ -121,7 +121,22 @@ async fn a_refused_object_fails_the_whole_apply_and_nothing_is_applied() {
         );
         assert!(message.contains(api_message), "{name}: {message}");
         assert_no_debug_dump(&message);
-        let status = kustomization_status(&f.client, ns, name).await;
+        // The status of a failed run itself: a retry that starts meanwhile records its
+        // intended inventory first (Ready Unknown) and takes it back when its dry-run fails.
+        let status = wait_for(
+            WAIT,
+            &format!("{name}: a failed run's status"),
+            async || {
+                let status = kustomization_status(&f.client, ns, name).await;
+                let failed = status["conditions"].as_array().is_some_and(|conditions| {
+                    conditions
+                        .iter()
+                        .any(|c| c["type"] == "Ready" && c["status"] == "False")
+                });
+                if failed { Ok(status) } else { Err(status) }
+            },
+        )
+        .await;
         assert!(status["inventory"].is_null(), "{name}: {status:#}");
         assert!(
             status["lastAppliedRevision"].is_null(),
