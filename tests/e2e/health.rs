@@ -407,20 +407,47 @@ async fn unhealthy_objects_fail_with_flux_messages_naming_each_of_them() {
     )
     .await;
 
+    let api = Api::<Kustomization>::namespaced(f.client.clone(), ns);
     for (name, _, expected) in &cases {
-        let (reason, message) =
-            wait_ready_with(&f.client, ns, name, ConditionStatus::False, name).await;
+        // One snapshot of a failed run's status: a retry that starts meanwhile turns the
+        // conditions Unknown until its own health check ends.
+        let status = wait_for(WAIT, &format!("{name}: Ready=False"), async || {
+            let status = api
+                .get(name)
+                .await
+                .map_err(|e| e.to_string())?
+                .status
+                .unwrap_or_default();
+            let failed = status
+                .conditions
+                .iter()
+                .flatten()
+                .any(|c| c.type_ == "Ready" && c.status == ConditionStatus::False);
+            if failed {
+                Ok(status)
+            } else {
+                Err(format!("{:?}", status.conditions))
+            }
+        })
+        .await;
+        let of_type = |wanted: &str| {
+            status
+                .conditions
+                .iter()
+                .flatten()
+                .find(|c| c.type_ == wanted)
+                .map(|c| (c.status, c.reason.clone(), c.message.clone()))
+        };
+        let (_, reason, message) = of_type("Ready").expect("Ready");
         assert_eq!(reason, "HealthCheckFailed", "{name}: {message}");
         assert!(
             message.starts_with("health check failed after ")
                 && message.ends_with(expected.as_str()),
             "{name}: {message}\nexpected to end with: {expected}"
         );
-        let (status, reason, healthy_message, _) = condition(&f.client, ns, name, "Healthy")
-            .await
-            .expect("Healthy");
+        let (healthy, reason, healthy_message) = of_type("Healthy").expect("Healthy");
         assert_eq!(
-            (status, reason.as_str(), healthy_message.as_str()),
+            (healthy, reason.as_str(), healthy_message.as_str()),
             (
                 ConditionStatus::False,
                 "HealthCheckFailed",
@@ -428,17 +455,17 @@ async fn unhealthy_objects_fail_with_flux_messages_naming_each_of_them() {
             ),
             "{name}"
         );
-        let ks = Api::<Kustomization>::namespaced(f.client.clone(), ns)
-            .get(name)
-            .await
-            .expect("ks");
-        let status = ks.status.expect("status");
         assert!(
             status.last_applied_revision.is_none(),
             "{name}: not applied as healthy"
         );
         assert!(
-            !status.inventory.unwrap_or_default().entries.is_empty(),
+            !status
+                .inventory
+                .clone()
+                .unwrap_or_default()
+                .entries
+                .is_empty(),
             "{name}: the inventory records what was applied"
         );
     }
