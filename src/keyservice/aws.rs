@@ -24,7 +24,7 @@ use zeroize::Zeroizing;
 
 use super::oauth;
 use super::token_cache::CachedToken;
-use super::{Failure, KeyServices, with_retries};
+use super::{Failure, KeyServiceError, KeyServices, with_retries};
 
 /// The role ARN annotation of a decryption ServiceAccount (IRSA's).
 pub const ROLE_ARN_ANNOTATION: &str = "eks.amazonaws.com/role-arn";
@@ -94,12 +94,14 @@ pub async fn decrypt(
     role: &str,
     context: &[(String, String)],
     enc: &str,
-) -> Result<Zeroizing<Vec<u8>>, String> {
-    let key = KmsKey::parse(arn)?;
-    let blob = STANDARD
-        .decode(enc)
-        .map_err(|_| format!("the encrypted data key of {arn} is not base64"))?;
-    let credentials = credentials(services, &key, role).await?;
+) -> Result<Zeroizing<Vec<u8>>, KeyServiceError> {
+    let key = KmsKey::parse(arn).map_err(KeyServiceError::InvalidKey)?;
+    let blob = STANDARD.decode(enc).map_err(|_| {
+        KeyServiceError::InvalidKey(format!("the encrypted data key of {arn} is not base64"))
+    })?;
+    let credentials = credentials(services, &key, role)
+        .await
+        .map_err(KeyServiceError::Credentials)?;
     let endpoint = endpoint(services, "KMS", "kms", &key);
     let body = decrypt_body(arn, &blob, context);
     let response = with_retries(services.policy, || {
@@ -119,8 +121,14 @@ pub async fn decrypt(
         })
     })
     .await
-    .map_err(|e| format!("failed to decrypt the sops data key: {e}"))?;
-    parse_decrypt_response(&response).map_err(|e| format!("Decrypt: {e}"))
+    .map_err(|source| KeyServiceError::Call {
+        context: "failed to decrypt the sops data key".to_owned(),
+        source,
+    })?;
+    parse_decrypt_response(&response).map_err(|message| KeyServiceError::Response {
+        context: "Decrypt".to_owned(),
+        message: message.to_owned(),
+    })
 }
 
 /// Sends `request` and returns the body of a 200 answer; another status is `failure`'s.
@@ -219,18 +227,19 @@ fn decrypt_body(arn: &str, blob: &[u8], context: &[(String, String)]) -> Bytes {
     Bytes::from(Value::Object(body).to_string())
 }
 
-fn parse_decrypt_response(body: &[u8]) -> Result<Zeroizing<Vec<u8>>, String> {
+/// The data key of KMS's `Decrypt` answer; the error says what is wrong with it.
+fn parse_decrypt_response(body: &[u8]) -> Result<Zeroizing<Vec<u8>>, &'static str> {
     #[derive(Deserialize)]
     struct Answer {
         #[serde(rename = "Plaintext")]
         plaintext: Zeroizing<String>,
     }
-    let answer: Answer = serde_json::from_slice(body)
-        .map_err(|_| "the answer is not KMS's Decrypt response".to_owned())?;
+    let answer: Answer =
+        serde_json::from_slice(body).map_err(|_| "the answer is not KMS's Decrypt response")?;
     STANDARD
         .decode(answer.plaintext.as_bytes())
         .map(Zeroizing::new)
-        .map_err(|_| "the answer's Plaintext is not base64".to_owned())
+        .map_err(|_| "the answer's Plaintext is not base64")
 }
 
 /// A JSON-protocol error answer: `{"__type": "...#Code", "message": "..."}`; an answer in
@@ -516,7 +525,8 @@ async fn container_credentials(
             }
         }
     })
-    .await?;
+    .await
+    .map_err(|e| e.to_string())?;
     parse_credentials_document(&body)
         .ok_or_else(|| "the container credentials endpoint's answer is not credentials".to_owned())
 }
@@ -632,7 +642,8 @@ async fn sts_call(
         };
         send_ok(services, request, xml_failure)
     })
-    .await?;
+    .await
+    .map_err(|e| e.to_string())?;
     parse_sts_credentials(&answer)
 }
 

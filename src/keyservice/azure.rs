@@ -24,7 +24,7 @@ use zeroize::Zeroizing;
 
 use super::identity::ServiceAccountTokens;
 use super::oauth::{self, Alg, Rsa, TokenResponse};
-use super::{Environment, Failure, KeyServices, with_retries};
+use super::{Environment, Failure, KeyServiceError, KeyServices, with_retries};
 
 /// The annotation naming the application (client) ID of a decryption ServiceAccount.
 pub const CLIENT_ID_ANNOTATION: &str = "azure.workload.identity/client-id";
@@ -355,24 +355,31 @@ pub async fn decrypt(
     name: &str,
     version: &str,
     enc: &str,
-) -> Result<Zeroizing<Vec<u8>>, String> {
+) -> Result<Zeroizing<Vec<u8>>, KeyServiceError> {
     let key_url = format!("{vault_url}/keys/{name}/{version}");
-    let failed = |reason: String| {
-        format!("failed to decrypt sops data key with Azure Key Vault key '{key_url}': {reason}")
-    };
-    let url = decrypt_url(vault_url, name, version).map_err(&failed)?;
-    let scope = scope_for(vault_url).map_err(&failed)?;
-    let wrapped = URL_SAFE_NO_PAD
-        .decode(enc.trim())
-        .map_err(|e| format!("failed to base64 decode Azure Key Vault encrypted key: {e}"))?;
-    let token = access_token(services, &scope).await?;
+    let context =
+        || format!("failed to decrypt sops data key with Azure Key Vault key '{key_url}'");
+    let invalid = |reason: String| KeyServiceError::InvalidKey(format!("{}: {reason}", context()));
+    let url = decrypt_url(vault_url, name, version).map_err(invalid)?;
+    let scope = scope_for(vault_url).map_err(invalid)?;
+    let wrapped = URL_SAFE_NO_PAD.decode(enc.trim()).map_err(|e| {
+        KeyServiceError::InvalidKey(format!(
+            "failed to base64 decode Azure Key Vault encrypted key: {e}"
+        ))
+    })?;
+    let token = access_token(services, &scope)
+        .await
+        .map_err(KeyServiceError::Credentials)?;
     with_retries(services.policy, || async {
         let request = decrypt_request(&url, &wrapped, &token)?;
         let response = services.http.send(request, services.policy.timeout).await?;
         parse_decrypt_response(response.status, &response.body)
     })
     .await
-    .map_err(failed)
+    .map_err(|source| KeyServiceError::Call {
+        context: context(),
+        source,
+    })
 }
 
 /// `{vault}/keys/{name}[/{version}]/decrypt?api-version=...`; the vault must be HTTPS
@@ -677,6 +684,7 @@ async fn request_token(
         oauth::parse_token_response(response.status, &response.body)
     })
     .await
+    .map_err(|e| e.to_string())
 }
 
 /// The Microsoft identity platform's token endpoint of a tenant.
@@ -1219,7 +1227,8 @@ mod tests {
         let services = services(secret_credentials(&server.url), &[]);
         let error = decrypt(&services, &server.url, "sops", "v1", "d3JhcHBlZA")
             .await
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             error,
             format!(
@@ -1241,7 +1250,8 @@ mod tests {
         let services = services(secret_credentials(&server.url), &[]);
         let error = decrypt(&services, &server.url, "sops", "v1", "d3JhcHBlZA")
             .await
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(
             error.contains(CLIENT) && error.contains("AADSTS7000215"),
             "{error}"

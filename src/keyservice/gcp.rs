@@ -23,7 +23,7 @@ use serde_json::json;
 use zeroize::Zeroizing;
 
 use super::identity::{AUDIENCES_ANNOTATION, ServiceAccountTokens};
-use super::{Failure, KeyServices, with_retries};
+use super::{Failure, KeyServiceError, KeyServices, with_retries};
 
 use super::oauth::{self, Rsa, TokenResponse, json_error_kind};
 
@@ -242,7 +242,7 @@ pub async fn decrypt(
     services: &KeyServices,
     resource_id: &str,
     enc: &str,
-) -> Result<Zeroizing<Vec<u8>>, String> {
+) -> Result<Zeroizing<Vec<u8>>, KeyServiceError> {
     let endpoint = kms_endpoint(&services.environment);
     decrypt_at(services, &endpoint, resource_id, enc).await
 }
@@ -252,22 +252,28 @@ async fn decrypt_at(
     endpoint: &str,
     resource_id: &str,
     enc: &str,
-) -> Result<Zeroizing<Vec<u8>>, String> {
-    let failed = |reason: String| {
-        format!("failed to decrypt sops data key with GCP KMS key '{resource_id}': {reason}")
-    };
-    check_resource_id(resource_id)?;
-    let ciphertext = STANDARD
-        .decode(enc.trim())
-        .map_err(|e| failed(format!("the encrypted data key is not base64: {e}")))?;
-    let token = access_token(services).await?;
+) -> Result<Zeroizing<Vec<u8>>, KeyServiceError> {
+    let context = || format!("failed to decrypt sops data key with GCP KMS key '{resource_id}'");
+    check_resource_id(resource_id).map_err(KeyServiceError::InvalidKey)?;
+    let ciphertext = STANDARD.decode(enc.trim()).map_err(|e| {
+        KeyServiceError::InvalidKey(format!(
+            "{}: the encrypted data key is not base64: {e}",
+            context()
+        ))
+    })?;
+    let token = access_token(services)
+        .await
+        .map_err(KeyServiceError::Credentials)?;
     with_retries(services.policy, || async {
         let request = decrypt_request(endpoint, resource_id, &ciphertext, &token)?;
         let response = services.http.send(request, services.policy.timeout).await?;
         parse_decrypt_response(response.status, &response.body)
     })
     .await
-    .map_err(failed)
+    .map_err(|source| KeyServiceError::Call {
+        context: context(),
+        source,
+    })
 }
 
 /// The KMS endpoint: `SOPS_GCP_KMS_ENDPOINT`, else `cloudkms.` the universe domain of
@@ -401,7 +407,8 @@ async fn token_from_credentials(
         let response = services.http.send(request, services.policy.timeout).await?;
         oauth::parse_token_response(response.status, &response.body)
     })
-    .await?;
+    .await
+    .map_err(|e| e.to_string())?;
     Ok(AccessToken::from_response(response))
 }
 
@@ -684,7 +691,8 @@ async fn metadata_token(services: &KeyServices) -> Result<AccessToken, String> {
         let response = services.http.send(request, policy.timeout).await?;
         oauth::parse_token_response(response.status, &response.body)
     })
-    .await?;
+    .await
+    .map_err(|e| e.to_string())?;
     Ok(AccessToken::from_response(response))
 }
 
@@ -1354,7 +1362,8 @@ pub(super) mod tests {
         let services = services(&server, true);
         let error = decrypt(&services, RESOURCE, &STANDARD.encode(b"wrapped"))
             .await
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             error,
             format!(
@@ -1375,7 +1384,8 @@ pub(super) mod tests {
         let services = services(&server, true);
         let error = decrypt(&services, RESOURCE, &STANDARD.encode(b"x"))
             .await
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(
             error.contains("sops@my-project.iam.gserviceaccount.com")
                 && error.contains("invalid_grant: Invalid JWT Signature."),
@@ -1427,11 +1437,13 @@ pub(super) mod tests {
         let services = services(&server, true);
         let error = decrypt(&services, "projects/p/cryptoKeys/k", "YQ==")
             .await
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("no valid resource ID"), "{error}");
         let error = decrypt(&services, RESOURCE, "not base64!")
             .await
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("not base64"), "{error}");
         assert!(server.requests().is_empty());
     }
