@@ -99,9 +99,7 @@ pub async fn decrypt(
     let blob = STANDARD.decode(enc).map_err(|_| {
         KeyServiceError::InvalidKey(format!("the encrypted data key of {arn} is not base64"))
     })?;
-    let credentials = credentials(services, &key, role)
-        .await
-        .map_err(KeyServiceError::Credentials)?;
+    let credentials = credentials(services, &key, role).await?;
     let endpoint = endpoint(services, "KMS", "kms", &key);
     let body = decrypt_body(arn, &blob, context);
     let response = with_retries(services.policy, || {
@@ -329,7 +327,7 @@ async fn credentials(
     services: &KeyServices,
     key: &KmsKey,
     role: &str,
-) -> Result<AwsCredentials, String> {
+) -> Result<AwsCredentials, KeyServiceError> {
     let base = base_credentials(services, key).await?;
     if role.is_empty() {
         return Ok(base);
@@ -346,9 +344,8 @@ async fn credentials(
         ("RoleArn", role),
         ("RoleSessionName", &sops_session_name()),
     ];
-    let assumed = sts_call(services, key, Some(&base), &form)
-        .await
-        .map_err(|e| format!("failed to assume role '{role}': {e}"))?;
+    let context = format!("failed to assume role '{role}'");
+    let assumed = sts_call(services, key, Some(&base), &form, &context).await?;
     services
         .sessions
         .lock()
@@ -359,7 +356,10 @@ async fn credentials(
 }
 
 /// The credentials before any role of the key: Secret, ServiceAccount, environment.
-async fn base_credentials(services: &KeyServices, key: &KmsKey) -> Result<AwsCredentials, String> {
+async fn base_credentials(
+    services: &KeyServices,
+    key: &KmsKey,
+) -> Result<AwsCredentials, KeyServiceError> {
     if let Some(StaticCredentials(credentials)) = &services.credentials.aws {
         return Ok(credentials.clone());
     }
@@ -371,11 +371,11 @@ async fn base_credentials(services: &KeyServices, key: &KmsKey) -> Result<AwsCre
     }
     let resolved = if let Some(identity) = &services.credentials.identity {
         let role = identity.annotation(ROLE_ARN_ANNOTATION).ok_or_else(|| {
-            format!(
+            KeyServiceError::Credentials(format!(
                 "decryption service account '{}/{}' has no {ROLE_ARN_ANNOTATION} annotation naming the IAM role to assume",
                 identity.namespace(),
                 identity.name()
-            )
+            ))
         })?;
         let audiences = identity.audiences(&[DEFAULT_AUDIENCE]);
         let cache_key = format!("aws/{role}/{}/{}", key.region, audiences.join(","));
@@ -399,7 +399,9 @@ async fn base_credentials(services: &KeyServices, key: &KmsKey) -> Result<AwsCre
         match session {
             CachedToken::Aws(credentials) => credentials,
             CachedToken::Bearer(_) => {
-                return Err("the token cache holds another kind of credential".into());
+                return Err(KeyServiceError::Credentials(
+                    "the token cache holds another kind of credential".into(),
+                ));
             }
         }
     } else {
@@ -419,7 +421,7 @@ async fn base_credentials(services: &KeyServices, key: &KmsKey) -> Result<AwsCre
 async fn environment_credentials(
     services: &KeyServices,
     key: &KmsKey,
-) -> Result<AwsCredentials, String> {
+) -> Result<AwsCredentials, KeyServiceError> {
     let env = &services.environment;
     if let (Some(id), Some(secret)) = (
         env.get("AWS_ACCESS_KEY_ID"),
@@ -440,7 +442,11 @@ async fn environment_credentials(
         let token = tokio::fs::read_to_string(file)
             .await
             .map(Zeroizing::new)
-            .map_err(|e| format!("cannot read the web identity token file {file}: {e}"))?;
+            .map_err(|e| {
+                KeyServiceError::Credentials(format!(
+                    "cannot read the web identity token file {file}: {e}"
+                ))
+            })?;
         let session = env
             .get("AWS_ROLE_SESSION_NAME")
             .map(str::to_owned)
@@ -455,11 +461,11 @@ async fn environment_credentials(
         .get("AWS_EC2_METADATA_DISABLED")
         .is_some_and(|v| v.eq_ignore_ascii_case("true"))
     {
-        return Err(no_credentials.to_owned());
+        return Err(KeyServiceError::Credentials(no_credentials.to_owned()));
     }
-    instance_credentials(services)
-        .await
-        .map_err(|e| format!("{no_credentials} (EC2 instance metadata: {e})"))
+    instance_credentials(services).await.map_err(|e| {
+        KeyServiceError::Credentials(format!("{no_credentials} (EC2 instance metadata: {e})"))
+    })
 }
 
 /// `AssumeRoleWithWebIdentity`: a role's credentials for a web identity token.
@@ -469,7 +475,7 @@ async fn web_identity(
     role: &str,
     session: &str,
     token: &str,
-) -> Result<AwsCredentials, String> {
+) -> Result<AwsCredentials, KeyServiceError> {
     let form = [
         ("Action", "AssumeRoleWithWebIdentity"),
         ("Version", "2011-06-15"),
@@ -477,22 +483,21 @@ async fn web_identity(
         ("RoleSessionName", session),
         ("WebIdentityToken", token),
     ];
-    sts_call(services, key, None, &form)
-        .await
-        .map_err(|e| format!("failed to assume role '{role}' with a web identity: {e}"))
+    let context = format!("failed to assume role '{role}' with a web identity");
+    sts_call(services, key, None, &form, &context).await
 }
 
 /// EKS Pod Identity's credential endpoint.
 async fn container_credentials(
     services: &KeyServices,
     url: &str,
-) -> Result<AwsCredentials, String> {
+) -> Result<AwsCredentials, KeyServiceError> {
     let env = &services.environment;
     let authorization = match env.get("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE") {
         Some(file) => Some(Zeroizing::new(
             tokio::fs::read_to_string(file)
                 .await
-                .map_err(|e| format!("cannot read {file}: {e}"))?
+                .map_err(|e| KeyServiceError::Credentials(format!("cannot read {file}: {e}")))?
                 .trim()
                 .to_owned(),
         )),
@@ -526,9 +531,12 @@ async fn container_credentials(
         }
     })
     .await
-    .map_err(|e| e.to_string())?;
-    parse_credentials_document(&body)
-        .ok_or_else(|| "the container credentials endpoint's answer is not credentials".to_owned())
+    .map_err(|e| KeyServiceError::Credentials(e.to_string()))?;
+    parse_credentials_document(&body).ok_or_else(|| {
+        KeyServiceError::Credentials(
+            "the container credentials endpoint's answer is not credentials".to_owned(),
+        )
+    })
 }
 
 /// The EC2 instance profile's credentials from the instance metadata service (IMDSv2: a
@@ -619,7 +627,8 @@ async fn sts_call(
     key: &KmsKey,
     signer: Option<&AwsCredentials>,
     form: &[(&str, &str)],
-) -> Result<AwsCredentials, String> {
+    context: &str,
+) -> Result<AwsCredentials, KeyServiceError> {
     let endpoint = endpoint(services, "STS", "sts", key);
     let body = Bytes::from(oauth::form_encode(form).as_bytes().to_vec());
     let content_type = "application/x-www-form-urlencoded; charset=utf-8";
@@ -643,10 +652,17 @@ async fn sts_call(
         send_ok(services, request, xml_failure)
     })
     .await
-    .map_err(|e| e.to_string())?;
-    parse_sts_credentials(&answer)
+    .map_err(|source| KeyServiceError::Call {
+        context: context.to_owned(),
+        source,
+    })?;
+    parse_sts_credentials(&answer).map_err(|message| KeyServiceError::Response {
+        context: context.to_owned(),
+        message,
+    })
 }
 
+/// The credentials of an STS answer; the error says what is missing from it.
 fn parse_sts_credentials(body: &[u8]) -> Result<AwsCredentials, String> {
     let text = std::str::from_utf8(body).map_err(|_| "STS answered with non-text".to_owned())?;
     let field =
@@ -937,7 +953,10 @@ mod tests {
             Some(SystemTime::UNIX_EPOCH + Duration::from_secs(1_893_553_445))
         );
         let disabled = services_disabled();
-        let err = environment_credentials(&disabled, &key).await.unwrap_err();
+        let err = environment_credentials(&disabled, &key)
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(
             err.starts_with("no AWS credentials") && !err.contains("EC2 instance metadata"),
             "{err}"
@@ -953,7 +972,10 @@ mod tests {
         // A closed port: refused at once.
         let key = KmsKey::parse("arn:aws:kms:eu-west-1:111122223333:key/k").unwrap();
         let services = services(&[("AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://127.0.0.1:1")]);
-        let err = environment_credentials(&services, &key).await.unwrap_err();
+        let err = environment_credentials(&services, &key)
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(
             err.starts_with("no AWS credentials")
                 && err.contains(

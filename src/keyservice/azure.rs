@@ -563,7 +563,8 @@ async fn identity_grant<'a>(
             identity.audiences(&[DEFAULT_AUDIENCE]),
             "decrypt_with_azure",
         )
-        .await?;
+        .await
+        .map_err(|e| e.to_string())?;
     Ok(Grant::Client {
         authority_host: environment_authority(&services.environment),
         tenant_id,

@@ -74,6 +74,28 @@ impl KeyServiceError {
         reason::BUILD_FAILED
     }
 
+    /// The same failure, said to have happened while doing `outer` (a role assumption, a
+    /// token exchange): the message becomes `{outer}: {message}`, the kind is kept.
+    pub fn within(self, outer: &str) -> Self {
+        match self {
+            KeyServiceError::InvalidKey(m) => KeyServiceError::InvalidKey(format!("{outer}: {m}")),
+            KeyServiceError::Credentials(m) => {
+                KeyServiceError::Credentials(format!("{outer}: {m}"))
+            }
+            KeyServiceError::Unsupported(m) => {
+                KeyServiceError::Unsupported(format!("{outer}: {m}"))
+            }
+            KeyServiceError::Call { context, source } => KeyServiceError::Call {
+                context: format!("{outer}: {context}"),
+                source,
+            },
+            KeyServiceError::Response { context, message } => KeyServiceError::Response {
+                context: format!("{outer}: {context}"),
+                message,
+            },
+        }
+    }
+
     /// Whether the service was silent or busy (a later reconcile may succeed).
     pub fn is_transient(&self) -> bool {
         matches!(self, KeyServiceError::Call { source, .. } if source.is_transient())
@@ -104,5 +126,11 @@ mod tests {
             source: CallError::Refused("HTTP 403".into()),
         };
         assert!(!refused.is_transient());
+        let within = refused.within("failed to assume role 'r'");
+        assert_eq!(
+            within.to_string(),
+            "failed to assume role 'r': Decrypt: HTTP 403"
+        );
+        assert!(matches!(within, KeyServiceError::Call { .. }));
     }
 }

@@ -506,7 +506,10 @@ async fn workload_identity_token(
             (vec![cluster.pool()], cluster.exchange_audience())
         }
     };
-    let subject = identity.token(audiences, "decrypt_with_gcp").await?;
+    let subject = identity
+        .token(audiences, "decrypt_with_gcp")
+        .await
+        .map_err(|e| e.to_string())?;
     let federated = with_retries(services.policy, || async {
         let request = sts_request(STS_TOKEN_URL, &exchange_audience, &subject, IDENTITY_SCOPES)?;
         let response = services.http.send(request, services.policy.timeout).await?;

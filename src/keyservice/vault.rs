@@ -143,8 +143,7 @@ async fn kubernetes_login(
             identity.audiences(&[address]),
             "decrypt_with_transit_engine",
         )
-        .await
-        .map_err(KeyServiceError::Credentials)?;
+        .await?;
     let body = Bytes::from(json!({ "role": role, "jwt": jwt.as_str() }).to_string());
     let login_path = login_path.trim_matches('/');
     let answer = post(services, address, login_path, None, body)
