@@ -24,7 +24,7 @@ use zeroize::Zeroizing;
 
 use super::identity::ServiceAccountTokens;
 use super::oauth::{self, Alg, Rsa, TokenResponse};
-use super::{Environment, Failure, KeyServiceError, KeyServices, with_retries};
+use super::{CallError, Environment, Failure, KeyServiceError, KeyServices, with_retries};
 
 /// The annotation naming the application (client) ID of a decryption ServiceAccount.
 pub const CLIENT_ID_ANNOTATION: &str = "azure.workload.identity/client-id";
@@ -367,9 +367,7 @@ pub async fn decrypt(
             "failed to base64 decode Azure Key Vault encrypted key: {e}"
         ))
     })?;
-    let token = access_token(services, &scope)
-        .await
-        .map_err(KeyServiceError::Credentials)?;
+    let token = access_token(services, &scope).await?;
     with_retries(services.policy, || async {
         let request = decrypt_request(&url, &wrapped, &token)?;
         let response = services.http.send(request, services.policy.timeout).await?;
@@ -457,7 +455,10 @@ fn parse_decrypt_response(status: StatusCode, body: &[u8]) -> Result<Zeroizing<V
 }
 
 /// A valid token for `scope`: the cached one, else a new one.
-async fn access_token(services: &KeyServices, scope: &str) -> Result<Zeroizing<String>, String> {
+async fn access_token(
+    services: &KeyServices,
+    scope: &str,
+) -> Result<Zeroizing<String>, KeyServiceError> {
     let mut cached = services.azure_tokens.lock().await;
     if let Some(token) = cached
         .as_ref()
@@ -496,26 +497,30 @@ enum Proof<'a> {
 
 /// A new token: from the Secret's credentials, else the decryption ServiceAccount's
 /// workload identity, else the controller's environment.
-async fn new_token(services: &KeyServices, scope: &str) -> Result<TokenResponse, String> {
+async fn new_token(services: &KeyServices, scope: &str) -> Result<TokenResponse, KeyServiceError> {
     if let Some(credentials) = &services.credentials.azure {
         return request_token(services, secret_grant(credentials), scope)
             .await
-            .map_err(|e| {
-                format!(
-                    "failed to get an access token with the {} (sops.azure-kv): {e}",
+            .map_err(|source| KeyServiceError::Call {
+                context: format!(
+                    "failed to get an access token with the {} (sops.azure-kv)",
                     credentials.describe()
-                )
+                ),
+                source,
             });
     }
     if let Some(identity) = &services.credentials.identity {
         let grant = identity_grant(services, identity).await?;
-        return request_token(services, grant, scope).await.map_err(|e| {
-            format!(
-                "failed to get an access token with workload identity of service account '{}/{}': {e}",
-                identity.namespace(),
-                identity.name()
-            )
-        });
+        return request_token(services, grant, scope)
+            .await
+            .map_err(|source| KeyServiceError::Call {
+                context: format!(
+                    "failed to get an access token with workload identity of service account '{}/{}'",
+                    identity.namespace(),
+                    identity.name()
+                ),
+                source,
+            });
     }
     environment_token(services, scope).await
 }
@@ -548,23 +553,22 @@ fn secret_grant(credentials: &Credentials) -> Grant<'_> {
 async fn identity_grant<'a>(
     services: &KeyServices,
     identity: &'a Arc<ServiceAccountTokens>,
-) -> Result<Grant<'a>, String> {
+) -> Result<Grant<'a>, KeyServiceError> {
     let account = format!("'{}/{}'", identity.namespace(), identity.name());
     let annotation = |key: &str, what: &str| {
         identity.annotation(key).ok_or_else(|| {
-            format!("azure {what} is not set in the annotation {key} of decryption service account {account}")
+            KeyServiceError::Credentials(format!("azure {what} is not set in the annotation {key} of decryption service account {account}"))
         })
     };
     let tenant_id = annotation(TENANT_ID_ANNOTATION, "tenant ID")?;
     let client_id = annotation(CLIENT_ID_ANNOTATION, "client ID")?;
-    check_tenant(tenant_id)?;
+    check_tenant(tenant_id).map_err(KeyServiceError::Credentials)?;
     let token = identity
         .token(
             identity.audiences(&[DEFAULT_AUDIENCE]),
             "decrypt_with_azure",
         )
-        .await
-        .map_err(|e| e.to_string())?;
+        .await?;
     Ok(Grant::Client {
         authority_host: environment_authority(&services.environment),
         tenant_id,
@@ -583,20 +587,24 @@ fn environment_authority(environment: &Environment) -> String {
 
 /// The controller's credentials, in the order of Flux's default Azure credential:
 /// environment (secret, certificate), workload identity, managed identity.
-async fn environment_token(services: &KeyServices, scope: &str) -> Result<TokenResponse, String> {
+async fn environment_token(
+    services: &KeyServices,
+    scope: &str,
+) -> Result<TokenResponse, KeyServiceError> {
     let env = &services.environment;
     let authority_host = environment_authority(env);
     let (tenant, client) = (env.get("AZURE_TENANT_ID"), env.get("AZURE_CLIENT_ID"));
     if let (Some(tenant_id), Some(client_id)) = (tenant, client) {
-        check_tenant(tenant_id)?;
+        check_tenant(tenant_id).map_err(KeyServiceError::Credentials)?;
         let client = |proof| Grant::Client {
             authority_host: authority_host.clone(),
             tenant_id,
             client_id,
             proof,
         };
-        let failed = |source: &str, e: String| {
-            format!("failed to get an access token with {source} of '{client_id}': {e}")
+        let failed = |via: &str, source: CallError| KeyServiceError::Call {
+            context: format!("failed to get an access token with {via} of '{client_id}'"),
+            source,
         };
         if let Some(secret) = env.get("AZURE_CLIENT_SECRET") {
             return request_token(services, client(Proof::Secret(secret)), scope)
@@ -604,7 +612,9 @@ async fn environment_token(services: &KeyServices, scope: &str) -> Result<TokenR
                 .map_err(|e| failed("AZURE_CLIENT_SECRET", e));
         }
         if let Some(path) = env.get("AZURE_CLIENT_CERTIFICATE_PATH") {
-            let certificate = read_certificate(env, path).await?;
+            let certificate = read_certificate(env, path)
+                .await
+                .map_err(KeyServiceError::Credentials)?;
             return request_token(services, client(Proof::Certificate(&certificate)), scope)
                 .await
                 .map_err(|e| failed("AZURE_CLIENT_CERTIFICATE_PATH", e));
@@ -613,9 +623,11 @@ async fn environment_token(services: &KeyServices, scope: &str) -> Result<TokenR
             env.get("AZURE_FEDERATED_TOKEN_FILE"),
             env.get("AZURE_AUTHORITY_HOST"),
         ) {
-            let token = tokio::fs::read_to_string(file)
-                .await
-                .map_err(|e| format!("failed to read AZURE_FEDERATED_TOKEN_FILE '{file}': {e}"))?;
+            let token = tokio::fs::read_to_string(file).await.map_err(|e| {
+                KeyServiceError::Credentials(format!(
+                    "failed to read AZURE_FEDERATED_TOKEN_FILE '{file}': {e}"
+                ))
+            })?;
             let assertion = Zeroizing::new(token.trim().to_owned());
             return request_token(services, client(Proof::Assertion(assertion)), scope)
                 .await
@@ -628,7 +640,10 @@ async fn environment_token(services: &KeyServices, scope: &str) -> Result<TokenR
         scope,
     )
     .await
-    .map_err(|e| format!("failed to get an access token with managed identity: {e}"))
+    .map_err(|source| KeyServiceError::Call {
+        context: "failed to get an access token with managed identity".to_owned(),
+        source,
+    })
 }
 
 async fn read_certificate(env: &Environment, path: &str) -> Result<ClientCertificate, String> {
@@ -651,7 +666,7 @@ async fn request_token(
     services: &KeyServices,
     grant: Grant<'_>,
     scope: &str,
-) -> Result<TokenResponse, String> {
+) -> Result<TokenResponse, CallError> {
     let imds = services
         .environment
         .get("AZURE_POD_IDENTITY_AUTHORITY_HOST")
@@ -685,7 +700,6 @@ async fn request_token(
         oauth::parse_token_response(response.status, &response.body)
     })
     .await
-    .map_err(|e| e.to_string())
 }
 
 /// The Microsoft identity platform's token endpoint of a tenant.
