@@ -95,7 +95,7 @@ pub async fn decrypt(
     context: &[(String, String)],
     enc: &str,
 ) -> Result<Zeroizing<Vec<u8>>, KeyServiceError> {
-    let key = KmsKey::parse(arn).map_err(KeyServiceError::InvalidKey)?;
+    let key = KmsKey::parse(arn)?;
     let blob = STANDARD.decode(enc).map_err(|_| {
         KeyServiceError::InvalidKey(format!("the encrypted data key of {arn} is not base64"))
     })?;
@@ -157,8 +157,8 @@ struct KmsKey {
 
 impl KmsKey {
     /// sops' rule: `arn:aws[-partition]:kms:REGION:ACCOUNT:(key|alias)/ID`.
-    fn parse(arn: &str) -> Result<KmsKey, String> {
-        let invalid = || format!("no valid ARN found in '{arn}'");
+    fn parse(arn: &str) -> Result<KmsKey, KeyServiceError> {
+        let invalid = || KeyServiceError::InvalidKey(format!("no valid ARN found in '{arn}'"));
         let mut parts = arn.splitn(6, ':');
         let (Some("arn"), Some(partition), Some("kms"), Some(region), Some(account), Some(rest)) = (
             parts.next(),
@@ -754,7 +754,8 @@ mod tests {
             "arn:gcp:kms:eu-west-1:111122223333:key/x",
         ] {
             let err = KmsKey::parse(bad).unwrap_err();
-            assert_eq!(err, format!("no valid ARN found in '{bad}'"));
+            assert!(matches!(err, KeyServiceError::InvalidKey(_)));
+            assert_eq!(err.to_string(), format!("no valid ARN found in '{bad}'"));
         }
     }
 

@@ -212,16 +212,19 @@ impl KeyServices {
         Self::with_executor(Executor::Handle(handle), http, credentials, environment)
     }
 
-    /// Key services with a runtime of their own, for a caller that has none.
-    pub fn standalone(credentials: Credentials, environment: Environment) -> Result<Self, String> {
+    /// Key services with a runtime of their own, for a caller that has none; fails when
+    /// the runtime or the HTTPS client (its TLS roots) cannot be set up.
+    pub fn standalone(
+        credentials: Credentials,
+        environment: Environment,
+    ) -> Result<Self, std::io::Error> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
-            .build()
-            .map_err(|e| e.to_string())?;
+            .build()?;
         // The client's pool spawns onto the runtime current when it is built.
         let http = {
             let _guard = runtime.enter();
-            HttpClient::new().map_err(|e| e.to_string())?
+            HttpClient::new().map_err(std::io::Error::other)?
         };
         Ok(Self::with_executor(
             Executor::Owned(runtime),

@@ -123,10 +123,7 @@ async fn kubernetes_login(
         ),
         None => match &services.credentials.vault_config_map {
             Some(config_map) => {
-                let paths = config_map
-                    .login_paths()
-                    .await
-                    .map_err(KeyServiceError::Credentials)?;
+                let paths = config_map.login_paths().await?;
                 let path = paths.get(address).filter(|p| !p.is_empty()).ok_or_else(|| {
                     KeyServiceError::Credentials(format!("no Vault login path configured for address '{address}' in the --sops-vault-configmap ConfigMap"))
                 })?;
@@ -190,7 +187,7 @@ impl VaultConfigMap {
     }
 
     /// Login paths by Vault address.
-    async fn login_paths(&self) -> Result<HashMap<String, String>, String> {
+    async fn login_paths(&self) -> Result<HashMap<String, String>, KeyServiceError> {
         #[derive(Deserialize)]
         struct Config {
             #[serde(default)]
@@ -206,13 +203,22 @@ impl VaultConfigMap {
         let map = kube::Api::<ConfigMap>::namespaced(self.client.clone(), &self.namespace)
             .get(&self.name)
             .await
-            .map_err(|e| format!("failed to get Vault ConfigMap '{id}': {e}"))?;
+            .map_err(|e| {
+                KeyServiceError::Credentials(format!("failed to get Vault ConfigMap '{id}': {e}"))
+            })?;
         let text = map
             .data
             .and_then(|mut d| d.remove("config.yaml"))
-            .ok_or_else(|| format!("Vault ConfigMap '{id}' is missing the 'config.yaml' key"))?;
-        let config: Config = serde_saphyr::from_str(&text)
-            .map_err(|e| format!("failed to parse 'config.yaml' in Vault ConfigMap '{id}': {e}"))?;
+            .ok_or_else(|| {
+                KeyServiceError::Credentials(format!(
+                    "Vault ConfigMap '{id}' is missing the 'config.yaml' key"
+                ))
+            })?;
+        let config: Config = serde_saphyr::from_str(&text).map_err(|e| {
+            KeyServiceError::Credentials(format!(
+                "failed to parse 'config.yaml' in Vault ConfigMap '{id}': {e}"
+            ))
+        })?;
         Ok(config
             .instances
             .into_iter()
