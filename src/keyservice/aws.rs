@@ -24,7 +24,7 @@ use zeroize::Zeroizing;
 
 use super::oauth;
 use super::token_cache::CachedToken;
-use super::{Failure, KeyServices, with_retries};
+use super::{Failure, KeyServiceError, KeyServices, with_retries};
 
 /// The role ARN annotation of a decryption ServiceAccount (IRSA's).
 pub const ROLE_ARN_ANNOTATION: &str = "eks.amazonaws.com/role-arn";
@@ -94,11 +94,11 @@ pub async fn decrypt(
     role: &str,
     context: &[(String, String)],
     enc: &str,
-) -> Result<Zeroizing<Vec<u8>>, String> {
+) -> Result<Zeroizing<Vec<u8>>, KeyServiceError> {
     let key = KmsKey::parse(arn)?;
-    let blob = STANDARD
-        .decode(enc)
-        .map_err(|_| format!("the encrypted data key of {arn} is not base64"))?;
+    let blob = STANDARD.decode(enc).map_err(|_| {
+        KeyServiceError::InvalidKey(format!("the encrypted data key of {arn} is not base64"))
+    })?;
     let credentials = credentials(services, &key, role).await?;
     let endpoint = endpoint(services, "KMS", "kms", &key);
     let body = decrypt_body(arn, &blob, context);
@@ -119,8 +119,14 @@ pub async fn decrypt(
         })
     })
     .await
-    .map_err(|e| format!("failed to decrypt the sops data key: {e}"))?;
-    parse_decrypt_response(&response).map_err(|e| format!("Decrypt: {e}"))
+    .map_err(|source| KeyServiceError::Call {
+        context: "failed to decrypt the sops data key".to_owned(),
+        source,
+    })?;
+    parse_decrypt_response(&response).map_err(|message| KeyServiceError::Response {
+        context: "Decrypt".to_owned(),
+        message: message.to_owned(),
+    })
 }
 
 /// Sends `request` and returns the body of a 200 answer; another status is `failure`'s.
@@ -151,8 +157,8 @@ struct KmsKey {
 
 impl KmsKey {
     /// sops' rule: `arn:aws[-partition]:kms:REGION:ACCOUNT:(key|alias)/ID`.
-    fn parse(arn: &str) -> Result<KmsKey, String> {
-        let invalid = || format!("no valid ARN found in '{arn}'");
+    fn parse(arn: &str) -> Result<KmsKey, KeyServiceError> {
+        let invalid = || KeyServiceError::InvalidKey(format!("no valid ARN found in '{arn}'"));
         let mut parts = arn.splitn(6, ':');
         let (Some("arn"), Some(partition), Some("kms"), Some(region), Some(account), Some(rest)) = (
             parts.next(),
@@ -219,18 +225,19 @@ fn decrypt_body(arn: &str, blob: &[u8], context: &[(String, String)]) -> Bytes {
     Bytes::from(Value::Object(body).to_string())
 }
 
-fn parse_decrypt_response(body: &[u8]) -> Result<Zeroizing<Vec<u8>>, String> {
+/// The data key of KMS's `Decrypt` answer; the error says what is wrong with it.
+fn parse_decrypt_response(body: &[u8]) -> Result<Zeroizing<Vec<u8>>, &'static str> {
     #[derive(Deserialize)]
     struct Answer {
         #[serde(rename = "Plaintext")]
         plaintext: Zeroizing<String>,
     }
-    let answer: Answer = serde_json::from_slice(body)
-        .map_err(|_| "the answer is not KMS's Decrypt response".to_owned())?;
+    let answer: Answer =
+        serde_json::from_slice(body).map_err(|_| "the answer is not KMS's Decrypt response")?;
     STANDARD
         .decode(answer.plaintext.as_bytes())
         .map(Zeroizing::new)
-        .map_err(|_| "the answer's Plaintext is not base64".to_owned())
+        .map_err(|_| "the answer's Plaintext is not base64")
 }
 
 /// A JSON-protocol error answer: `{"__type": "...#Code", "message": "..."}`; an answer in
@@ -320,7 +327,7 @@ async fn credentials(
     services: &KeyServices,
     key: &KmsKey,
     role: &str,
-) -> Result<AwsCredentials, String> {
+) -> Result<AwsCredentials, KeyServiceError> {
     let base = base_credentials(services, key).await?;
     if role.is_empty() {
         return Ok(base);
@@ -337,9 +344,8 @@ async fn credentials(
         ("RoleArn", role),
         ("RoleSessionName", &sops_session_name()),
     ];
-    let assumed = sts_call(services, key, Some(&base), &form)
-        .await
-        .map_err(|e| format!("failed to assume role '{role}': {e}"))?;
+    let context = format!("failed to assume role '{role}'");
+    let assumed = sts_call(services, key, Some(&base), &form, &context).await?;
     services
         .sessions
         .lock()
@@ -350,7 +356,10 @@ async fn credentials(
 }
 
 /// The credentials before any role of the key: Secret, ServiceAccount, environment.
-async fn base_credentials(services: &KeyServices, key: &KmsKey) -> Result<AwsCredentials, String> {
+async fn base_credentials(
+    services: &KeyServices,
+    key: &KmsKey,
+) -> Result<AwsCredentials, KeyServiceError> {
     if let Some(StaticCredentials(credentials)) = &services.credentials.aws {
         return Ok(credentials.clone());
     }
@@ -362,11 +371,11 @@ async fn base_credentials(services: &KeyServices, key: &KmsKey) -> Result<AwsCre
     }
     let resolved = if let Some(identity) = &services.credentials.identity {
         let role = identity.annotation(ROLE_ARN_ANNOTATION).ok_or_else(|| {
-            format!(
+            KeyServiceError::Credentials(format!(
                 "decryption service account '{}/{}' has no {ROLE_ARN_ANNOTATION} annotation naming the IAM role to assume",
                 identity.namespace(),
                 identity.name()
-            )
+            ))
         })?;
         let audiences = identity.audiences(&[DEFAULT_AUDIENCE]);
         let cache_key = format!("aws/{role}/{}/{}", key.region, audiences.join(","));
@@ -390,7 +399,9 @@ async fn base_credentials(services: &KeyServices, key: &KmsKey) -> Result<AwsCre
         match session {
             CachedToken::Aws(credentials) => credentials,
             CachedToken::Bearer(_) => {
-                return Err("the token cache holds another kind of credential".into());
+                return Err(KeyServiceError::Credentials(
+                    "the token cache holds another kind of credential".into(),
+                ));
             }
         }
     } else {
@@ -410,7 +421,7 @@ async fn base_credentials(services: &KeyServices, key: &KmsKey) -> Result<AwsCre
 async fn environment_credentials(
     services: &KeyServices,
     key: &KmsKey,
-) -> Result<AwsCredentials, String> {
+) -> Result<AwsCredentials, KeyServiceError> {
     let env = &services.environment;
     if let (Some(id), Some(secret)) = (
         env.get("AWS_ACCESS_KEY_ID"),
@@ -431,7 +442,11 @@ async fn environment_credentials(
         let token = tokio::fs::read_to_string(file)
             .await
             .map(Zeroizing::new)
-            .map_err(|e| format!("cannot read the web identity token file {file}: {e}"))?;
+            .map_err(|e| {
+                KeyServiceError::Credentials(format!(
+                    "cannot read the web identity token file {file}: {e}"
+                ))
+            })?;
         let session = env
             .get("AWS_ROLE_SESSION_NAME")
             .map(str::to_owned)
@@ -446,11 +461,11 @@ async fn environment_credentials(
         .get("AWS_EC2_METADATA_DISABLED")
         .is_some_and(|v| v.eq_ignore_ascii_case("true"))
     {
-        return Err(no_credentials.to_owned());
+        return Err(KeyServiceError::Credentials(no_credentials.to_owned()));
     }
-    instance_credentials(services)
-        .await
-        .map_err(|e| format!("{no_credentials} (EC2 instance metadata: {e})"))
+    instance_credentials(services).await.map_err(|e| {
+        KeyServiceError::Credentials(format!("{no_credentials} (EC2 instance metadata: {e})"))
+    })
 }
 
 /// `AssumeRoleWithWebIdentity`: a role's credentials for a web identity token.
@@ -460,7 +475,7 @@ async fn web_identity(
     role: &str,
     session: &str,
     token: &str,
-) -> Result<AwsCredentials, String> {
+) -> Result<AwsCredentials, KeyServiceError> {
     let form = [
         ("Action", "AssumeRoleWithWebIdentity"),
         ("Version", "2011-06-15"),
@@ -468,22 +483,21 @@ async fn web_identity(
         ("RoleSessionName", session),
         ("WebIdentityToken", token),
     ];
-    sts_call(services, key, None, &form)
-        .await
-        .map_err(|e| format!("failed to assume role '{role}' with a web identity: {e}"))
+    let context = format!("failed to assume role '{role}' with a web identity");
+    sts_call(services, key, None, &form, &context).await
 }
 
 /// EKS Pod Identity's credential endpoint.
 async fn container_credentials(
     services: &KeyServices,
     url: &str,
-) -> Result<AwsCredentials, String> {
+) -> Result<AwsCredentials, KeyServiceError> {
     let env = &services.environment;
     let authorization = match env.get("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE") {
         Some(file) => Some(Zeroizing::new(
             tokio::fs::read_to_string(file)
                 .await
-                .map_err(|e| format!("cannot read {file}: {e}"))?
+                .map_err(|e| KeyServiceError::Credentials(format!("cannot read {file}: {e}")))?
                 .trim()
                 .to_owned(),
         )),
@@ -516,9 +530,13 @@ async fn container_credentials(
             }
         }
     })
-    .await?;
-    parse_credentials_document(&body)
-        .ok_or_else(|| "the container credentials endpoint's answer is not credentials".to_owned())
+    .await
+    .map_err(|e| KeyServiceError::Credentials(e.to_string()))?;
+    parse_credentials_document(&body).ok_or_else(|| {
+        KeyServiceError::Credentials(
+            "the container credentials endpoint's answer is not credentials".to_owned(),
+        )
+    })
 }
 
 /// The EC2 instance profile's credentials from the instance metadata service (IMDSv2: a
@@ -609,7 +627,8 @@ async fn sts_call(
     key: &KmsKey,
     signer: Option<&AwsCredentials>,
     form: &[(&str, &str)],
-) -> Result<AwsCredentials, String> {
+    context: &str,
+) -> Result<AwsCredentials, KeyServiceError> {
     let endpoint = endpoint(services, "STS", "sts", key);
     let body = Bytes::from(oauth::form_encode(form).as_bytes().to_vec());
     let content_type = "application/x-www-form-urlencoded; charset=utf-8";
@@ -632,10 +651,18 @@ async fn sts_call(
         };
         send_ok(services, request, xml_failure)
     })
-    .await?;
-    parse_sts_credentials(&answer)
+    .await
+    .map_err(|source| KeyServiceError::Call {
+        context: context.to_owned(),
+        source,
+    })?;
+    parse_sts_credentials(&answer).map_err(|message| KeyServiceError::Response {
+        context: context.to_owned(),
+        message,
+    })
 }
 
+/// The credentials of an STS answer; the error says what is missing from it.
 fn parse_sts_credentials(body: &[u8]) -> Result<AwsCredentials, String> {
     let text = std::str::from_utf8(body).map_err(|_| "STS answered with non-text".to_owned())?;
     let field =
@@ -727,7 +754,8 @@ mod tests {
             "arn:gcp:kms:eu-west-1:111122223333:key/x",
         ] {
             let err = KmsKey::parse(bad).unwrap_err();
-            assert_eq!(err, format!("no valid ARN found in '{bad}'"));
+            assert!(matches!(err, KeyServiceError::InvalidKey(_)));
+            assert_eq!(err.to_string(), format!("no valid ARN found in '{bad}'"));
         }
     }
 
@@ -926,7 +954,10 @@ mod tests {
             Some(SystemTime::UNIX_EPOCH + Duration::from_secs(1_893_553_445))
         );
         let disabled = services_disabled();
-        let err = environment_credentials(&disabled, &key).await.unwrap_err();
+        let err = environment_credentials(&disabled, &key)
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(
             err.starts_with("no AWS credentials") && !err.contains("EC2 instance metadata"),
             "{err}"
@@ -942,7 +973,10 @@ mod tests {
         // A closed port: refused at once.
         let key = KmsKey::parse("arn:aws:kms:eu-west-1:111122223333:key/k").unwrap();
         let services = services(&[("AWS_EC2_METADATA_SERVICE_ENDPOINT", "http://127.0.0.1:1")]);
-        let err = environment_credentials(&services, &key).await.unwrap_err();
+        let err = environment_credentials(&services, &key)
+            .await
+            .unwrap_err()
+            .to_string();
         assert!(
             err.starts_with("no AWS credentials")
                 && err.contains(

@@ -24,7 +24,7 @@ use zeroize::Zeroizing;
 
 use super::identity::ServiceAccountTokens;
 use super::oauth::{self, Alg, Rsa, TokenResponse};
-use super::{Environment, Failure, KeyServices, with_retries};
+use super::{CallError, Environment, Failure, KeyServiceError, KeyServices, with_retries};
 
 /// The annotation naming the application (client) ID of a decryption ServiceAccount.
 pub const CLIENT_ID_ANNOTATION: &str = "azure.workload.identity/client-id";
@@ -355,16 +355,18 @@ pub async fn decrypt(
     name: &str,
     version: &str,
     enc: &str,
-) -> Result<Zeroizing<Vec<u8>>, String> {
+) -> Result<Zeroizing<Vec<u8>>, KeyServiceError> {
     let key_url = format!("{vault_url}/keys/{name}/{version}");
-    let failed = |reason: String| {
-        format!("failed to decrypt sops data key with Azure Key Vault key '{key_url}': {reason}")
-    };
-    let url = decrypt_url(vault_url, name, version).map_err(&failed)?;
-    let scope = scope_for(vault_url).map_err(&failed)?;
-    let wrapped = URL_SAFE_NO_PAD
-        .decode(enc.trim())
-        .map_err(|e| format!("failed to base64 decode Azure Key Vault encrypted key: {e}"))?;
+    let context =
+        || format!("failed to decrypt sops data key with Azure Key Vault key '{key_url}'");
+    let invalid = |reason: String| KeyServiceError::InvalidKey(format!("{}: {reason}", context()));
+    let url = decrypt_url(vault_url, name, version).map_err(invalid)?;
+    let scope = scope_for(vault_url).map_err(invalid)?;
+    let wrapped = URL_SAFE_NO_PAD.decode(enc.trim()).map_err(|e| {
+        KeyServiceError::InvalidKey(format!(
+            "failed to base64 decode Azure Key Vault encrypted key: {e}"
+        ))
+    })?;
     let token = access_token(services, &scope).await?;
     with_retries(services.policy, || async {
         let request = decrypt_request(&url, &wrapped, &token)?;
@@ -372,7 +374,10 @@ pub async fn decrypt(
         parse_decrypt_response(response.status, &response.body)
     })
     .await
-    .map_err(failed)
+    .map_err(|source| KeyServiceError::Call {
+        context: context(),
+        source,
+    })
 }
 
 /// `{vault}/keys/{name}[/{version}]/decrypt?api-version=...`; the vault must be HTTPS
@@ -450,7 +455,10 @@ fn parse_decrypt_response(status: StatusCode, body: &[u8]) -> Result<Zeroizing<V
 }
 
 /// A valid token for `scope`: the cached one, else a new one.
-async fn access_token(services: &KeyServices, scope: &str) -> Result<Zeroizing<String>, String> {
+async fn access_token(
+    services: &KeyServices,
+    scope: &str,
+) -> Result<Zeroizing<String>, KeyServiceError> {
     let mut cached = services.azure_tokens.lock().await;
     if let Some(token) = cached
         .as_ref()
@@ -489,26 +497,30 @@ enum Proof<'a> {
 
 /// A new token: from the Secret's credentials, else the decryption ServiceAccount's
 /// workload identity, else the controller's environment.
-async fn new_token(services: &KeyServices, scope: &str) -> Result<TokenResponse, String> {
+async fn new_token(services: &KeyServices, scope: &str) -> Result<TokenResponse, KeyServiceError> {
     if let Some(credentials) = &services.credentials.azure {
         return request_token(services, secret_grant(credentials), scope)
             .await
-            .map_err(|e| {
-                format!(
-                    "failed to get an access token with the {} (sops.azure-kv): {e}",
+            .map_err(|source| KeyServiceError::Call {
+                context: format!(
+                    "failed to get an access token with the {} (sops.azure-kv)",
                     credentials.describe()
-                )
+                ),
+                source,
             });
     }
     if let Some(identity) = &services.credentials.identity {
         let grant = identity_grant(services, identity).await?;
-        return request_token(services, grant, scope).await.map_err(|e| {
-            format!(
-                "failed to get an access token with workload identity of service account '{}/{}': {e}",
-                identity.namespace(),
-                identity.name()
-            )
-        });
+        return request_token(services, grant, scope)
+            .await
+            .map_err(|source| KeyServiceError::Call {
+                context: format!(
+                    "failed to get an access token with workload identity of service account '{}/{}'",
+                    identity.namespace(),
+                    identity.name()
+                ),
+                source,
+            });
     }
     environment_token(services, scope).await
 }
@@ -541,16 +553,16 @@ fn secret_grant(credentials: &Credentials) -> Grant<'_> {
 async fn identity_grant<'a>(
     services: &KeyServices,
     identity: &'a Arc<ServiceAccountTokens>,
-) -> Result<Grant<'a>, String> {
+) -> Result<Grant<'a>, KeyServiceError> {
     let account = format!("'{}/{}'", identity.namespace(), identity.name());
     let annotation = |key: &str, what: &str| {
         identity.annotation(key).ok_or_else(|| {
-            format!("azure {what} is not set in the annotation {key} of decryption service account {account}")
+            KeyServiceError::Credentials(format!("azure {what} is not set in the annotation {key} of decryption service account {account}"))
         })
     };
     let tenant_id = annotation(TENANT_ID_ANNOTATION, "tenant ID")?;
     let client_id = annotation(CLIENT_ID_ANNOTATION, "client ID")?;
-    check_tenant(tenant_id)?;
+    check_tenant(tenant_id).map_err(KeyServiceError::Credentials)?;
     let token = identity
         .token(
             identity.audiences(&[DEFAULT_AUDIENCE]),
@@ -575,20 +587,24 @@ fn environment_authority(environment: &Environment) -> String {
 
 /// The controller's credentials, in the order of Flux's default Azure credential:
 /// environment (secret, certificate), workload identity, managed identity.
-async fn environment_token(services: &KeyServices, scope: &str) -> Result<TokenResponse, String> {
+async fn environment_token(
+    services: &KeyServices,
+    scope: &str,
+) -> Result<TokenResponse, KeyServiceError> {
     let env = &services.environment;
     let authority_host = environment_authority(env);
     let (tenant, client) = (env.get("AZURE_TENANT_ID"), env.get("AZURE_CLIENT_ID"));
     if let (Some(tenant_id), Some(client_id)) = (tenant, client) {
-        check_tenant(tenant_id)?;
+        check_tenant(tenant_id).map_err(KeyServiceError::Credentials)?;
         let client = |proof| Grant::Client {
             authority_host: authority_host.clone(),
             tenant_id,
             client_id,
             proof,
         };
-        let failed = |source: &str, e: String| {
-            format!("failed to get an access token with {source} of '{client_id}': {e}")
+        let failed = |via: &str, source: CallError| KeyServiceError::Call {
+            context: format!("failed to get an access token with {via} of '{client_id}'"),
+            source,
         };
         if let Some(secret) = env.get("AZURE_CLIENT_SECRET") {
             return request_token(services, client(Proof::Secret(secret)), scope)
@@ -596,7 +612,9 @@ async fn environment_token(services: &KeyServices, scope: &str) -> Result<TokenR
                 .map_err(|e| failed("AZURE_CLIENT_SECRET", e));
         }
         if let Some(path) = env.get("AZURE_CLIENT_CERTIFICATE_PATH") {
-            let certificate = read_certificate(env, path).await?;
+            let certificate = read_certificate(env, path)
+                .await
+                .map_err(KeyServiceError::Credentials)?;
             return request_token(services, client(Proof::Certificate(&certificate)), scope)
                 .await
                 .map_err(|e| failed("AZURE_CLIENT_CERTIFICATE_PATH", e));
@@ -605,9 +623,11 @@ async fn environment_token(services: &KeyServices, scope: &str) -> Result<TokenR
             env.get("AZURE_FEDERATED_TOKEN_FILE"),
             env.get("AZURE_AUTHORITY_HOST"),
         ) {
-            let token = tokio::fs::read_to_string(file)
-                .await
-                .map_err(|e| format!("failed to read AZURE_FEDERATED_TOKEN_FILE '{file}': {e}"))?;
+            let token = tokio::fs::read_to_string(file).await.map_err(|e| {
+                KeyServiceError::Credentials(format!(
+                    "failed to read AZURE_FEDERATED_TOKEN_FILE '{file}': {e}"
+                ))
+            })?;
             let assertion = Zeroizing::new(token.trim().to_owned());
             return request_token(services, client(Proof::Assertion(assertion)), scope)
                 .await
@@ -620,7 +640,10 @@ async fn environment_token(services: &KeyServices, scope: &str) -> Result<TokenR
         scope,
     )
     .await
-    .map_err(|e| format!("failed to get an access token with managed identity: {e}"))
+    .map_err(|source| KeyServiceError::Call {
+        context: "failed to get an access token with managed identity".to_owned(),
+        source,
+    })
 }
 
 async fn read_certificate(env: &Environment, path: &str) -> Result<ClientCertificate, String> {
@@ -643,7 +666,7 @@ async fn request_token(
     services: &KeyServices,
     grant: Grant<'_>,
     scope: &str,
-) -> Result<TokenResponse, String> {
+) -> Result<TokenResponse, CallError> {
     let imds = services
         .environment
         .get("AZURE_POD_IDENTITY_AUTHORITY_HOST")
@@ -1219,7 +1242,8 @@ mod tests {
         let services = services(secret_credentials(&server.url), &[]);
         let error = decrypt(&services, &server.url, "sops", "v1", "d3JhcHBlZA")
             .await
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             error,
             format!(
@@ -1241,7 +1265,8 @@ mod tests {
         let services = services(secret_credentials(&server.url), &[]);
         let error = decrypt(&services, &server.url, "sops", "v1", "d3JhcHBlZA")
             .await
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(
             error.contains(CLIENT) && error.contains("AADSTS7000215"),
             "{error}"

@@ -23,7 +23,7 @@ use serde_json::json;
 use zeroize::Zeroizing;
 
 use super::identity::{AUDIENCES_ANNOTATION, ServiceAccountTokens};
-use super::{Failure, KeyServices, with_retries};
+use super::{CallError, Failure, KeyServiceError, KeyServices, with_retries};
 
 use super::oauth::{self, Rsa, TokenResponse, json_error_kind};
 
@@ -242,7 +242,7 @@ pub async fn decrypt(
     services: &KeyServices,
     resource_id: &str,
     enc: &str,
-) -> Result<Zeroizing<Vec<u8>>, String> {
+) -> Result<Zeroizing<Vec<u8>>, KeyServiceError> {
     let endpoint = kms_endpoint(&services.environment);
     decrypt_at(services, &endpoint, resource_id, enc).await
 }
@@ -252,14 +252,15 @@ async fn decrypt_at(
     endpoint: &str,
     resource_id: &str,
     enc: &str,
-) -> Result<Zeroizing<Vec<u8>>, String> {
-    let failed = |reason: String| {
-        format!("failed to decrypt sops data key with GCP KMS key '{resource_id}': {reason}")
-    };
-    check_resource_id(resource_id)?;
-    let ciphertext = STANDARD
-        .decode(enc.trim())
-        .map_err(|e| failed(format!("the encrypted data key is not base64: {e}")))?;
+) -> Result<Zeroizing<Vec<u8>>, KeyServiceError> {
+    let context = || format!("failed to decrypt sops data key with GCP KMS key '{resource_id}'");
+    check_resource_id(resource_id).map_err(KeyServiceError::InvalidKey)?;
+    let ciphertext = STANDARD.decode(enc.trim()).map_err(|e| {
+        KeyServiceError::InvalidKey(format!(
+            "{}: the encrypted data key is not base64: {e}",
+            context()
+        ))
+    })?;
     let token = access_token(services).await?;
     with_retries(services.policy, || async {
         let request = decrypt_request(endpoint, resource_id, &ciphertext, &token)?;
@@ -267,7 +268,10 @@ async fn decrypt_at(
         parse_decrypt_response(response.status, &response.body)
     })
     .await
-    .map_err(failed)
+    .map_err(|source| KeyServiceError::Call {
+        context: context(),
+        source,
+    })
 }
 
 /// The KMS endpoint: `SOPS_GCP_KMS_ENDPOINT`, else `cloudkms.` the universe domain of
@@ -333,7 +337,7 @@ fn parse_decrypt_response(status: StatusCode, body: &[u8]) -> Result<Zeroizing<V
 }
 
 /// A valid access token: the cached one, else a new one from the first credentials found.
-async fn access_token(services: &KeyServices) -> Result<Zeroizing<String>, String> {
+async fn access_token(services: &KeyServices) -> Result<Zeroizing<String>, KeyServiceError> {
     let mut cached = services.gcp_tokens.lock().await;
     if let Some(token) = cached.as_ref().filter(|t| Instant::now() < t.renew_at) {
         return Ok(token.value.clone());
@@ -347,55 +351,65 @@ async fn access_token(services: &KeyServices) -> Result<Zeroizing<String>, Strin
 /// A new token: from the Secret's credentials, else the decryption ServiceAccount's
 /// workload identity, else the controller's (`GOOGLE_APPLICATION_CREDENTIALS`, else the
 /// metadata server), as Flux's lazy token source resolves them.
-async fn new_token(services: &KeyServices) -> Result<AccessToken, String> {
+async fn new_token(services: &KeyServices) -> Result<AccessToken, KeyServiceError> {
     if let Some(credentials) = &services.credentials.gcp {
         return token_from_credentials(services, credentials, KMS_SCOPES)
             .await
-            .map_err(|e| {
-                format!(
-                    "failed to get an access token for {} (sops.gcp-kms): {e}",
+            .map_err(|source| KeyServiceError::Call {
+                context: format!(
+                    "failed to get an access token for {} (sops.gcp-kms)",
                     credentials.describe()
-                )
+                ),
+                source,
             });
     }
     if let Some(identity) = &services.credentials.identity {
-        return workload_identity_token(services, identity).await.map_err(|e| {
-            format!(
-                "failed to get an access token with workload identity of service account '{}/{}': {e}",
+        return workload_identity_token(services, identity)
+            .await
+            .map_err(|e| {
+                e.within(&format!(
+                "failed to get an access token with workload identity of service account '{}/{}'",
                 identity.namespace(),
                 identity.name()
-            )
-        });
+            ))
+            });
     }
     if let Some(path) = services.environment.get("GOOGLE_APPLICATION_CREDENTIALS") {
         let credentials = read_credentials_file(path).await?;
         return token_from_credentials(services, &credentials, IDENTITY_SCOPES)
             .await
-            .map_err(|e| {
-                format!(
-                    "failed to get an access token for {} (GOOGLE_APPLICATION_CREDENTIALS): {e}",
+            .map_err(|source| KeyServiceError::Call {
+                context: format!(
+                    "failed to get an access token for {} (GOOGLE_APPLICATION_CREDENTIALS)",
                     credentials.describe()
-                )
+                ),
+                source,
             });
     }
     metadata_token(services)
         .await
-        .map_err(|e| format!("failed to get an access token from the GCE metadata server: {e}"))
+        .map_err(|source| KeyServiceError::Call {
+            context: "failed to get an access token from the GCE metadata server".to_owned(),
+            source,
+        })
 }
 
-async fn read_credentials_file(path: &str) -> Result<Credentials, String> {
+async fn read_credentials_file(path: &str) -> Result<Credentials, KeyServiceError> {
     let data = Zeroizing::new(tokio::fs::read(path).await.map_err(|e| {
-        format!("failed to read GOOGLE_APPLICATION_CREDENTIALS file '{path}': {e}")
+        KeyServiceError::Credentials(format!(
+            "failed to read GOOGLE_APPLICATION_CREDENTIALS file '{path}': {e}"
+        ))
     })?);
-    parse_credentials(&data)
-        .map_err(|e| format!("GOOGLE_APPLICATION_CREDENTIALS file '{path}': {e}"))
+    parse_credentials(&data).map_err(|e| {
+        KeyServiceError::Credentials(format!("GOOGLE_APPLICATION_CREDENTIALS file '{path}': {e}"))
+    })
 }
 
 async fn token_from_credentials(
     services: &KeyServices,
     credentials: &Credentials,
     scopes: &[&str],
-) -> Result<AccessToken, String> {
+) -> Result<AccessToken, CallError> {
     let response = with_retries(services.policy, || async {
         let request = credentials_token_request(credentials, scopes, oauth::unix_now())?;
         let response = services.http.send(request, services.policy.timeout).await?;
@@ -482,18 +496,19 @@ fn service_account_assertion(
 async fn workload_identity_token(
     services: &KeyServices,
     identity: &Arc<ServiceAccountTokens>,
-) -> Result<AccessToken, String> {
-    let email = impersonated_account(identity)?;
-    let (audiences, exchange_audience) = match workload_identity_provider(identity)? {
+) -> Result<AccessToken, KeyServiceError> {
+    let email = impersonated_account(identity).map_err(KeyServiceError::Credentials)?;
+    let provider = workload_identity_provider(identity).map_err(KeyServiceError::Credentials)?;
+    let (audiences, exchange_audience) = match provider {
         Some(provider) => {
             let audience = format!("//iam.googleapis.com/{provider}");
             (identity.audiences(&[&audience]), audience)
         }
         None => {
             if identity.annotation(AUDIENCES_ANNOTATION).is_some() {
-                return Err(format!(
+                return Err(KeyServiceError::Credentials(format!(
                     "cannot specify custom audiences ({AUDIENCES_ANNOTATION}) for GKE workload identity: set {WORKLOAD_IDENTITY_PROVIDER_ANNOTATION} outside GKE"
-                ));
+                )));
             }
             let cluster = gke_cluster(services).await?;
             (vec![cluster.pool()], cluster.exchange_audience())
@@ -506,7 +521,10 @@ async fn workload_identity_token(
         oauth::parse_token_response(response.status, &response.body)
     })
     .await
-    .map_err(|e| format!("token exchange at Google STS failed: {e}"))?;
+    .map_err(|source| KeyServiceError::Call {
+        context: "token exchange at Google STS failed".to_owned(),
+        source,
+    })?;
     let Some(email) = email else {
         return Ok(AccessToken::from_response(federated));
     };
@@ -517,7 +535,10 @@ async fn workload_identity_token(
         parse_impersonation_response(response.status, &response.body, oauth::unix_now())
     })
     .await
-    .map_err(|e| format!("impersonation of GCP service account '{email}' failed: {e}"))?;
+    .map_err(|source| KeyServiceError::Call {
+        context: format!("impersonation of GCP service account '{email}' failed"),
+        source,
+    })?;
     Ok(AccessToken::from_response(impersonated))
 }
 
@@ -596,7 +617,7 @@ impl GkeCluster {
     }
 }
 
-async fn gke_cluster(services: &KeyServices) -> Result<GkeCluster, String> {
+async fn gke_cluster(services: &KeyServices) -> Result<GkeCluster, KeyServiceError> {
     let host = metadata_host(&services.environment);
     let project = metadata_value(
         services,
@@ -631,7 +652,7 @@ async fn metadata_value(
     host: &str,
     path: &str,
     what: &str,
-) -> Result<String, String> {
+) -> Result<String, KeyServiceError> {
     let policy = services.policy.metadata();
     let value = with_retries(policy, || async {
         let request = metadata_request(host, path)?;
@@ -645,11 +666,15 @@ async fn metadata_value(
         Ok(String::from_utf8_lossy(&response.body).trim().to_owned())
     })
     .await
-    .map_err(|e| format!("failed to get {what} from the metadata service: {e}"))?;
+    .map_err(|source| KeyServiceError::Call {
+        context: format!("failed to get {what} from the metadata service"),
+        source,
+    })?;
     if value.is_empty() {
-        return Err(format!(
-            "failed to get {what} from the metadata service: empty value"
-        ));
+        return Err(KeyServiceError::Response {
+            context: format!("failed to get {what} from the metadata service"),
+            message: "empty value".to_owned(),
+        });
     }
     Ok(value)
 }
@@ -672,7 +697,7 @@ fn metadata_request(host: &str, path: &str) -> Result<Request<Full<Bytes>>, Fail
 }
 
 /// The controller's own token from the GCE metadata server.
-async fn metadata_token(services: &KeyServices) -> Result<AccessToken, String> {
+async fn metadata_token(services: &KeyServices) -> Result<AccessToken, CallError> {
     let host = metadata_host(&services.environment);
     let path = format!(
         "instance/service-accounts/default/token?scopes={}",
@@ -1354,7 +1379,8 @@ pub(super) mod tests {
         let services = services(&server, true);
         let error = decrypt(&services, RESOURCE, &STANDARD.encode(b"wrapped"))
             .await
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             error,
             format!(
@@ -1375,7 +1401,8 @@ pub(super) mod tests {
         let services = services(&server, true);
         let error = decrypt(&services, RESOURCE, &STANDARD.encode(b"x"))
             .await
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(
             error.contains("sops@my-project.iam.gserviceaccount.com")
                 && error.contains("invalid_grant: Invalid JWT Signature."),
@@ -1427,11 +1454,13 @@ pub(super) mod tests {
         let services = services(&server, true);
         let error = decrypt(&services, "projects/p/cryptoKeys/k", "YQ==")
             .await
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("no valid resource ID"), "{error}");
         let error = decrypt(&services, RESOURCE, "not base64!")
             .await
-            .unwrap_err();
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("not base64"), "{error}");
         assert!(server.requests().is_empty());
     }

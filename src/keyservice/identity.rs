@@ -13,6 +13,7 @@ use kube::api::PostParams;
 use kube::{Api, Client};
 use zeroize::Zeroizing;
 
+use super::KeyServiceError;
 use super::token_cache::{CachedToken, TokenCache};
 use crate::metrics::InvolvedObject;
 
@@ -104,15 +105,15 @@ impl ServiceAccountTokens {
     /// The credential under `key` (made unique to this ServiceAccount) from the token
     /// cache while it is fresh, else `fetch`'s, kept for its lifetime; without a cache,
     /// `fetch`'s.
-    pub async fn cached<F, Fut>(
+    pub async fn cached<F, Fut, E>(
         &self,
         key: &str,
         operation: &'static str,
         fetch: F,
-    ) -> Result<CachedToken, String>
+    ) -> Result<CachedToken, E>
     where
         F: FnOnce() -> Fut,
-        Fut: std::future::Future<Output = Result<(CachedToken, Duration), String>>,
+        Fut: std::future::Future<Output = Result<(CachedToken, Duration), E>>,
     {
         match &self.cache {
             Some((cache, kustomization)) => {
@@ -165,7 +166,7 @@ impl ServiceAccountTokens {
         &self,
         audiences: Vec<String>,
         operation: &'static str,
-    ) -> Result<Zeroizing<String>, String> {
+    ) -> Result<Zeroizing<String>, KeyServiceError> {
         let key = format!("token/{}", audiences.join(","));
         let token = self
             .cached(&key, operation, || async {
@@ -178,11 +179,13 @@ impl ServiceAccountTokens {
             .await?;
         match token {
             CachedToken::Bearer(token) => Ok(token),
-            CachedToken::Aws(_) => Err("the token cache holds another kind of credential".into()),
+            CachedToken::Aws(_) => Err(KeyServiceError::Credentials(
+                "the token cache holds another kind of credential".into(),
+            )),
         }
     }
 
-    async fn issue(&self, audiences: Vec<String>) -> Result<Zeroizing<String>, String> {
+    async fn issue(&self, audiences: Vec<String>) -> Result<Zeroizing<String>, KeyServiceError> {
         let request = TokenRequest {
             spec: TokenRequestSpec {
                 audiences,
@@ -196,7 +199,7 @@ impl ServiceAccountTokens {
                 .create_subresource("token", &self.name, &PostParams::default(), &request)
                 .await
                 .map_err(|e| {
-                    format!(
+                    KeyServiceError::Credentials(format!(
                         "failed to create a token for service account '{}/{}': {}",
                         self.namespace,
                         self.name,
@@ -204,14 +207,14 @@ impl ServiceAccountTokens {
                             kube::Error::Api(status) => status.message,
                             other => other.to_string(),
                         }
-                    )
+                    ))
                 })?;
         let token = issued.status.map(|s| s.token).unwrap_or_default();
         if token.is_empty() {
-            return Err(format!(
+            return Err(KeyServiceError::Credentials(format!(
                 "the TokenRequest for service account '{}/{}' returned no token",
                 self.namespace, self.name
-            ));
+            )));
         }
         Ok(Zeroizing::new(token))
     }

@@ -11,6 +11,7 @@
 
 pub mod aws;
 pub mod azure;
+pub mod error;
 pub mod gcp;
 pub mod http;
 pub mod identity;
@@ -26,6 +27,7 @@ use std::time::Duration;
 use sops::{ServiceError, ServiceKey};
 use zeroize::Zeroizing;
 
+pub use error::{CallError, KeyServiceError};
 pub use http::HttpClient;
 pub use identity::ServiceAccountTokens;
 
@@ -90,17 +92,11 @@ impl Failure {
             Failure::Permanent(message)
         }
     }
-
-    fn message(self) -> String {
-        match self {
-            Failure::Transient(m) | Failure::Permanent(m) => m,
-        }
-    }
 }
 
 /// Runs `attempt` until it succeeds, fails permanently, or `policy.attempts` are spent;
 /// each attempt under `policy.timeout`.
-pub async fn with_retries<T, F, Fut>(policy: CallPolicy, mut attempt: F) -> Result<T, String>
+pub async fn with_retries<T, F, Fut>(policy: CallPolicy, mut attempt: F) -> Result<T, CallError>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, Failure>>,
@@ -124,9 +120,13 @@ where
                 backoff *= 2;
             }
             Err(Failure::Transient(message)) if policy.attempts > 1 => {
-                return Err(format!("{message} (after {tries} attempts)"));
+                return Err(CallError::GaveUp {
+                    message,
+                    attempts: tries,
+                });
             }
-            Err(failure) => return Err(failure.message()),
+            Err(Failure::Transient(message)) => return Err(CallError::Unavailable(message)),
+            Err(Failure::Permanent(message)) => return Err(CallError::Refused(message)),
         }
     }
 }
@@ -212,16 +212,19 @@ impl KeyServices {
         Self::with_executor(Executor::Handle(handle), http, credentials, environment)
     }
 
-    /// Key services with a runtime of their own, for a caller that has none.
-    pub fn standalone(credentials: Credentials, environment: Environment) -> Result<Self, String> {
+    /// Key services with a runtime of their own, for a caller that has none; fails when
+    /// the runtime or the HTTPS client (its TLS roots) cannot be set up.
+    pub fn standalone(
+        credentials: Credentials,
+        environment: Environment,
+    ) -> Result<Self, std::io::Error> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
-            .build()
-            .map_err(|e| e.to_string())?;
+            .build()?;
         // The client's pool spawns onto the runtime current when it is built.
         let http = {
             let _guard = runtime.enter();
-            HttpClient::new().map_err(|e| e.to_string())?
+            HttpClient::new().map_err(std::io::Error::other)?
         };
         Ok(Self::with_executor(
             Executor::Owned(runtime),
@@ -262,8 +265,9 @@ impl KeyServices {
         key: &ServiceKey,
         enc: &str,
     ) -> Result<Zeroizing<Vec<u8>>, ServiceError> {
-        let failed =
-            |reason: String| ServiceError::Failed(format!("{}: {reason}", key.service_name()));
+        let failed = |error: KeyServiceError| {
+            ServiceError::Failed(format!("{}: {error}", key.service_name()))
+        };
         match key {
             ServiceKey::AwsKms {
                 arn, role, context, ..
@@ -287,9 +291,9 @@ impl KeyServices {
             } => azure::decrypt(self, vault_url, name, version, enc)
                 .await
                 .map_err(failed),
-            ServiceKey::HuaweiKms { .. } => Err(failed(
+            ServiceKey::HuaweiKms { .. } => Err(failed(KeyServiceError::Unsupported(
                 "Huawei Cloud KMS keys are not supported by this controller".to_owned(),
-            )),
+            ))),
         }
     }
 }
@@ -329,7 +333,7 @@ mod tests {
         let http = HttpClient::new().unwrap();
         let mut attempts = 0;
         let started = std::time::Instant::now();
-        let result: Result<(), String> = with_retries(quick(), || {
+        let result: Result<(), CallError> = with_retries(quick(), || {
             attempts += 1;
             let request = ::http::Request::post(format!("http://{address}/v1/sops/decrypt/k"))
                 .body(http_body_util::Full::new(bytes::Bytes::new()))
@@ -341,7 +345,7 @@ mod tests {
             }
         })
         .await;
-        let message = result.unwrap_err();
+        let message = result.unwrap_err().to_string();
         assert_eq!(attempts, 3);
         assert!(
             message.contains(&format!(
@@ -355,12 +359,15 @@ mod tests {
     #[tokio::test]
     async fn permanent_failures_are_not_retried() {
         let mut attempts = 0;
-        let result: Result<(), String> = with_retries(quick(), || {
+        let result: Result<(), CallError> = with_retries(quick(), || {
             attempts += 1;
             async { Err(Failure::Permanent("HTTP 403: permission denied".into())) }
         })
         .await;
-        assert_eq!(result.unwrap_err(), "HTTP 403: permission denied");
+        assert_eq!(
+            result.unwrap_err(),
+            CallError::Refused("HTTP 403: permission denied".into())
+        );
         assert_eq!(attempts, 1);
         let mut attempts = 0;
         let result = with_retries(quick(), || {

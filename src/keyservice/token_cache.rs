@@ -56,16 +56,17 @@ impl TokenCache {
     }
 
     /// The token under `key` while it is fresh, else the one `fetch` gives with its
-    /// lifetime (then kept for 80% of it, at most the maximum duration).
-    pub async fn get_or_fetch<F, Fut>(
+    /// lifetime (then kept for 80% of it, at most the maximum duration); `fetch`'s error is
+    /// returned as it is.
+    pub async fn get_or_fetch<F, Fut, E>(
         &self,
         key: &str,
         object: &InvolvedObject,
         fetch: F,
-    ) -> Result<CachedToken, String>
+    ) -> Result<CachedToken, E>
     where
         F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<(CachedToken, Duration), String>>,
+        Fut: Future<Output = Result<(CachedToken, Duration), E>>,
     {
         let now = Instant::now();
         {
@@ -155,7 +156,7 @@ mod tests {
         let cache = TokenCache::new(2, MAX_DURATION, TokenCacheMetrics::default()).unwrap();
         let first = cache
             .get_or_fetch("k", &object(), || async {
-                Ok((bearer("one"), Duration::from_secs(600)))
+                Ok::<_, String>((bearer("one"), Duration::from_secs(600)))
             })
             .await
             .unwrap();
@@ -167,7 +168,7 @@ mod tests {
         // A lifetime of 0 is not kept.
         cache
             .get_or_fetch("short", &object(), || async {
-                Ok((bearer("s"), Duration::ZERO))
+                Ok::<_, String>((bearer("s"), Duration::ZERO))
             })
             .await
             .unwrap();
@@ -184,7 +185,7 @@ mod tests {
         for key in ["a", "b"] {
             cache
                 .get_or_fetch(key, &object(), || async {
-                    Ok((bearer(key), Duration::from_secs(600)))
+                    Ok::<_, String>((bearer(key), Duration::from_secs(600)))
                 })
                 .await
                 .unwrap();
@@ -196,7 +197,7 @@ mod tests {
             .unwrap();
         cache
             .get_or_fetch("c", &object(), || async {
-                Ok((bearer("c"), Duration::from_secs(600)))
+                Ok::<_, String>((bearer("c"), Duration::from_secs(600)))
             })
             .await
             .unwrap();
@@ -225,10 +226,10 @@ mod tests {
             cache.get_or_fetch("session", &object(), || async {
                 let inner = cache
                     .get_or_fetch("token", &object(), || async {
-                        Ok((bearer("jwt"), Duration::from_secs(600)))
+                        Ok::<_, String>((bearer("jwt"), Duration::from_secs(600)))
                     })
                     .await?;
-                Ok((
+                Ok::<_, String>((
                     bearer(&format!("session-for-{}", text(&inner))),
                     Duration::from_secs(600),
                 ))

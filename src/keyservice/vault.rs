@@ -17,7 +17,7 @@ use serde::Deserialize;
 use serde_json::json;
 use zeroize::Zeroizing;
 
-use super::{Failure, KeyServices, with_retries};
+use super::{CallError, Failure, KeyServiceError, KeyServices, with_retries};
 
 /// The ServiceAccount annotation naming the login path (e.g. `auth/kubernetes/login`).
 pub const LOGIN_PATH_ANNOTATION: &str = "transit-engine.auth.fluxcd.io/login-path";
@@ -31,21 +31,27 @@ pub async fn decrypt(
     engine_path: &str,
     key_name: &str,
     enc: &str,
-) -> Result<Zeroizing<Vec<u8>>, String> {
+) -> Result<Zeroizing<Vec<u8>>, KeyServiceError> {
     let address = address.trim_end_matches('/');
     let path = format!("{}/decrypt/{key_name}", engine_path.trim_matches('/'));
     let token = token(services, address).await?;
     let body = Bytes::from(json!({ "ciphertext": enc }).to_string());
     let answer = post(services, address, &path, Some(&token), body)
         .await
-        .map_err(|e| {
-            format!("failed to decrypt sops data key from Vault transit backend '{address}/v1/{path}': {e}")
+        .map_err(|source| KeyServiceError::Call {
+            context: format!(
+                "failed to decrypt sops data key from Vault transit backend '{address}/v1/{path}'"
+            ),
+            source,
         })?;
-    parse_plaintext(&answer)
-        .map_err(|e| format!("Vault transit backend '{address}/v1/{path}': {e}"))
+    parse_plaintext(&answer).map_err(|message| KeyServiceError::Response {
+        context: format!("Vault transit backend '{address}/v1/{path}'"),
+        message: message.to_owned(),
+    })
 }
 
-fn parse_plaintext(body: &[u8]) -> Result<Zeroizing<Vec<u8>>, String> {
+/// The data key of a transit `decrypt` answer; the error says what is wrong with it.
+fn parse_plaintext(body: &[u8]) -> Result<Zeroizing<Vec<u8>>, &'static str> {
     #[derive(Deserialize)]
     struct Answer {
         data: Data,
@@ -55,15 +61,18 @@ fn parse_plaintext(body: &[u8]) -> Result<Zeroizing<Vec<u8>>, String> {
         plaintext: Zeroizing<String>,
     }
     let answer: Answer =
-        serde_json::from_slice(body).map_err(|_| "the answer has no data.plaintext".to_owned())?;
+        serde_json::from_slice(body).map_err(|_| "the answer has no data.plaintext")?;
     STANDARD
         .decode(answer.data.plaintext.as_bytes())
         .map(Zeroizing::new)
-        .map_err(|_| "the answer's plaintext is not base64".to_owned())
+        .map_err(|_| "the answer's plaintext is not base64")
 }
 
 /// The token for `address`, logging in once per decryption when needed.
-async fn token(services: &KeyServices, address: &str) -> Result<Zeroizing<String>, String> {
+async fn token(
+    services: &KeyServices,
+    address: &str,
+) -> Result<Zeroizing<String>, KeyServiceError> {
     if let Some(token) = &services.credentials.vault_token {
         return Ok(token.clone());
     }
@@ -90,9 +99,9 @@ async fn token(services: &KeyServices, address: &str) -> Result<Zeroizing<String
             }
         }
     }
-    Err(format!(
+    Err(KeyServiceError::Credentials(format!(
         "no token for Vault '{address}': set the decryption Secret's sops.vault-token entry, or name a decryption service account with the {LOGIN_PATH_ANNOTATION} and {ROLE_ANNOTATION} annotations"
-    ))
+    )))
 }
 
 /// A login with the decryption ServiceAccount's token, when one is configured for
@@ -100,7 +109,7 @@ async fn token(services: &KeyServices, address: &str) -> Result<Zeroizing<String
 async fn kubernetes_login(
     services: &KeyServices,
     address: &str,
-) -> Result<Option<Zeroizing<String>>, String> {
+) -> Result<Option<Zeroizing<String>>, KeyServiceError> {
     let Some(identity) = &services.credentials.identity else {
         return Ok(None);
     };
@@ -116,7 +125,7 @@ async fn kubernetes_login(
             Some(config_map) => {
                 let paths = config_map.login_paths().await?;
                 let path = paths.get(address).filter(|p| !p.is_empty()).ok_or_else(|| {
-                    format!("no Vault login path configured for address '{address}' in the --sops-vault-configmap ConfigMap")
+                    KeyServiceError::Credentials(format!("no Vault login path configured for address '{address}' in the --sops-vault-configmap ConfigMap"))
                 })?;
                 (
                     path.clone(),
@@ -136,8 +145,9 @@ async fn kubernetes_login(
     let login_path = login_path.trim_matches('/');
     let answer = post(services, address, login_path, None, body)
         .await
-        .map_err(|e| {
-            format!("failed to authenticate with Vault '{address}' at login path '{login_path}' as role '{role}': {e}")
+        .map_err(|source| KeyServiceError::Call {
+            context: format!("failed to authenticate with Vault '{address}' at login path '{login_path}' as role '{role}'"),
+            source,
         })?;
     #[derive(Deserialize)]
     struct Answer {
@@ -151,9 +161,9 @@ async fn kubernetes_login(
         Ok(Answer {
             auth: Some(Auth { client_token }),
         }) if !client_token.is_empty() => Ok(Some(client_token)),
-        _ => Err(format!(
+        _ => Err(KeyServiceError::Credentials(format!(
             "Vault '{address}' returned no token for login at '{login_path}' as role '{role}'"
-        )),
+        ))),
     }
 }
 
@@ -177,7 +187,7 @@ impl VaultConfigMap {
     }
 
     /// Login paths by Vault address.
-    async fn login_paths(&self) -> Result<HashMap<String, String>, String> {
+    async fn login_paths(&self) -> Result<HashMap<String, String>, KeyServiceError> {
         #[derive(Deserialize)]
         struct Config {
             #[serde(default)]
@@ -193,13 +203,22 @@ impl VaultConfigMap {
         let map = kube::Api::<ConfigMap>::namespaced(self.client.clone(), &self.namespace)
             .get(&self.name)
             .await
-            .map_err(|e| format!("failed to get Vault ConfigMap '{id}': {e}"))?;
+            .map_err(|e| {
+                KeyServiceError::Credentials(format!("failed to get Vault ConfigMap '{id}': {e}"))
+            })?;
         let text = map
             .data
             .and_then(|mut d| d.remove("config.yaml"))
-            .ok_or_else(|| format!("Vault ConfigMap '{id}' is missing the 'config.yaml' key"))?;
-        let config: Config = serde_saphyr::from_str(&text)
-            .map_err(|e| format!("failed to parse 'config.yaml' in Vault ConfigMap '{id}': {e}"))?;
+            .ok_or_else(|| {
+                KeyServiceError::Credentials(format!(
+                    "Vault ConfigMap '{id}' is missing the 'config.yaml' key"
+                ))
+            })?;
+        let config: Config = serde_saphyr::from_str(&text).map_err(|e| {
+            KeyServiceError::Credentials(format!(
+                "failed to parse 'config.yaml' in Vault ConfigMap '{id}': {e}"
+            ))
+        })?;
         Ok(config
             .instances
             .into_iter()
@@ -215,7 +234,7 @@ async fn post(
     path: &str,
     token: Option<&Zeroizing<String>>,
     body: Bytes,
-) -> Result<Bytes, String> {
+) -> Result<Bytes, CallError> {
     let url = format!("{address}/v1/{path}");
     let namespace = services.environment.get("VAULT_NAMESPACE");
     with_retries(services.policy, || {
