@@ -27,6 +27,11 @@ import yaml
 
 KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
 LICENSE_FILES = ("LICENSE", "LICENSE.txt", "LICENSE.md", "COPYING", "LICENSE-APACHE")
+
+# PyYAML reads a bare `=` (a replacement's delimiter, say) as YAML 1.1's value tag and fails;
+# go-yaml, as kustomize, reads it as the string "=".
+for _loader in (yaml.SafeLoader, getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+    _loader.add_constructor("tag:yaml.org,2002:value", lambda loader, node: loader.construct_scalar(node))
 LICENSE_NAMES = (
     ("Apache License", "Apache-2.0"),
     ("MIT License", "MIT"),
