@@ -427,7 +427,8 @@ fn kubectl_apply(yaml: &str) {
 
 /// Flux's getting-started workflow on the real stack: `flux create source git` and
 /// `flux create kustomization --export` applied with kubectl, source-controller cloning the
-/// repository, then a commit picked up by `flux reconcile ks --with-source`.
+/// repository, `flux diff` of the work tree, then a commit picked up by `flux reconcile ks
+/// --with-source`.
 #[tokio::test]
 async fn flux_create_then_reconcile_with_source_on_source_controller() {
     let f = Fixture::new("flux-real").await;
@@ -500,6 +501,30 @@ async fn flux_create_then_reconcile_with_source_on_source_controller() {
         .await
         .expect_code(0)
         .expect_line(&["repo", &short(&first), "True"]);
+
+    // `flux diff` builds the work tree locally against what ours applied from the commit.
+    let deploy = repo.work_tree().join("deploy");
+    let path = deploy.display().to_string();
+    let diff = [
+        "diff",
+        "kustomization",
+        "app",
+        "--path",
+        &path,
+        "--progress-bar=false",
+    ];
+    let unchanged = flux(ns, &diff).await;
+    unchanged.expect_code(0);
+    assert!(!unchanged.output().contains('►'), "{}", unchanged.output());
+    std::fs::write(
+        deploy.join("cm.yaml"),
+        config_map(ns, "app-config", "edited"),
+    )
+    .expect("edit the work tree");
+    flux(ns, &diff)
+        .await
+        .expect_code(1)
+        .expect_line(&[&format!("ConfigMap/{ns}/app-config drifted")]);
 
     let second = repo.commit(
         "second",

@@ -98,6 +98,11 @@ impl GitRepo {
         git(&self.work, &["rev-parse", "HEAD"])
     }
 
+    /// The work tree: the repository's files as of the last commit, plus local edits.
+    pub(super) fn work_tree(&self) -> &std::path::Path {
+        &self.work
+    }
+
     /// Tags the current commit `tag` and pushes the tag.
     fn tag(&self, tag: &str) {
         git(&self.work, &["tag", tag]);
@@ -828,4 +833,113 @@ async fn swapping_fluxs_controller_for_ours_writes_nothing() {
         inventory(api.get("app").await.expect("app")),
         flux_inventory
     );
+}
+
+/// Pushes to the OCI registry, as `repository:tag`, an artifact in Flux's format whose content
+/// layer is not a tarball (plain HTTP calls of the distribution API).
+fn push_broken_artifact(repository: &str, tag: &str) {
+    let script = r#"
+import hashlib, json, sys, urllib.request
+registry, repository, tag = sys.argv[1:4]
+def put_blob(data):
+    digest = "sha256:" + hashlib.sha256(data).hexdigest()
+    started = urllib.request.urlopen(urllib.request.Request(
+        f"http://{registry}/v2/{repository}/blobs/uploads/", method="POST"))
+    location = started.headers["Location"]
+    if location.startswith("/"):
+        location = f"http://{registry}{location}"
+    separator = "&" if "?" in location else "?"
+    urllib.request.urlopen(urllib.request.Request(
+        f"{location}{separator}digest={digest}", data=data, method="PUT",
+        headers={"Content-Type": "application/octet-stream"}))
+    return digest
+layer, config = b"this is not a tarball\n", b"{}"
+manifest = {
+    "schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+    "config": {"mediaType": "application/vnd.cncf.flux.config.v1+json",
+               "digest": put_blob(config), "size": len(config)},
+    "layers": [{"mediaType": "application/vnd.cncf.flux.content.v1.tar+gzip",
+                "digest": put_blob(layer), "size": len(layer)}],
+    "annotations": {"org.opencontainers.image.source": "https://github.com/example/app",
+                    "org.opencontainers.image.revision": "main@sha1:0123456789abcdef0123456789abcdef01234567"},
+}
+urllib.request.urlopen(urllib.request.Request(
+    f"http://{registry}/v2/{repository}/manifests/{tag}", data=json.dumps(manifest).encode(),
+    method="PUT", headers={"Content-Type": "application/vnd.oci.image.manifest.v1+json"}))
+"#;
+    let (registry, name) = repository.split_once('/').expect("registry/name");
+    let output = Command::new("python3")
+        .args(["-c", script, registry, name, tag])
+        .output()
+        .expect("run python3");
+    assert!(
+        output.status.success(),
+        "pushing the broken artifact: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[tokio::test]
+async fn an_oci_artifact_that_is_not_a_tarball_is_refused_and_nothing_is_applied() {
+    let f = Fixture::new("sc-oci-broken").await;
+    let ns = f.ns();
+    let repository = format!("{}/{}", oci_registry(), support::unique_name("broken"));
+    push_broken_artifact(&repository, "v1");
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        f.client.clone(),
+        ns,
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("source.toolkit.fluxcd.io", "v1", "OCIRepository"),
+            "ocirepositories",
+        ),
+    );
+    let source: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "OCIRepository",
+        "metadata": {"name": "app", "namespace": ns},
+        "spec": {"url": format!("oci://{repository}"), "ref": {"tag": "v1"},
+                 "insecure": true, "interval": "1h", "timeout": "20s"},
+    }))
+    .expect("OCIRepository");
+    api.create(&PostParams::default(), &source)
+        .await
+        .expect("create OCIRepository");
+    let message = wait_for(WAIT, "source-controller refuses the artifact", async || {
+        let source = api.get("app").await.map_err(|e| e.to_string())?;
+        let ready = source.data["status"]["conditions"]
+            .as_array()
+            .and_then(|conditions| conditions.iter().find(|c| c["type"] == "Ready").cloned());
+        match ready {
+            Some(c) if c["status"] == "False" => {
+                Ok(c["message"].as_str().unwrap_or("").to_string())
+            }
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    assert!(
+        message.contains("failed to extract layer contents"),
+        "source-controller names what failed: {message}"
+    );
+    create_kustomization(
+        &f.client,
+        ns,
+        "app",
+        "app",
+        json!({"sourceRef": {"kind": "OCIRepository", "name": "app"}}),
+    )
+    .await;
+    let (reason, ks_message) = wait_ready_with(
+        &f.client,
+        ns,
+        "app",
+        ConditionStatus::False,
+        "the Kustomization has no artifact to apply",
+    )
+    .await;
+    assert_eq!(reason, "ArtifactFailed", "{ks_message}");
+    assert!(
+        ks_message.contains("Source artifact not found"),
+        "{ks_message} (source: {message})"
+    );
+    assert!(config_map_names(&f.client, ns).await.is_empty());
 }
