@@ -27,3 +27,12 @@ hold_lock() {
     flock 8
   fi
 }
+
+# copy_module MODULE@VERSION DIR: copies the module's source (downloaded if needed) into DIR,
+# writable (Go's module cache is read-only), for a build that edits its go.mod or sources.
+copy_module() {
+  local src
+  src="$(module_dir "$1")" || die "go mod download $1 failed"
+  cp -r "$src/." "$2/"
+  chmod -R u+w "$2"
+}

@@ -256,6 +256,22 @@ mod tests {
         allow_remote_bases: false,
     };
 
+    /// Renders the directory `dir` for `ks` with no keys and `vars` as the only variables.
+    async fn render_dir(
+        ks: &Kustomization,
+        dir: &Path,
+        vars: Option<BTreeMap<String, String>>,
+        settings: Settings,
+    ) -> Result<Rendered, RenderError> {
+        let inputs = Inputs {
+            kustomization: ks,
+            root: dir,
+            dir,
+            plain: None,
+        };
+        render(inputs, LocalKeys(None), LocalVariables(vars), settings).await
+    }
+
     #[tokio::test]
     async fn substitutes_then_digests_then_sets_common_metadata() {
         let dir = tempfile::tempdir().unwrap();
@@ -268,40 +284,15 @@ mod tests {
             "postBuild": {"substitute": {"VALUE": "v"}},
             "commonMetadata": {"labels": {"team": "platform"}}
         }));
-        let inputs = Inputs {
-            kustomization: &ks,
-            root: dir.path(),
-            dir: dir.path(),
-            plain: None,
-        };
-        let vars = BTreeMap::from([("VALUE".to_string(), "v".to_string())]);
-        let rendered = render(
-            inputs,
-            LocalKeys(None),
-            LocalVariables(Some(vars)),
-            SETTINGS,
-        )
-        .await
-        .unwrap();
+        let vars = || Some(BTreeMap::from([("VALUE".to_string(), "v".to_string())]));
+        let rendered = render_dir(&ks, dir.path(), vars(), SETTINGS).await.unwrap();
         assert_eq!(rendered.objects[0].as_map()["data"]["k"], "v");
         assert_eq!(rendered.objects[0].label("team"), Some("platform"));
         // The digest is that of the objects before commonMetadata.
         let plain = kustomization(serde_json::json!({"postBuild": {"substitute": {"VALUE": "v"}}}));
-        let inputs = Inputs {
-            kustomization: &plain,
-            root: dir.path(),
-            dir: dir.path(),
-            plain: None,
-        };
-        let vars = BTreeMap::from([("VALUE".to_string(), "v".to_string())]);
-        let unlabelled = render(
-            inputs,
-            LocalKeys(None),
-            LocalVariables(Some(vars)),
-            SETTINGS,
-        )
-        .await
-        .unwrap();
+        let unlabelled = render_dir(&plain, dir.path(), vars(), SETTINGS)
+            .await
+            .unwrap();
         assert_eq!(unlabelled.objects[0].label("team"), None);
         assert_eq!(rendered.digest, unlabelled.digest);
         assert_eq!(
@@ -319,15 +310,9 @@ mod tests {
             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\ndata:\n  k: x${MISSING}\n",
         );
         let ks = kustomization(serde_json::json!({"postBuild": {"substitute": {}}}));
-        let inputs = || Inputs {
-            kustomization: &ks,
-            root: dir.path(),
-            dir: dir.path(),
-            plain: None,
-        };
         // With no variables at all, nothing is substituted (the default strategy).
-        let vars = || LocalVariables(Some(BTreeMap::from([("OTHER".into(), "o".into())])));
-        let err = render(inputs(), LocalKeys(None), vars(), SETTINGS)
+        let vars = || Some(BTreeMap::from([("OTHER".into(), "o".into())]));
+        let err = render_dir(&ks, dir.path(), vars(), SETTINGS)
             .await
             .unwrap_err();
         assert!(matches!(err, RenderError::Substitute(_)), "{err}");
@@ -336,9 +321,7 @@ mod tests {
             strict_substitution: false,
             ..SETTINGS
         };
-        let rendered = render(inputs(), LocalKeys(None), vars(), lax)
-            .await
-            .unwrap();
+        let rendered = render_dir(&ks, dir.path(), vars(), lax).await.unwrap();
         assert_eq!(rendered.objects[0].as_map()["data"]["k"], "x");
     }
 
@@ -351,13 +334,7 @@ mod tests {
             "resources: [missing.yaml]\n",
         );
         let ks = kustomization(serde_json::json!({}));
-        let inputs = Inputs {
-            kustomization: &ks,
-            root: dir.path(),
-            dir: dir.path(),
-            plain: None,
-        };
-        let err = render(inputs, LocalKeys(None), LocalVariables(None), SETTINGS)
+        let err = render_dir(&ks, dir.path(), None, SETTINGS)
             .await
             .unwrap_err()
             .to_string();

@@ -30,13 +30,11 @@ binary_ok() {
 # Builds the binary into $OUT_DIR (atomically, via $OUT_DIR.tmp).
 build() {
   command -v go >/dev/null || die "go is required to build Flux's kustomize-controller"
-  local src work
-  src="$(module_dir "$MODULE@$VERSION")" || die "go mod download $MODULE@$VERSION failed"
+  local work
   work="$(mktemp -d)"
   trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' RETURN
-  log "building $MODULE $VERSION from $src (first run only; takes a few minutes)"
-  cp -r "$src/." "$work/"
-  chmod -R u+w "$work"
+  log "building $MODULE $VERSION (first run only; takes a few minutes)"
+  copy_module "$MODULE@$VERSION" "$work"
   (
     cd "$work"
     # ./api is a separate module, published under the same version tag.

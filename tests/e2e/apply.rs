@@ -983,7 +983,7 @@ where
 }
 
 /// `kubectl apply -f -` (client-side) of `manifest`.
-fn kubectl_apply(manifest: &str) {
+pub(super) fn kubectl_apply(manifest: &str) {
     let mut child = support::kubectl()
         .args(["apply", "-f", "-"])
         .stdin(Stdio::piped())

@@ -404,27 +404,6 @@ async fn flux_diff_reports_no_change_then_the_local_change() {
         .expect_line(&["changed"]);
 }
 
-/// Runs `kubectl apply -f -` with `yaml`.
-fn kubectl_apply(yaml: &str) {
-    let mut child = support::kubectl()
-        .args(["apply", "-f", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run kubectl");
-    if let Some(mut stdin) = child.stdin.take() {
-        use std::io::Write as _;
-        stdin.write_all(yaml.as_bytes()).expect("write to kubectl");
-    }
-    let output = child.wait_with_output().expect("kubectl apply");
-    assert!(
-        output.status.success(),
-        "kubectl apply: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
 /// Flux's getting-started workflow on the real stack: `flux create source git` and
 /// `flux create kustomization --export` applied with kubectl, source-controller cloning the
 /// repository, `flux diff` of the work tree, then a commit picked up by `flux reconcile ks
@@ -456,7 +435,7 @@ async fn flux_create_then_reconcile_with_source_on_source_controller() {
     )
     .await;
     source.expect_code(0);
-    kubectl_apply(&source.stdout);
+    apply::kubectl_apply(&source.stdout);
     let run_label = format!("{RUN_LABEL}={}", run_id());
     let kustomization = flux(
         ns,
@@ -479,7 +458,7 @@ async fn flux_create_then_reconcile_with_source_on_source_controller() {
     )
     .await;
     kustomization.expect_code(0);
-    kubectl_apply(&kustomization.stdout);
+    apply::kubectl_apply(&kustomization.stdout);
     let short = |commit: &str| format!("main@sha1:{}", &commit[..8]);
     wait_for(
         WAIT,

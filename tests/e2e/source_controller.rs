@@ -110,30 +110,99 @@ impl GitRepo {
     }
 }
 
-fn git_repository_api(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
+/// The API of source kind `kind` (`GitRepository`, `OCIRepository`, `Bucket`) in `ns`.
+fn source_api(client: &kube::Client, ns: &str, kind: &str) -> Api<DynamicObject> {
+    let plural = format!("{}s", kind.to_lowercase());
     Api::namespaced_with(
         client.clone(),
         ns,
         &ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk("source.toolkit.fluxcd.io", "v1", "GitRepository"),
-            "gitrepositories",
+            &GroupVersionKind::gvk("source.toolkit.fluxcd.io", "v1", kind),
+            &plural,
         ),
     )
+}
+
+fn git_repository_api(client: &kube::Client, ns: &str) -> Api<DynamicObject> {
+    source_api(client, ns, "GitRepository")
+}
+
+/// Creates the source object `source` (its apiVersion, kind and metadata included).
+async fn create_source_object(api: &Api<DynamicObject>, source: Value) {
+    let object: DynamicObject = serde_json::from_value(source).expect("source object");
+    api.create(&PostParams::default(), &object)
+        .await
+        .expect("create the source");
+}
+
+/// Waits until source-controller has stored an artifact of source `name` whose revision
+/// `accept` takes, and returns that revision.
+async fn wait_source_artifact(
+    api: &Api<DynamicObject>,
+    name: &str,
+    what: &str,
+    accept: impl Fn(&str) -> bool,
+) -> String {
+    wait_for(WAIT, what, async || {
+        let source = api.get(name).await.map_err(|e| e.to_string())?;
+        match source.data["status"]["artifact"]["revision"].as_str() {
+            Some(revision) if accept(revision) => Ok(revision.to_string()),
+            _ => Err(format!("status: {}", source.data["status"])),
+        }
+    })
+    .await
+}
+
+/// Waits until source `name`'s Ready condition is False, and returns its message.
+async fn wait_source_failed(api: &Api<DynamicObject>, name: &str, what: &str) -> String {
+    wait_for(WAIT, what, async || {
+        let source = api.get(name).await.map_err(|e| e.to_string())?;
+        let ready = source.data["status"]["conditions"]
+            .as_array()
+            .and_then(|conditions| conditions.iter().find(|c| c["type"] == "Ready").cloned());
+        match ready {
+            Some(c) if c["status"] == "False" => {
+                Ok(c["message"].as_str().unwrap_or("").to_string())
+            }
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await
+}
+
+/// An OCIRepository `name` of `oci://<repository>` at tag `v1`, over plain HTTP.
+async fn create_oci_repository(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+    repository: &str,
+) -> Api<DynamicObject> {
+    let api = source_api(client, ns, "OCIRepository");
+    create_source_object(
+        &api,
+        json!({
+            "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "OCIRepository",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"url": format!("oci://{repository}"), "ref": {"tag": "v1"},
+                     "insecure": true, "interval": "1h", "timeout": "20s"},
+        }),
+    )
+    .await;
+    api
 }
 
 /// A GitRepository `name` of `url` at `reference` (`{"branch": "main"}`, `{"tag": ...}`, ...),
 /// reconciled by source-controller.
 async fn create_source(client: &kube::Client, ns: &str, name: &str, url: &str, reference: Value) {
-    let repo: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {"url": url, "interval": "1h", "timeout": "20s", "ref": reference},
-    }))
-    .expect("GitRepository");
-    git_repository_api(client, ns)
-        .create(&PostParams::default(), &repo)
-        .await
-        .expect("create GitRepository");
+    create_source_object(
+        &git_repository_api(client, ns),
+        json!({
+            "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+            "metadata": {"name": name, "namespace": ns},
+            "spec": {"url": url, "interval": "1h", "timeout": "20s", "ref": reference},
+        }),
+    )
+    .await;
 }
 
 /// Asks source-controller to fetch GitRepository `name` now, as `flux reconcile source git`
@@ -147,23 +216,18 @@ async fn request_fetch(client: &kube::Client, ns: &str, name: &str) {
         .expect("annotate GitRepository");
 }
 
-/// Waits until source-controller has stored the artifact of `revision` for `name`.
+/// Waits until source-controller has stored the artifact of `revision` for GitRepository
+/// `name`, and returns `status.artifact`.
 async fn wait_artifact(client: &kube::Client, ns: &str, name: &str, revision: &str) -> Value {
     let api = git_repository_api(client, ns);
-    wait_for(
-        WAIT,
+    wait_source_artifact(
+        &api,
+        name,
         &format!("GitRepository {name} at {revision}"),
-        async || {
-            let repo = api.get(name).await.map_err(|e| e.to_string())?;
-            let artifact = repo.data["status"]["artifact"].clone();
-            if artifact["revision"] == revision {
-                Ok(artifact)
-            } else {
-                Err(format!("status: {}", repo.data["status"]))
-            }
-        },
+        |r| r == revision,
     )
-    .await
+    .await;
+    api.get(name).await.expect("GitRepository").data["status"]["artifact"].clone()
 }
 
 /// Waits until the Kustomization is Ready with `revision` applied.
@@ -410,31 +474,10 @@ async fn an_artifact_pushed_with_flux_push_artifact_is_applied_from_an_oci_repos
     let pushed: Value = serde_json::from_slice(&output.stdout).expect("flux push prints JSON");
     let digest = pushed["digest"].as_str().expect("digest").to_string();
 
-    let api: Api<DynamicObject> = Api::namespaced_with(
-        f.client.clone(),
-        ns,
-        &ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk("source.toolkit.fluxcd.io", "v1", "OCIRepository"),
-            "ocirepositories",
-        ),
-    );
-    let source: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "OCIRepository",
-        "metadata": {"name": "app", "namespace": ns},
-        "spec": {"url": format!("oci://{repository}"), "ref": {"tag": "v1"},
-                 "insecure": true, "interval": "1h", "timeout": "20s"},
-    }))
-    .expect("OCIRepository");
-    api.create(&PostParams::default(), &source)
-        .await
-        .expect("create OCIRepository");
+    let api = create_oci_repository(&f.client, ns, "app", &repository).await;
     let revision = format!("v1@{digest}");
-    wait_for(WAIT, "source-controller pulls the artifact", async || {
-        let source = api.get("app").await.map_err(|e| e.to_string())?;
-        match source.data["status"]["artifact"]["revision"].as_str() {
-            Some(r) if r == revision => Ok(()),
-            _ => Err(format!("status: {}", source.data["status"])),
-        }
+    wait_source_artifact(&api, "app", "source-controller pulls the artifact", |r| {
+        r == revision
     })
     .await;
     create_kustomization(
@@ -495,33 +538,25 @@ async fn a_bucket_fetched_by_source_controller_from_s3_is_applied() {
         .create(&PostParams::default(), &credentials)
         .await
         .expect("create the credentials");
-    let api: Api<DynamicObject> = Api::namespaced_with(
-        f.client.clone(),
-        ns,
-        &ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk("source.toolkit.fluxcd.io", "v1", "Bucket"),
-            "buckets",
-        ),
-    );
-    let source: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "Bucket",
-        "metadata": {"name": "manifests", "namespace": ns},
-        "spec": {"provider": "generic", "bucketName": bucket,
-                 "endpoint": moto.trim_start_matches("http://"), "insecure": true,
-                 "region": "us-east-1", "interval": "1h", "timeout": "20s",
-                 "secretRef": {"name": "s3-credentials"}},
-    }))
-    .expect("Bucket");
-    api.create(&PostParams::default(), &source)
-        .await
-        .expect("create Bucket");
-    let revision = wait_for(WAIT, "source-controller fetches the bucket", async || {
-        let source = api.get("manifests").await.map_err(|e| e.to_string())?;
-        match source.data["status"]["artifact"]["revision"].as_str() {
-            Some(revision) if revision.starts_with("sha256:") => Ok(revision.to_string()),
-            _ => Err(format!("status: {}", source.data["status"])),
-        }
-    })
+    let api = source_api(&f.client, ns, "Bucket");
+    create_source_object(
+        &api,
+        json!({
+            "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "Bucket",
+            "metadata": {"name": "manifests", "namespace": ns},
+            "spec": {"provider": "generic", "bucketName": bucket,
+                     "endpoint": moto.trim_start_matches("http://"), "insecure": true,
+                     "region": "us-east-1", "interval": "1h", "timeout": "20s",
+                     "secretRef": {"name": "s3-credentials"}},
+        }),
+    )
+    .await;
+    let revision = wait_source_artifact(
+        &api,
+        "manifests",
+        "source-controller fetches the bucket",
+        |r| r.starts_with("sha256:"),
+    )
     .await;
     create_kustomization(
         &f.client,
@@ -596,21 +631,7 @@ async fn a_git_server_that_goes_away_fails_the_source_and_leaves_what_was_applie
     repo.commit("remove b", &[("deploy/b.yaml", "")]);
     request_fetch(&f.client, ns, "repo").await;
     let api = git_repository_api(&f.client, ns);
-    let message = wait_for(WAIT, "the GitRepository fails to fetch", async || {
-        let source = api.get("repo").await.map_err(|e| e.to_string())?;
-        let conditions = source.data["status"]["conditions"].as_array().cloned();
-        let ready = conditions
-            .unwrap_or_default()
-            .into_iter()
-            .find(|c| c["type"] == "Ready");
-        match ready {
-            Some(c) if c["status"] == "False" => {
-                Ok(c["message"].as_str().unwrap_or("").to_string())
-            }
-            other => Err(format!("{other:?}")),
-        }
-    })
-    .await;
+    let message = wait_source_failed(&api, "repo", "the GitRepository fails to fetch").await;
     assert!(
         message.contains("127.0.0.1"),
         "the failure names the server: {message}"
@@ -885,37 +906,8 @@ async fn an_oci_artifact_that_is_not_a_tarball_is_refused_and_nothing_is_applied
     let ns = f.ns();
     let repository = format!("{}/{}", oci_registry(), support::unique_name("broken"));
     push_broken_artifact(&repository, "v1");
-    let api: Api<DynamicObject> = Api::namespaced_with(
-        f.client.clone(),
-        ns,
-        &ApiResource::from_gvk_with_plural(
-            &GroupVersionKind::gvk("source.toolkit.fluxcd.io", "v1", "OCIRepository"),
-            "ocirepositories",
-        ),
-    );
-    let source: DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "OCIRepository",
-        "metadata": {"name": "app", "namespace": ns},
-        "spec": {"url": format!("oci://{repository}"), "ref": {"tag": "v1"},
-                 "insecure": true, "interval": "1h", "timeout": "20s"},
-    }))
-    .expect("OCIRepository");
-    api.create(&PostParams::default(), &source)
-        .await
-        .expect("create OCIRepository");
-    let message = wait_for(WAIT, "source-controller refuses the artifact", async || {
-        let source = api.get("app").await.map_err(|e| e.to_string())?;
-        let ready = source.data["status"]["conditions"]
-            .as_array()
-            .and_then(|conditions| conditions.iter().find(|c| c["type"] == "Ready").cloned());
-        match ready {
-            Some(c) if c["status"] == "False" => {
-                Ok(c["message"].as_str().unwrap_or("").to_string())
-            }
-            other => Err(format!("{other:?}")),
-        }
-    })
-    .await;
+    let api = create_oci_repository(&f.client, ns, "app", &repository).await;
+    let message = wait_source_failed(&api, "app", "source-controller refuses the artifact").await;
     assert!(
         message.contains("failed to extract layer contents"),
         "source-controller names what failed: {message}"

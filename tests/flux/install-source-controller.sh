@@ -34,13 +34,11 @@ installed() {
 # Builds the binary and copies the module's CRDs into $OUT_DIR (atomically, via $OUT_DIR.tmp).
 build() {
   command -v go >/dev/null || die "go is required to build Flux's source-controller"
-  local src work
-  src="$(module_dir "$MODULE@$VERSION")" || die "go mod download $MODULE@$VERSION failed"
+  local work
   work="$(mktemp -d)"
   trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' RETURN
-  log "building $MODULE $VERSION from $src (first run only; takes a few minutes)"
-  cp -r "$src/." "$work/"
-  chmod -R u+w "$work"
+  log "building $MODULE $VERSION (first run only; takes a few minutes)"
+  copy_module "$MODULE@$VERSION" "$work"
   rm -rf "$OUT_DIR.tmp"
   mkdir -p "$OUT_DIR.tmp/crds"
   cp "$work"/config/crd/bases/*.yaml "$OUT_DIR.tmp/crds/"

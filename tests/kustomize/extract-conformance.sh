@@ -33,13 +33,11 @@ corpus_ok() {
 
 extract() {
   command -v go >/dev/null || die "go is required to extract the kustomize conformance corpus"
-  local src work
-  src="$(module_dir "$MODULE@$VERSION")" || die "go mod download $MODULE@$VERSION failed"
+  local work
   work="$(mktemp -d)"
   trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' RETURN
   log "extracting the conformance corpus from $MODULE $VERSION's krusty tests (first run only)"
-  cp -r "$src/." "$work/"
-  chmod -R u+w "$work"
+  copy_module "$MODULE@$VERSION" "$work"
   # Kustomizer.Run becomes runUnrecorded; record.go's Run wraps it. The harness names the
   # running (sub)test around each of its builds.
   sed -i 's/^func (b \*Kustomizer) Run(/func (b *Kustomizer) runUnrecorded(/' "$work/krusty/kustomizer.go"
