@@ -112,7 +112,11 @@ impl GitRepo {
 
 /// The API of source kind `kind` (`GitRepository`, `OCIRepository`, `Bucket`) in `ns`.
 fn source_api(client: &kube::Client, ns: &str, kind: &str) -> Api<DynamicObject> {
-    let plural = format!("{}s", kind.to_lowercase());
+    let lower = kind.to_lowercase();
+    let plural = match lower.strip_suffix('y') {
+        Some(stem) => format!("{stem}ies"),
+        None => format!("{lower}s"),
+    };
     Api::namespaced_with(
         client.clone(),
         ns,
