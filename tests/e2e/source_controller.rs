@@ -939,3 +939,150 @@ async fn an_oci_artifact_that_is_not_a_tarball_is_refused_and_nothing_is_applied
     );
     assert!(config_map_names(&f.client, ns).await.is_empty());
 }
+
+/// Starts `binary` for shard `shard` of this run with the `ExternalArtifact` feature gate on.
+fn start_with_external_artifacts(shard: &str, binary: &std::path::Path) -> ControllerProcess {
+    let selector = format!(
+        "--watch-label-selector={RUN_LABEL}={},{SHARD_LABEL}={shard}",
+        run_id()
+    );
+    start_controller_binary(
+        shard,
+        binary,
+        &[&selector, "--feature-gates=ExternalArtifact=true"],
+    )
+}
+
+/// Plays the producer of ExternalArtifact `name` (as source-watcher's ArtifactGenerator
+/// does): writes `artifact`, one that source-controller stored, into its status, Ready.
+async fn produce_external_artifact(api: &Api<DynamicObject>, name: &str, artifact: &Value) {
+    let revision = artifact["revision"].as_str().unwrap_or_default();
+    let status = json!({"status": {
+        "artifact": artifact,
+        "conditions": [{
+            "type": "Ready", "status": "True", "reason": "Succeeded",
+            "message": format!("stored artifact for revision '{revision}'"),
+            "lastTransitionTime": "2026-11-27T00:00:00Z",
+        }],
+    }});
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+        .await
+        .expect("write the ExternalArtifact's status");
+}
+
+/// For the controller of `shard`: a Kustomization of an ExternalArtifact applies the artifact
+/// its producer publishes, then the next one, pruning what left it. Returns the Ready
+/// message after each revision.
+async fn external_artifact_revisions_are_applied(shard: &str) -> [String; 2] {
+    let f = Fixture::new(shard).await;
+    let ns = f.ns();
+    let repo = GitRepo::new(shard);
+    let first = repo.commit(
+        "two config maps",
+        &[
+            ("deploy/a.yaml", &config_map(ns, "a", "1")),
+            ("deploy/b.yaml", &config_map(ns, "b", "1")),
+        ],
+    );
+    create_source(&f.client, ns, "repo", &repo.url, json!({"branch": "main"})).await;
+    let first = format!("main@sha1:{first}");
+    let artifact = wait_artifact(&f.client, ns, "repo", &first).await;
+
+    let external = source_api(&f.client, ns, "ExternalArtifact");
+    create_source_object(
+        &external,
+        json!({
+            "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "ExternalArtifact",
+            "metadata": {"name": "generated", "namespace": ns},
+            "spec": {"sourceRef": {"apiVersion": "source.toolkit.fluxcd.io/v1",
+                                   "kind": "GitRepository", "name": "repo"}},
+        }),
+    )
+    .await;
+    produce_external_artifact(&external, "generated", &artifact).await;
+    create_labelled_kustomization(
+        &f.client,
+        ns,
+        "app",
+        "generated",
+        json!({"sourceRef": {"kind": "ExternalArtifact", "name": "generated"}}),
+        json!({SHARD_LABEL: shard}),
+    )
+    .await;
+    wait_applied(&f.client, ns, "app", &first).await;
+    assert_eq!(config_map_names(&f.client, ns).await, ["a", "b"], "{shard}");
+    let first_message = ready(&f.client, ns, "app").await.map(|r| r.2);
+
+    let second = repo.commit(
+        "change a, remove b",
+        &[
+            ("deploy/a.yaml", &config_map(ns, "a", "2")),
+            ("deploy/b.yaml", ""),
+        ],
+    );
+    request_fetch(&f.client, ns, "repo").await;
+    let second = format!("main@sha1:{second}");
+    let artifact = wait_artifact(&f.client, ns, "repo", &second).await;
+    produce_external_artifact(&external, "generated", &artifact).await;
+    wait_applied(&f.client, ns, "app", &second).await;
+    assert_eq!(
+        config_map_names(&f.client, ns).await,
+        ["a"],
+        "{shard}: b is pruned"
+    );
+    let a = Api::<ConfigMap>::namespaced(f.client.clone(), ns)
+        .get("a")
+        .await
+        .expect("a");
+    assert_eq!(a.data.unwrap_or_default()["value"], "2", "{shard}");
+    let second_message = ready(&f.client, ns, "app").await.map(|r| r.2);
+    [first_message, second_message].map(|m| m.unwrap_or_default())
+}
+
+#[tokio::test]
+async fn an_external_artifact_is_applied_as_flux_does_and_refused_without_its_gate() {
+    let _flux = start_with_external_artifacts("ea-flux", flux_parity::flux_binary());
+    let _ours = start_with_external_artifacts(
+        "ea-ours",
+        std::path::Path::new(env!("CARGO_BIN_EXE_kustomize-controller")),
+    );
+    let (flux, ours) = tokio::join!(
+        external_artifact_revisions_are_applied("ea-flux"),
+        external_artifact_revisions_are_applied("ea-ours"),
+    );
+    for (flux, ours) in flux.iter().zip(&ours) {
+        // The revisions differ (two repositories); the sentence around them does not.
+        let shape = |m: &str| m.split("sha1:").next().unwrap_or_default().to_string();
+        assert_eq!(shape(flux), shape(ours), "Flux: {flux}\nours: {ours}");
+        assert!(ours.starts_with("Applied revision: main@sha1:"), "{ours}");
+    }
+
+    // The shared controller runs without the gate: a Kustomization of the same kind is refused
+    // by name, and nothing is applied.
+    let f = Fixture::new("ea-gated").await;
+    let ns = f.ns();
+    create_kustomization(
+        &f.client,
+        ns,
+        "gated",
+        "generated",
+        json!({"sourceRef": {"kind": "ExternalArtifact", "name": "generated"}}),
+    )
+    .await;
+    let (reason, message) = wait_ready_with(
+        &f.client,
+        ns,
+        "gated",
+        ConditionStatus::False,
+        "a Kustomization of an ExternalArtifact without the feature gate",
+    )
+    .await;
+    assert_eq!(reason, "AccessDenied", "{message}");
+    assert_eq!(
+        message,
+        format!(
+            "can't access 'ExternalArtifact/{ns}/generated', ExternalArtifact feature gate is disabled"
+        )
+    );
+    assert!(config_map_names(&f.client, ns).await.is_empty());
+}
