@@ -73,7 +73,7 @@ async fn a_refused_object_fails_the_whole_apply_and_nothing_is_applied() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: key-c\n  namespace: {ns}\ndata:\n  \
          bad/key: x\n"
     );
-    create_git_repository(&f.client, ns, "repo").await;
+    f.create_source("repo").await;
     f.publish(
         1,
         &[
@@ -144,7 +144,7 @@ async fn a_refused_object_fails_the_whole_apply_and_nothing_is_applied() {
         );
         assert_eq!(
             status["lastAttemptedRevision"],
-            json!(revision(1)),
+            json!(f.revision(1)),
             "{name}"
         );
         let failure = wait_for(WAIT, &format!("{name}: the failure event"), async || {
@@ -210,7 +210,7 @@ async fn change_set_events_list_exactly_what_changed() {
         ],
     )
     .await;
-    wait_applied(&f.client, ns, "app", 2, controller()).await;
+    wait_applied(&f.client, ns, "app", &f.revision(2), controller()).await;
     let configured = format!("ConfigMap/{ns}/a configured");
     assert_eq!(
         change_set_counts(&f.client, ns, "app").await,
@@ -229,7 +229,7 @@ async fn change_set_events_list_exactly_what_changed() {
         ],
     )
     .await;
-    wait_applied(&f.client, ns, "app", 3, controller()).await;
+    wait_applied(&f.client, ns, "app", &f.revision(3), controller()).await;
     assert_eq!(
         change_set_counts(&f.client, ns, "app").await,
         [(created.clone(), 1), (configured.clone(), 1)],
@@ -260,7 +260,7 @@ async fn change_set_events_list_exactly_what_changed() {
     // Revision 4 drops b: the prune is its own change set.
     f.publish(4, &[("deploy/a.yaml", &a2), ("deploy/more/c.yaml", &c)])
         .await;
-    wait_applied(&f.client, ns, "app", 4, controller()).await;
+    wait_applied(&f.client, ns, "app", &f.revision(4), controller()).await;
     let deleted = format!("ConfigMap/{ns}/b deleted");
     wait_for(WAIT, "the prune change set", async || {
         let counts = change_set_counts(&f.client, ns, "app").await;
@@ -411,7 +411,7 @@ async fn objects_disabled_in_the_cluster_are_skipped() {
         ],
     )
     .await;
-    wait_applied(&f.client, ns, "app", 2, controller()).await;
+    wait_applied(&f.client, ns, "app", &f.revision(2), controller()).await;
     assert_eq!(data_of(&config_maps, "a").await["value"], "2");
     assert_eq!(data_of(&config_maps, "b").await["value"], "hand-made");
     assert_eq!(resource_versions(&f.client, ns, &["b"]).await, b_version);
@@ -444,7 +444,7 @@ async fn ignored_paths_changed_in_the_cluster_are_left_alone() {
          metadata:\n      labels:\n        app: web\n    spec:\n      containers:\n      \
          - name: app\n        image: registry.example/web:1\n"
     );
-    create_git_repository(&f.client, ns, "repo").await;
+    f.create_source("repo").await;
     f.publish(1, &[("deploy/web.yaml", &web)]).await;
     create_kustomization(
         &f.client,
@@ -454,7 +454,7 @@ async fn ignored_paths_changed_in_the_cluster_are_left_alone() {
         json!({"ignore": [{"paths": ["/spec/replicas"], "target": {"kind": "Deployment"}}]}),
     )
     .await;
-    wait_applied(&f.client, ns, "app", 1, controller()).await;
+    wait_applied(&f.client, ns, "app", &f.revision(1), controller()).await;
     let deployments = Api::<Deployment>::namespaced(f.client.clone(), ns);
     let scale = json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
@@ -535,7 +535,7 @@ async fn ignored_paths_edited_with_kubectl_keep_the_edited_value() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: {ns}\n\
          data:\n  x: from-git\n  y: from-git\n"
     );
-    create_git_repository(&f.client, ns, "repo").await;
+    f.create_source("repo").await;
     f.publish(1, &[("deploy/settings.yaml", &settings)]).await;
     create_kustomization(
         &f.client,
@@ -545,7 +545,7 @@ async fn ignored_paths_edited_with_kubectl_keep_the_edited_value() {
         json!({"ignore": [{"paths": ["/data/x"], "target": {"kind": "ConfigMap", "name": "settings"}}]}),
     )
     .await;
-    wait_applied(&f.client, ns, "app", 1, controller()).await;
+    wait_applied(&f.client, ns, "app", &f.revision(1), controller()).await;
     let config_maps = Api::<ConfigMap>::namespaced(f.client.clone(), ns);
     merge_patch_as(
         &config_maps,
@@ -652,7 +652,7 @@ async fn override_manager_takes_over_and_cleans_up_the_named_managers() {
     let f = Fixture::new("apply-override-manager").await;
     override_manager_controller();
     let ns = f.ns();
-    create_git_repository(&f.client, ns, "repo").await;
+    f.create_source("repo").await;
     let source = |name: &str| {
         format!(
             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {ns}\n\
@@ -677,8 +677,15 @@ async fn override_manager_takes_over_and_cleans_up_the_named_managers() {
     )
     .await;
     create_kustomization(&f.client, ns, "plain", "repo", json!({"path": "./plain"})).await;
-    wait_applied(&f.client, ns, "override", 1, override_manager_controller()).await;
-    wait_applied(&f.client, ns, "plain", 1, controller()).await;
+    wait_applied(
+        &f.client,
+        ns,
+        "override",
+        &f.revision(1),
+        override_manager_controller(),
+    )
+    .await;
+    wait_applied(&f.client, ns, "plain", &f.revision(1), controller()).await;
 
     let config_maps = Api::<ConfigMap>::namespaced(f.client.clone(), ns);
     for name in ["overridden", "plain"] {
@@ -804,7 +811,7 @@ async fn immutable_fields_fail_unless_forced_and_forced_objects_are_recreated() 
         )
         .await
         .expect("set spec.force");
-    wait_applied(&f.client, ns, "app", 2, controller()).await;
+    wait_applied(&f.client, ns, "app", &f.revision(2), controller()).await;
     let second_uid = uid_of(&jobs, "migrate").await;
     assert_ne!(second_uid, first_uid, "the Job is recreated");
     assert_eq!(job_image(&jobs).await, "registry.example/migrate:2");
@@ -827,7 +834,7 @@ async fn immutable_fields_fail_unless_forced_and_forced_objects_are_recreated() 
     let forced = "  annotations:\n    kustomize.toolkit.fluxcd.io/force: enabled\n";
     f.publish(3, &[("deploy/job.yaml", &job("3", forced))])
         .await;
-    wait_applied(&f.client, ns, "app", 3, controller()).await;
+    wait_applied(&f.client, ns, "app", &f.revision(3), controller()).await;
     assert_ne!(uid_of(&jobs, "migrate").await, second_uid);
     assert_eq!(job_image(&jobs).await, "registry.example/migrate:3");
     assert_eq!(
@@ -902,18 +909,18 @@ async fn kustomization_status(client: &kube::Client, ns: &str, name: &str) -> Va
     serde_json::to_value(ks.status).expect("status as JSON")
 }
 
-/// Waits until Kustomization `name` is Ready with revision `n` applied.
+/// Waits until Kustomization `name` is Ready with `revision` applied.
 pub(super) async fn wait_applied(
     client: &kube::Client,
     ns: &str,
     name: &str,
-    n: u32,
+    revision: &str,
     controller: &ControllerProcess,
 ) {
-    let applied = format!("Applied revision: {}", revision(n));
+    let applied = format!("Applied revision: {revision}");
     wait_for(
         WAIT,
-        &format!("{name}: revision {n} applied"),
+        &format!("{name}: {revision} applied"),
         async || match ready(client, ns, name).await {
             Some((ConditionStatus::True, _, message)) if message == applied => Ok(()),
             other => Err(format!(
@@ -1173,7 +1180,7 @@ async fn a_foreign_co_owner_wedge_is_recovered_by_taking_over_before_the_dry_run
         .expect("label the Kustomization");
     wait_for(WAIT, "the recovered apply", async || {
         match ready(&f.client, ns, "app").await {
-            Some((ConditionStatus::True, _, message)) if message.contains(&revision(2)) => Ok(()),
+            Some((ConditionStatus::True, _, message)) if message.contains(&f.revision(2)) => Ok(()),
             other => Err(format!(
                 "{other:?}\n--- controller log tail ---\n{}",
                 tail(&before_dry_run_controller().log(), 30)
@@ -1273,7 +1280,7 @@ async fn managed_fields_are_migrated_to_the_applied_version_with_the_gate() {
     })
     .await;
 
-    create_git_repository(&f.client, ns, "repo").await;
+    f.create_source("repo").await;
     f.publish(
         1,
         &[
@@ -1292,8 +1299,15 @@ async fn managed_fields_are_migrated_to_the_applied_version_with_the_gate() {
     )
     .await;
     create_kustomization(&f.client, ns, "kept", "repo", json!({"path": "./kept"})).await;
-    wait_applied(&f.client, ns, "migrated", 1, migrate_controller()).await;
-    wait_applied(&f.client, ns, "kept", 1, controller()).await;
+    wait_applied(
+        &f.client,
+        ns,
+        "migrated",
+        &f.revision(1),
+        migrate_controller(),
+    )
+    .await;
+    wait_applied(&f.client, ns, "kept", &f.revision(1), controller()).await;
 
     for name in ["migrated", "kept"] {
         let owner = json!({"apiVersion": format!("{group}/v1alpha1"), "kind": "Widget",
@@ -1315,8 +1329,15 @@ async fn managed_fields_are_migrated_to_the_applied_version_with_the_gate() {
         ],
     )
     .await;
-    wait_applied(&f.client, ns, "migrated", 2, migrate_controller()).await;
-    wait_applied(&f.client, ns, "kept", 2, controller()).await;
+    wait_applied(
+        &f.client,
+        ns,
+        "migrated",
+        &f.revision(2),
+        migrate_controller(),
+    )
+    .await;
+    wait_applied(&f.client, ns, "kept", &f.revision(2), controller()).await;
 
     let entry_versions = |object: &DynamicObject| -> Vec<(String, String)> {
         object
@@ -1361,7 +1382,7 @@ async fn managed_fields_are_migrated_to_the_applied_version_with_the_gate() {
 async fn periodic_reconciles_skip_untouched_objects_and_still_revert_drift() {
     let f = Fixture::new("apply-periodic").await;
     let ns = f.ns();
-    create_git_repository(&f.client, ns, "repo").await;
+    f.create_source("repo").await;
     f.publish(
         1,
         &[
@@ -1371,7 +1392,7 @@ async fn periodic_reconciles_skip_untouched_objects_and_still_revert_drift() {
     )
     .await;
     create_kustomization(&f.client, ns, "app", "repo", json!({"interval": "2s"})).await;
-    wait_applied(&f.client, ns, "app", 1, controller()).await;
+    wait_applied(&f.client, ns, "app", &f.revision(1), controller()).await;
     let versions = resource_versions(&f.client, ns, &["a", "b"]).await;
     let reconciles = async || {
         kustomization_status(&f.client, ns, "app").await["history"][0]["totalReconciliations"]

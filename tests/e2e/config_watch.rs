@@ -61,7 +61,7 @@ async fn rotation_reconciles_at_once(shard: &str) {
     let watched = json!({"reconcile.fluxcd.io/watch": "Enabled"});
     key_secret(&f.client, ns, "watched-keys", "age-2-and-3.agekey", watched).await;
     key_secret(&f.client, ns, "quiet-keys", "age-2-and-3.agekey", json!({})).await;
-    create_git_repository(&f.client, ns, "repo").await;
+    f.create_source("repo").await;
     f.publish(
         1,
         &[(

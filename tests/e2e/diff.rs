@@ -80,7 +80,7 @@ async fn diff_shows_what_applying_would_change() {
         .create(&PostParams::default(), &vars)
         .await
         .expect("create vars");
-    create_git_repository(&f.client, ns, "repo").await;
+    f.create_source("repo").await;
     let applied = files(ns, "${greeting}", true, "first-token-value", None);
     f.publish(1, &applied).await;
     create_kustomization(

@@ -412,7 +412,7 @@ async fn flux_diff_reports_no_change_then_the_local_change() {
 async fn flux_create_then_reconcile_with_source_on_source_controller() {
     let f = Fixture::new("flux-real").await;
     let ns = f.ns();
-    let repo = source_controller::GitRepo::new("flux-cli");
+    let repo = GitRepo::new("flux-cli");
     let first = repo.commit(
         "first",
         &[("deploy/cm.yaml", &config_map(ns, "app-config", "1"))],

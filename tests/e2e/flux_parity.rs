@@ -626,10 +626,10 @@ async fn a_key_removed_from_string_data_leaves_the_secret_as_under_flux() {
             json!({SHARD_LABEL: shard}),
         )
         .await;
-        super::apply::wait_applied(&client, ns, "app", 1, controller).await;
+        super::apply::wait_applied(&client, ns, "app", &revision(1), controller).await;
         let first = secret_keys(&client, ns).await;
         publish(2, &["a"]).await;
-        super::apply::wait_applied(&client, ns, "app", 2, controller).await;
+        super::apply::wait_applied(&client, ns, "app", &revision(2), controller).await;
         outcomes.push((*shard, first, secret_keys(&client, ns).await));
     }
     for (shard, first, second) in &outcomes {

@@ -189,7 +189,7 @@ async fn wait_becomes_ready_only_after_every_workload_and_custom_resource_is_rea
     let ns = f.ns();
     let group = format!("{ns}.example.com");
     let files = workloads(ns);
-    create_git_repository(&f.client, ns, "repo").await;
+    f.create_source("repo").await;
     f.publish(1, &files).await;
     create_kustomization(
         &f.client,
@@ -230,7 +230,7 @@ async fn wait_becomes_ready_only_after_every_workload_and_custom_resource_is_rea
         .expect("start kubectl wait");
     let health_step = format!(
         "Running health checks for revision {} with a timeout of 3m0s",
-        revision(1)
+        f.revision(1)
     );
     wait_for(WAIT, "the health check step", async || {
         match condition(&f.client, ns, "app", "Reconciling").await {
@@ -278,7 +278,7 @@ async fn wait_becomes_ready_only_after_every_workload_and_custom_resource_is_rea
     )
     .await;
     assert_eq!(reason, "ReconciliationSucceeded");
-    assert_eq!(message, format!("Applied revision: {}", revision(1)));
+    assert_eq!(message, format!("Applied revision: {}", f.revision(1)));
     let output = tokio::task::spawn_blocking(move || kubectl_wait.wait_with_output())
         .await
         .expect("join")
@@ -337,7 +337,7 @@ async fn unhealthy_objects_fail_with_flux_messages_naming_each_of_them() {
         )
         .await
         .expect("a Deployment in another namespace");
-    create_git_repository(&f.client, ns, "repo").await;
+    f.create_source("repo").await;
     let stuck = deployment(ns, "stuck", 1, Some("kc-test/no-such-node: \"true\""));
     let failing_job = format!(
         "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: bad\n  namespace: {ns}\nspec:\n  backoffLimit: 0\n  template:\n    metadata:\n      labels:\n        pod-container-running-failed.stage.kwok.x-k8s.io: \"true\"\n    spec:\n      restartPolicy: Never\n      containers:\n      - name: bad\n        image: registry.example/bad:1\n"
@@ -503,7 +503,7 @@ async fn a_new_revision_cancels_a_running_health_check() {
     cancel_controller();
     let f = Fixture::new("health-cancel").await;
     let ns = f.ns();
-    create_git_repository(&f.client, ns, "repo").await;
+    f.create_source("repo").await;
     f.publish(
         1,
         &[(
@@ -548,7 +548,7 @@ async fn a_new_revision_cancels_a_running_health_check() {
         "revision 2 applied after the cancelled wait",
     )
     .await;
-    assert_eq!(message, format!("Applied revision: {}", revision(2)));
+    assert_eq!(message, format!("Applied revision: {}", f.revision(2)));
     let expected = format!(
         "Health checks canceled due to new reconciliation triggered by GitRepository/{ns}/repo"
     );

@@ -11,6 +11,7 @@ mod diff;
 mod events;
 mod flux_cli;
 mod flux_parity;
+mod git_source;
 mod health;
 mod hostile;
 mod keyservices;
@@ -27,10 +28,14 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use artifacts::{create_git_repository, publish_artifact, raw_tarball, serve, tarball};
+use git_source::{
+    GitRepo, create_source, create_source_object, git_repository_api, request_fetch, source_api,
+    wait_source_artifact,
+};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
@@ -352,9 +357,21 @@ async fn inventory(client: &kube::Client, ns: &str, name: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// A test's namespace, and the GitRepositories its Kustomizations read.
+///
+/// A source made with [`Fixture::create_source`] is the real stack: a repository on the control
+/// plane's Git server that source-controller clones, so what is applied comes with
+/// source-controller's revisions, digests and status updates. A GitRepository made with
+/// [`create_git_repository`] is one source-controller leaves alone and whose artifact the test
+/// writes itself: only for what no Git server can serve (a wrong digest, a hostile tarball, a
+/// slow download). [`Fixture::publish`] publishes to either.
 struct Fixture {
     client: kube::Client,
     ns: TestNamespace,
+    /// The repositories behind the sources made with [`Fixture::create_source`], by name.
+    repos: std::sync::Mutex<HashMap<String, Arc<GitRepo>>>,
+    /// The revision of each publication `n`, by source name.
+    revisions: std::sync::Mutex<HashMap<(String, u32), String>>,
 }
 
 impl Fixture {
@@ -362,17 +379,51 @@ impl Fixture {
         controller();
         let client = support::client().await;
         let ns = TestNamespace::new(&client, test).await;
-        Fixture { client, ns }
+        Fixture {
+            client,
+            ns,
+            repos: Default::default(),
+            revisions: Default::default(),
+        }
     }
 
     fn ns(&self) -> &str {
         self.ns.name()
     }
 
-    /// A GitRepository `repo` with `files` at revision 1, and a Kustomization `app` of its
-    /// `./deploy` that has become Ready.
+    /// A GitRepository `name` that source-controller reconciles, of branch `main` of a new
+    /// (still empty) repository on the control plane's Git server.
+    async fn create_source(&self, name: &str) {
+        let repo = GitRepo::new(&format!("{}-{name}", self.ns()));
+        create_source(
+            &self.client,
+            self.ns(),
+            name,
+            &repo.url,
+            json!({"branch": "main"}),
+        )
+        .await;
+        self.repos
+            .lock()
+            .expect("repos lock")
+            .insert(name.to_string(), Arc::new(repo));
+    }
+
+    /// A GitRepository `repo` from source-controller with `files` at revision 1, and a
+    /// Kustomization `app` of its `./deploy` that has become Ready.
     async fn app_ready_with(&self, files: &[(&str, &str)]) {
+        self.create_source("repo").await;
+        self.app_ready_from_published(files).await;
+    }
+
+    /// [`Fixture::app_ready_with`] on a GitRepository whose artifacts the test forges, for
+    /// tests that go on to publish what source-controller never would.
+    async fn app_ready_with_forged_source(&self, files: &[(&str, &str)]) {
         create_git_repository(&self.client, self.ns(), "repo").await;
+        self.app_ready_from_published(files).await;
+    }
+
+    async fn app_ready_from_published(&self, files: &[(&str, &str)]) {
         self.publish(1, files).await;
         create_kustomization(&self.client, self.ns(), "app", "repo", json!({})).await;
         wait_ready_with(
@@ -385,10 +436,61 @@ impl Fixture {
         .await;
     }
 
-    /// A GitRepository `repo` with the given files at `revision(n)`.
+    /// Publishes `files` as publication `n` of the GitRepository `repo` (see
+    /// [`Fixture::publish_to`]).
     async fn publish<P: AsRef<str>, C: AsRef<str>>(&self, n: u32, files: &[(P, C)]) {
-        let (url, digest) = serve(tarball(files));
-        publish_artifact(&self.client, self.ns(), "repo", &revision(n), &url, &digest).await;
+        self.publish_to("repo", n, files).await;
+    }
+
+    /// Publishes `files` (the whole tree) as publication `n` of GitRepository `name`, and
+    /// returns its revision: for a source made with [`Fixture::create_source`], a commit that
+    /// source-controller has fetched and stored; otherwise a forged artifact at `revision(n)`.
+    async fn publish_to<P: AsRef<str>, C: AsRef<str>>(
+        &self,
+        name: &str,
+        n: u32,
+        files: &[(P, C)],
+    ) -> String {
+        let repo = self.repos.lock().expect("repos lock").get(name).cloned();
+        let published = match repo {
+            Some(repo) => {
+                let commit = repo.commit_tree(&format!("publication {n}"), files);
+                request_fetch(&self.client, self.ns(), name).await;
+                let revision = format!("main@sha1:{commit}");
+                wait_source_artifact(
+                    &git_repository_api(&self.client, self.ns()),
+                    name,
+                    &format!("source-controller stores GitRepository {name} at {revision}"),
+                    |stored| stored == revision,
+                )
+                .await
+            }
+            None => {
+                let (url, digest) = serve(tarball(files));
+                publish_artifact(&self.client, self.ns(), name, &revision(n), &url, &digest).await;
+                revision(n)
+            }
+        };
+        self.revisions
+            .lock()
+            .expect("revisions lock")
+            .insert((name.to_string(), n), published.clone());
+        published
+    }
+
+    /// The revision of publication `n` of GitRepository `repo`.
+    fn revision(&self, n: u32) -> String {
+        self.revision_of("repo", n)
+    }
+
+    /// The revision of publication `n` of GitRepository `name`.
+    fn revision_of(&self, name: &str, n: u32) -> String {
+        self.revisions
+            .lock()
+            .expect("revisions lock")
+            .get(&(name.to_string(), n))
+            .cloned()
+            .unwrap_or_else(|| panic!("publication {n} of {name} was never published"))
     }
 }
 
@@ -399,7 +501,7 @@ impl Fixture {
 async fn applies_reports_ready_and_prunes_what_left_the_source() {
     let f = Fixture::new("apply-prune").await;
     let ns = f.ns();
-    create_git_repository(&f.client, ns, "repo").await;
+    f.create_source("repo").await;
     let (a, b) = (config_map(ns, "a", "1"), config_map(ns, "b", "2"));
     let svc = format!(
         "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  namespace: {ns}\nspec:\n  ports:\n  - port: 80\n"
@@ -424,7 +526,7 @@ async fn applies_reports_ready_and_prunes_what_left_the_source() {
     )
     .await;
     assert_eq!(reason, "ReconciliationSucceeded");
-    assert_eq!(message, format!("Applied revision: {}", revision(1)));
+    assert_eq!(message, format!("Applied revision: {}", f.revision(1)));
 
     let cm = Api::<ConfigMap>::namespaced(f.client.clone(), ns)
         .get("a")
@@ -471,8 +573,8 @@ async fn applies_reports_ready_and_prunes_what_left_the_source() {
         .await
         .expect("ks");
     let status = ks.status.clone().expect("status");
-    assert_eq!(status.last_applied_revision, Some(revision(1)));
-    assert_eq!(status.last_attempted_revision, Some(revision(1)));
+    assert_eq!(status.last_applied_revision, Some(f.revision(1)));
+    assert_eq!(status.last_attempted_revision, Some(f.revision(1)));
     assert_eq!(status.observed_generation, ks.metadata.generation);
     assert!(
         ks.metadata
@@ -510,7 +612,7 @@ async fn applies_reports_ready_and_prunes_what_left_the_source() {
     wait_for(WAIT, "revision 2 applied", async || {
         match ready(&f.client, ns, "app").await {
             Some((ConditionStatus::True, _, message))
-                if message == format!("Applied revision: {}", revision(2)) =>
+                if message == format!("Applied revision: {}", f.revision(2)) =>
             {
                 Ok(())
             }
@@ -539,7 +641,7 @@ async fn applies_reports_ready_and_prunes_what_left_the_source() {
 async fn digest_mismatch_fails_without_touching_applied_objects() {
     let f = Fixture::new("digest").await;
     let ns = f.ns();
-    f.app_ready_with(&[("deploy/a.yaml", &config_map(ns, "a", "1"))])
+    f.app_ready_with_forged_source(&[("deploy/a.yaml", &config_map(ns, "a", "1"))])
         .await;
 
     let (url, _) = serve(tarball(&[("deploy/b.yaml", &config_map(ns, "b", "2"))]));
@@ -589,7 +691,7 @@ async fn missing_source_then_created_becomes_ready_by_itself() {
     assert_eq!(reason, "ArtifactFailed");
     assert!(message.contains("not found"), "{message}");
 
-    create_git_repository(&f.client, ns, "repo").await;
+    f.create_source("repo").await;
     f.publish(1, &[("deploy/a.yaml", &config_map(ns, "a", "1"))])
         .await;
     let (_, message) = wait_ready_with(
@@ -600,7 +702,7 @@ async fn missing_source_then_created_becomes_ready_by_itself() {
         "Ready=True once the source exists",
     )
     .await;
-    assert_eq!(message, format!("Applied revision: {}", revision(1)));
+    assert_eq!(message, format!("Applied revision: {}", f.revision(1)));
     assert_eq!(config_map_names(&f.client, ns).await, ["a"]);
 }
 
@@ -925,7 +1027,7 @@ async fn suspended_kustomizations_are_left_alone_until_resumed() {
         "a suspended Kustomization applies nothing"
     );
     let status = api.get("app").await.expect("ks").status.expect("status");
-    assert_eq!(status.last_attempted_revision, Some(revision(1)));
+    assert_eq!(status.last_attempted_revision, Some(f.revision(1)));
 
     api.patch(
         "app",
@@ -938,7 +1040,9 @@ async fn suspended_kustomizations_are_left_alone_until_resumed() {
         WAIT,
         "revision 2 applied after resuming",
         async || match ready(&f.client, ns, "app").await {
-            Some((ConditionStatus::True, _, message)) if message.ends_with(&revision(2)) => Ok(()),
+            Some((ConditionStatus::True, _, message)) if message.ends_with(&f.revision(2)) => {
+                Ok(())
+            }
             other => Err(other),
         },
     )
@@ -962,7 +1066,7 @@ async fn custom_resources_are_applied_after_their_definitions() {
         "apiVersion: {group}/v1\nkind: Widget\nmetadata:\n  name: w\n  namespace: {ns}\nspec:\n  size: 3\n"
     );
     let namespace = format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {extra_ns}\n");
-    create_git_repository(&f.client, ns, "repo").await;
+    f.create_source("repo").await;
     // Files are read in path order, so the custom resource comes before its definition.
     f.publish(
         1,
@@ -1024,7 +1128,7 @@ async fn custom_resources_are_applied_after_their_definitions() {
 async fn bad_input_is_refused_with_a_clear_condition_and_nothing_applied() {
     let f = Fixture::new("bad-input").await;
     let ns = f.ns();
-    create_git_repository(&f.client, ns, "repo").await;
+    f.create_source("repo").await;
     f.publish::<&str, &str>(
         1,
         &[
@@ -1192,7 +1296,7 @@ async fn kustomize_overlay_is_applied_exactly_as_kustomize_builds_it() {
         .unwrap_or_else(|e| panic!("the reference kustomize must build the fixture: {e}"));
     assert_reference_used_every_feature(&expected, ns);
 
-    create_git_repository(&f.client, ns, "repo").await;
+    f.create_source("repo").await;
     let files = kustomize_fixture_files();
     f.publish(1, &files).await;
     create_kustomization(&f.client, ns, "app", "repo", fields).await;
@@ -1205,7 +1309,7 @@ async fn kustomize_overlay_is_applied_exactly_as_kustomize_builds_it() {
     )
     .await;
     assert_eq!(reason, "ReconciliationSucceeded", "{message}");
-    assert_eq!(message, format!("Applied revision: {}", revision(1)));
+    assert_eq!(message, format!("Applied revision: {}", f.revision(1)));
 
     // Every object kustomize builds is on the cluster, field for field.
     let mut mismatches = Vec::new();
@@ -1299,7 +1403,7 @@ async fn broken_overlays_fail_the_build_and_apply_nothing() {
         );
     }
 
-    create_git_repository(&f.client, ns, "repo").await;
+    f.create_source("repo").await;
     let files = kustomize_fixture_files();
     f.publish(1, &files).await;
     for (name, overlay, _) in &cases {
@@ -1342,7 +1446,11 @@ async fn broken_overlays_fail_the_build_and_apply_nothing() {
         let status = api.get(name).await.expect("ks").status.expect("status");
         assert!(status.inventory.is_none(), "{name}: no inventory");
         assert!(status.last_applied_revision.is_none(), "{name}");
-        assert_eq!(status.last_attempted_revision, Some(revision(1)), "{name}");
+        assert_eq!(
+            status.last_attempted_revision,
+            Some(f.revision(1)),
+            "{name}"
+        );
     }
 }
 
@@ -1686,7 +1794,7 @@ async fn post_build_variables_come_from_config_maps_secrets_and_the_spec() {
          annotations:\n    kustomize.toolkit.fluxcd.io/substitute: disabled\ndata:\n  \
          script: echo ${{HOME}}\n"
     );
-    create_git_repository(&f.client, ns, "repo").await;
+    f.create_source("repo").await;
     f.publish(
         1,
         &[
@@ -1892,7 +2000,7 @@ secretGenerator:
         ("app/app.env", env_file.as_str()),
         ("plain/secret.yaml", age_secret.as_str()),
     ];
-    create_git_repository(&f.client, ns, "repo").await;
+    f.create_source("repo").await;
     f.publish(1, &files).await;
     let decryption = |secret: &str| json!({"provider": "sops", "secretRef": {"name": secret}});
     create_kustomization(

@@ -77,7 +77,7 @@ async fn a_key_removed_from_string_data_leaves_the_live_secret() {
         &[("deploy/secret.yaml", &string_data_secret(ns, &["a"]))],
     )
     .await;
-    super::apply::wait_applied(&f.client, ns, "app", 2, controller()).await;
+    super::apply::wait_applied(&f.client, ns, "app", &f.revision(2), controller()).await;
     assert_eq!(secret_keys(&f.client, ns).await, ["a"]);
 }
 
@@ -169,7 +169,7 @@ async fn a_crd_that_can_never_be_established_fails_the_stage_wait_early() {
              \x20   schema:\n      openAPIV3Schema:\n        type: object\n        x-kubernetes-preserve-unknown-fields: true\n"
         )
     };
-    create_git_repository(&f.client, ns, "repo").await;
+    f.create_source("repo").await;
     f.publish(
         1,
         &[
@@ -267,6 +267,6 @@ async fn a_secret_applied_before_normalization_loses_a_dropped_key_too() {
         &[("deploy/secret.yaml", &string_data_secret(ns, &["a"]))],
     )
     .await;
-    super::apply::wait_applied(&f.client, ns, "app", 2, controller()).await;
+    super::apply::wait_applied(&f.client, ns, "app", &f.revision(2), controller()).await;
     assert_eq!(secret_keys(&f.client, ns).await, ["a"]);
 }

@@ -72,7 +72,7 @@ async fn statuses_until(
 async fn a_quick_periodic_run_writes_its_outcome_once() {
     let f = Fixture::new("progress-quick").await;
     let ns = f.ns();
-    create_git_repository(&f.client, ns, "repo").await;
+    f.create_source("repo").await;
     f.publish(1, &[("deploy/a.yaml", config_map(ns, "a", "1"))])
         .await;
     create_kustomization(&f.client, ns, "app", "repo", json!({"interval": "2s"})).await;
@@ -113,7 +113,7 @@ async fn a_quick_periodic_run_writes_its_outcome_once() {
 async fn a_slow_run_reports_progress_before_its_outcome() {
     let f = Fixture::new("progress-slow").await;
     let ns = f.ns();
-    f.app_ready_with(&[("deploy/a.yaml", &config_map(ns, "a", "1"))])
+    f.app_ready_with_forged_source(&[("deploy/a.yaml", &config_map(ns, "a", "1"))])
         .await;
 
     let files = [("deploy/a.yaml", config_map(ns, "a", "2"))];
