@@ -31,13 +31,12 @@ async fn fixture(test: &str, dirs: &[&str]) -> (kube::Client, TestNamespace) {
     deps_controller();
     let client = support::client().await;
     let ns = TestNamespace::new(&client, test).await;
-    create_git_repository(&client, ns.name(), "repo").await;
+    create_git_source(&client, ns.name(), "repo").await;
     let files: Vec<(String, String)> = dirs
         .iter()
         .map(|dir| (format!("{dir}/cm.yaml"), config_map(ns.name(), dir, "1")))
         .collect();
-    let (url, digest) = serve(tarball(&files));
-    publish_artifact(&client, ns.name(), "repo", &revision(1), &url, &digest).await;
+    publish(&client, ns.name(), "repo", 1, &files).await;
     (client, ns)
 }
 

@@ -95,10 +95,16 @@ async fn events_reach_an_https_receiver_with_fluxs_action_and_related_source() {
     let client = support::client().await;
     let ns = TestNamespace::new(&client, "events-https").await;
     let ns = ns.name();
-    create_git_repository(&client, ns, "repo").await;
+    create_git_source(&client, ns, "repo").await;
     let repo_uid = uid_of_repo(&client, ns).await;
-    let (url, digest) = serve(tarball(&[("deploy/cm.yaml", config_map(ns, "a", "1"))]));
-    publish_artifact(&client, ns, "repo", &revision(1), &url, &digest).await;
+    let revision = publish(
+        &client,
+        ns,
+        "repo",
+        1,
+        &[("deploy/cm.yaml", config_map(ns, "a", "1"))],
+    )
+    .await;
     create_labelled_kustomization(
         &client,
         ns,
@@ -156,7 +162,7 @@ async fn events_reach_an_https_receiver_with_fluxs_action_and_related_source() {
     let metadata = done.metadata.clone().unwrap_or_default();
     assert_eq!(
         metadata.get("kustomize.toolkit.fluxcd.io/revision"),
-        Some(&revision(1))
+        Some(&revision)
     );
     assert_eq!(
         metadata

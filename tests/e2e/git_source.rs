@@ -1,8 +1,15 @@
 //! The Git side of the real Flux stack, shared by the tests: bare repositories on the control
 //! plane's Git server (tests/flux/source-up.sh) that the tests commit to, and the source
 //! objects source-controller reconciles from them.
+//!
+//! A source made with [`create_git_source`] is the real stack: what is applied from it comes
+//! with source-controller's revisions, digests and status updates. A GitRepository made with
+//! [`create_git_repository`] is one source-controller leaves alone and whose artifact the test
+//! writes itself: only for what no Git server can serve (a wrong digest, a hostile tarball, a
+//! slow download). [`publish`] publishes to either.
 
 use std::path::PathBuf;
+use std::sync::{Arc, LazyLock, Mutex};
 
 use kube::api::ApiResource;
 
@@ -221,4 +228,81 @@ pub(super) async fn request_fetch(client: &kube::Client, ns: &str, name: &str) {
         .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .expect("annotate GitRepository");
+}
+
+/// A namespace and a source name.
+type SourceKey = (String, String);
+
+/// The repositories behind the sources made with [`create_git_source`].
+static REPOSITORIES: LazyLock<Mutex<HashMap<SourceKey, Arc<GitRepo>>>> =
+    LazyLock::new(Default::default);
+
+/// The revision of each publication, by source and publication number.
+static PUBLISHED: LazyLock<Mutex<HashMap<(SourceKey, u32), String>>> =
+    LazyLock::new(Default::default);
+
+fn key(ns: &str, name: &str) -> SourceKey {
+    (ns.to_string(), name.to_string())
+}
+
+/// A GitRepository `name` in `ns` that source-controller reconciles, of branch `main` of a new
+/// (still empty) repository on the control plane's Git server.
+pub(super) async fn create_git_source(client: &kube::Client, ns: &str, name: &str) {
+    let repo = GitRepo::new(&format!("{ns}-{name}"));
+    create_source(client, ns, name, &repo.url, json!({"branch": "main"})).await;
+    REPOSITORIES
+        .lock()
+        .expect("repositories lock")
+        .insert(key(ns, name), Arc::new(repo));
+}
+
+/// Publishes `files` (the whole tree) as publication `n` of GitRepository `name` in `ns`, and
+/// returns its revision: for a source made with [`create_git_source`], a commit that
+/// source-controller has fetched and stored; otherwise a forged artifact at `revision(n)`.
+pub(super) async fn publish<P: AsRef<str>, C: AsRef<str>>(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+    n: u32,
+    files: &[(P, C)],
+) -> String {
+    let repo = REPOSITORIES
+        .lock()
+        .expect("repositories lock")
+        .get(&key(ns, name))
+        .cloned();
+    let published = match repo {
+        Some(repo) => {
+            let commit = repo.commit_tree(&format!("publication {n}"), files);
+            request_fetch(client, ns, name).await;
+            let revision = format!("main@sha1:{commit}");
+            wait_source_artifact(
+                &git_repository_api(client, ns),
+                name,
+                &format!("source-controller stores GitRepository {ns}/{name} at {revision}"),
+                |stored| stored == revision,
+            )
+            .await
+        }
+        None => {
+            let (url, digest) = serve(tarball(files));
+            publish_artifact(client, ns, name, &revision(n), &url, &digest).await;
+            revision(n)
+        }
+    };
+    PUBLISHED
+        .lock()
+        .expect("published lock")
+        .insert((key(ns, name), n), published.clone());
+    published
+}
+
+/// The revision of publication `n` of GitRepository `name` in `ns`.
+pub(super) fn published_revision(ns: &str, name: &str, n: u32) -> String {
+    PUBLISHED
+        .lock()
+        .expect("published lock")
+        .get(&(key(ns, name), n))
+        .cloned()
+        .unwrap_or_else(|| panic!("publication {n} of {ns}/{name} was never published"))
 }

@@ -126,7 +126,7 @@ async fn fixture_with(
         &secret_manifest(ns.name(), "from-vault", "vault-plaintext-2"),
         &["--hc-vault-transit", &servers.vault_key],
     );
-    create_git_repository(&client, ns.name(), "repo").await;
+    create_git_source(&client, ns.name(), "repo").await;
     let files = [
         (
             "deploy/kustomization.yaml".to_owned(),
@@ -135,8 +135,7 @@ async fn fixture_with(
         ("deploy/kms.yaml".to_owned(), edit(kms)),
         ("deploy/vault.yaml".to_owned(), vault),
     ];
-    let (url, digest) = serve(tarball(&files));
-    publish_artifact(&client, ns.name(), "repo", &revision(1), &url, &digest).await;
+    publish(&client, ns.name(), "repo", 1, &files).await;
     (client, ns)
 }
 

@@ -28,13 +28,13 @@ use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use artifacts::{create_git_repository, publish_artifact, raw_tarball, serve, tarball};
 use git_source::{
-    GitRepo, create_source, create_source_object, git_repository_api, request_fetch, source_api,
-    wait_source_artifact,
+    GitRepo, create_git_source, create_source, create_source_object, git_repository_api, publish,
+    published_revision, request_fetch, source_api, wait_source_artifact,
 };
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
@@ -357,21 +357,12 @@ async fn inventory(client: &kube::Client, ns: &str, name: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// A test's namespace, and the GitRepositories its Kustomizations read.
-///
-/// A source made with [`Fixture::create_source`] is the real stack: a repository on the control
-/// plane's Git server that source-controller clones, so what is applied comes with
-/// source-controller's revisions, digests and status updates. A GitRepository made with
-/// [`create_git_repository`] is one source-controller leaves alone and whose artifact the test
-/// writes itself: only for what no Git server can serve (a wrong digest, a hostile tarball, a
-/// slow download). [`Fixture::publish`] publishes to either.
+/// A test's namespace, with the client that made it. Its sources are made and published to
+/// with [`create_source`](Fixture::create_source) and [`publish`](Fixture::publish) (see
+/// [`git_source`]).
 struct Fixture {
     client: kube::Client,
     ns: TestNamespace,
-    /// The repositories behind the sources made with [`Fixture::create_source`], by name.
-    repos: std::sync::Mutex<HashMap<String, Arc<GitRepo>>>,
-    /// The revision of each publication `n`, by source name.
-    revisions: std::sync::Mutex<HashMap<(String, u32), String>>,
 }
 
 impl Fixture {
@@ -379,34 +370,16 @@ impl Fixture {
         controller();
         let client = support::client().await;
         let ns = TestNamespace::new(&client, test).await;
-        Fixture {
-            client,
-            ns,
-            repos: Default::default(),
-            revisions: Default::default(),
-        }
+        Fixture { client, ns }
     }
 
     fn ns(&self) -> &str {
         self.ns.name()
     }
 
-    /// A GitRepository `name` that source-controller reconciles, of branch `main` of a new
-    /// (still empty) repository on the control plane's Git server.
+    /// A GitRepository `name` that source-controller reconciles (see [`create_git_source`]).
     async fn create_source(&self, name: &str) {
-        let repo = GitRepo::new(&format!("{}-{name}", self.ns()));
-        create_source(
-            &self.client,
-            self.ns(),
-            name,
-            &repo.url,
-            json!({"branch": "main"}),
-        )
-        .await;
-        self.repos
-            .lock()
-            .expect("repos lock")
-            .insert(name.to_string(), Arc::new(repo));
+        create_git_source(&self.client, self.ns(), name).await;
     }
 
     /// A GitRepository `repo` from source-controller with `files` at revision 1, and a
@@ -436,61 +409,14 @@ impl Fixture {
         .await;
     }
 
-    /// Publishes `files` as publication `n` of the GitRepository `repo` (see
-    /// [`Fixture::publish_to`]).
+    /// Publishes `files` as publication `n` of the GitRepository `repo` (see [`publish`]).
     async fn publish<P: AsRef<str>, C: AsRef<str>>(&self, n: u32, files: &[(P, C)]) {
-        self.publish_to("repo", n, files).await;
-    }
-
-    /// Publishes `files` (the whole tree) as publication `n` of GitRepository `name`, and
-    /// returns its revision: for a source made with [`Fixture::create_source`], a commit that
-    /// source-controller has fetched and stored; otherwise a forged artifact at `revision(n)`.
-    async fn publish_to<P: AsRef<str>, C: AsRef<str>>(
-        &self,
-        name: &str,
-        n: u32,
-        files: &[(P, C)],
-    ) -> String {
-        let repo = self.repos.lock().expect("repos lock").get(name).cloned();
-        let published = match repo {
-            Some(repo) => {
-                let commit = repo.commit_tree(&format!("publication {n}"), files);
-                request_fetch(&self.client, self.ns(), name).await;
-                let revision = format!("main@sha1:{commit}");
-                wait_source_artifact(
-                    &git_repository_api(&self.client, self.ns()),
-                    name,
-                    &format!("source-controller stores GitRepository {name} at {revision}"),
-                    |stored| stored == revision,
-                )
-                .await
-            }
-            None => {
-                let (url, digest) = serve(tarball(files));
-                publish_artifact(&self.client, self.ns(), name, &revision(n), &url, &digest).await;
-                revision(n)
-            }
-        };
-        self.revisions
-            .lock()
-            .expect("revisions lock")
-            .insert((name.to_string(), n), published.clone());
-        published
+        publish(&self.client, self.ns(), "repo", n, files).await;
     }
 
     /// The revision of publication `n` of GitRepository `repo`.
     fn revision(&self, n: u32) -> String {
-        self.revision_of("repo", n)
-    }
-
-    /// The revision of publication `n` of GitRepository `name`.
-    fn revision_of(&self, name: &str, n: u32) -> String {
-        self.revisions
-            .lock()
-            .expect("revisions lock")
-            .get(&(name.to_string(), n))
-            .cloned()
-            .unwrap_or_else(|| panic!("publication {n} of {name} was never published"))
+        published_revision(self.ns(), "repo", n)
     }
 }
 
@@ -863,18 +789,10 @@ async fn sources_in_other_namespaces_are_followed_unless_denied() {
     let f = Fixture::new("cross-ns").await;
     strict_controller();
     let sources = TestNamespace::new(&f.client, "cross-ns-sources").await;
-    create_git_repository(&f.client, sources.name(), "repo").await;
+    create_git_source(&f.client, sources.name(), "repo").await;
     let ns = f.ns();
-    let (url, digest) = serve(tarball(&[("deploy/a.yaml", &config_map(ns, "a", "1"))]));
-    publish_artifact(
-        &f.client,
-        sources.name(),
-        "repo",
-        &revision(1),
-        &url,
-        &digest,
-    )
-    .await;
+    let files = [("deploy/a.yaml", config_map(ns, "a", "1"))];
+    publish(&f.client, sources.name(), "repo", 1, &files).await;
     let source_ref = json!({"sourceRef": {"kind": "GitRepository", "name": "repo", "namespace": sources.name()}});
 
     create_kustomization(&f.client, ns, "allowed", "repo", source_ref.clone()).await;
@@ -911,21 +829,13 @@ async fn sources_in_other_namespaces_are_followed_unless_denied() {
     );
 
     // A new revision in the other namespace reaches the allowed Kustomization by itself.
-    let (url, digest) = serve(tarball(&[("deploy/a.yaml", &config_map(ns, "a", "2"))]));
-    publish_artifact(
-        &f.client,
-        sources.name(),
-        "repo",
-        &revision(2),
-        &url,
-        &digest,
-    )
-    .await;
+    let files = [("deploy/a.yaml", config_map(ns, "a", "2"))];
+    let second = publish(&f.client, sources.name(), "repo", 2, &files).await;
     wait_for(
         WAIT,
         "revision 2 applied across namespaces",
         async || match ready(&f.client, ns, "allowed").await {
-            Some((ConditionStatus::True, _, message)) if message.ends_with(&revision(2)) => Ok(()),
+            Some((ConditionStatus::True, _, message)) if message.ends_with(&second) => Ok(()),
             other => Err(other),
         },
     )

@@ -119,9 +119,15 @@ async fn remote_bases_over_file_and_smart_http_are_built_as_kustomize_builds_the
     );
 
     // The controller applies the same objects.
-    create_git_repository(&client, ns.name(), "repo").await;
-    let (url, digest) = serve(tarball(&[("deploy/kustomization.yaml", &kustomization)]));
-    publish_artifact(&client, ns.name(), "repo", &revision(1), &url, &digest).await;
+    create_git_source(&client, ns.name(), "repo").await;
+    publish(
+        &client,
+        ns.name(),
+        "repo",
+        1,
+        &[("deploy/kustomization.yaml", &kustomization)],
+    )
+    .await;
     create_kustomization(&client, ns.name(), "app", "repo", json!({})).await;
     wait_ready_with(
         &client,
@@ -152,9 +158,15 @@ async fn remote_bases_are_refused_under_no_remote_bases() {
         "resources:\n- file://{}//base-a?ref=v1\n",
         repos.path().join("repo").display()
     );
-    create_git_repository(&client, ns.name(), "repo").await;
-    let (url, digest) = serve(tarball(&[("deploy/kustomization.yaml", &kustomization)]));
-    publish_artifact(&client, ns.name(), "repo", &revision(1), &url, &digest).await;
+    create_git_source(&client, ns.name(), "repo").await;
+    publish(
+        &client,
+        ns.name(),
+        "repo",
+        1,
+        &[("deploy/kustomization.yaml", &kustomization)],
+    )
+    .await;
     create_labelled_kustomization(
         &client,
         ns.name(),
@@ -195,9 +207,15 @@ async fn a_remote_base_that_hangs_is_given_up_on_at_its_timeout() {
     let ns = TestNamespace::new(&client, "remote-hangs").await;
     let hanging = git_server::hanging_server(Duration::from_secs(120));
     let kustomization = format!("resources:\n- http://{hanging}/repo//base?timeout=2s\n");
-    create_git_repository(&client, ns.name(), "repo").await;
-    let (url, digest) = serve(tarball(&[("deploy/kustomization.yaml", &kustomization)]));
-    publish_artifact(&client, ns.name(), "repo", &revision(1), &url, &digest).await;
+    create_git_source(&client, ns.name(), "repo").await;
+    publish(
+        &client,
+        ns.name(),
+        "repo",
+        1,
+        &[("deploy/kustomization.yaml", &kustomization)],
+    )
+    .await;
     create_kustomization(&client, ns.name(), "app", "repo", json!({})).await;
     let (reason, message) = wait_ready_with(
         &client,

@@ -84,14 +84,14 @@ async fn wait_ready_message(
     .await
 }
 
+/// Publishes `files` as publication `n` of the GitRepository `repo`.
 async fn publish(client: &kube::Client, ns: &str, n: u32, files: &[(&str, String)]) {
-    let (url, digest) = serve(tarball(files));
-    publish_artifact(client, ns, "repo", &revision(n), &url, &digest).await;
+    git_source::publish(client, ns, "repo", n, files).await;
 }
 
 /// GitRepository `repo` in `ns` at revision 1: `deploy/a.yaml`, ConfigMap `a`.
 async fn source_with_config_map_a(client: &kube::Client, ns: &str) {
-    create_git_repository(client, ns, "repo").await;
+    create_git_source(client, ns, "repo").await;
     publish(
         client,
         ns,
@@ -132,7 +132,14 @@ async fn a_tenant_account_applies_prunes_and_deletes_only_where_its_role_allows(
         json!({"serviceAccountName": "tenant", "wait": true, "timeout": "30s"}),
     )
     .await;
-    wait_ready_message(&client, ns, "apps", ConditionStatus::True, &revision(1)).await;
+    wait_ready_message(
+        &client,
+        ns,
+        "apps",
+        ConditionStatus::True,
+        &published_revision(ns, "repo", 1),
+    )
+    .await;
     assert_eq!(config_map_names(&client, ns).await, ["a"]);
 
     // An object outside the tenant's namespace: Forbidden, and nothing of the build applied.
@@ -170,7 +177,14 @@ async fn a_tenant_account_applies_prunes_and_deletes_only_where_its_role_allows(
         &[("deploy/b.yaml", config_map(ns, "b", "3"))],
     )
     .await;
-    wait_ready_message(&client, ns, "apps", ConditionStatus::True, &revision(3)).await;
+    wait_ready_message(
+        &client,
+        ns,
+        "apps",
+        ConditionStatus::True,
+        &published_revision(ns, "repo", 3),
+    )
+    .await;
     assert_eq!(config_map_names(&client, ns).await, ["b"]);
 
     delete_and_wait_gone(&client, ns, "apps").await;
@@ -196,7 +210,14 @@ async fn the_default_account_is_impersonated_for_kustomizations_that_name_none()
         json!({SHARD_LABEL: DEFAULT_ACCOUNT_SHARD}),
     )
     .await;
-    wait_ready_message(&client, ns, "apps", ConditionStatus::True, &revision(1)).await;
+    wait_ready_message(
+        &client,
+        ns,
+        "apps",
+        ConditionStatus::True,
+        &published_revision(ns, "repo", 1),
+    )
+    .await;
 
     // Pruning `a` needs delete, which the account lacks: the prune is refused by RBAC.
     publish(
@@ -220,7 +241,14 @@ async fn the_default_account_is_impersonated_for_kustomizations_that_name_none()
     );
 
     grant(&client, ns, "tenant", &["*"]).await;
-    wait_ready_message(&client, ns, "apps", ConditionStatus::True, &revision(2)).await;
+    wait_ready_message(
+        &client,
+        ns,
+        "apps",
+        ConditionStatus::True,
+        &published_revision(ns, "repo", 2),
+    )
+    .await;
     assert_eq!(config_map_names(&client, ns).await, ["b"]);
     delete_and_wait_gone(&client, ns, "apps").await;
     assert!(config_map_names(&client, ns).await.is_empty());
@@ -263,7 +291,7 @@ async fn a_remote_cluster_gets_the_objects_and_the_local_one_the_status() {
         std::fs::read_to_string(support::remote_kubeconfig_path()).expect("remote kubeconfig");
     kubeconfig_secret(&client, ns, "spoke", "value.yaml", &kubeconfig).await;
     let namespace = format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {ns}\n");
-    create_git_repository(&client, ns, "repo").await;
+    create_git_source(&client, ns, "repo").await;
     publish(
         &client,
         ns,
@@ -283,7 +311,14 @@ async fn a_remote_cluster_gets_the_objects_and_the_local_one_the_status() {
         json!({"kubeConfig": {"secretRef": {"name": "spoke"}}, "wait": true, "timeout": "30s"}),
     )
     .await;
-    wait_ready_message(&client, ns, "spoke", ConditionStatus::True, &revision(1)).await;
+    wait_ready_message(
+        &client,
+        ns,
+        "spoke",
+        ConditionStatus::True,
+        &published_revision(ns, "repo", 1),
+    )
+    .await;
     assert!(remote_config_map(&remote, ns, "a").await.is_some());
     assert!(remote_config_map(&remote, ns, "b").await.is_some());
     assert!(
@@ -301,7 +336,14 @@ async fn a_remote_cluster_gets_the_objects_and_the_local_one_the_status() {
         ],
     )
     .await;
-    wait_ready_message(&client, ns, "spoke", ConditionStatus::True, &revision(2)).await;
+    wait_ready_message(
+        &client,
+        ns,
+        "spoke",
+        ConditionStatus::True,
+        &published_revision(ns, "repo", 2),
+    )
+    .await;
     assert!(
         remote_config_map(&remote, ns, "b").await.is_none(),
         "b pruned on the remote cluster"
@@ -447,7 +489,7 @@ async fn a_cluster_named_by_a_config_map_is_reached_with_a_service_account_token
             .await
             .expect("create cluster config map");
     }
-    create_git_repository(&client, ns, "repo").await;
+    create_git_source(&client, ns, "repo").await;
     publish(
         &client,
         ns,
@@ -463,7 +505,14 @@ async fn a_cluster_named_by_a_config_map_is_reached_with_a_service_account_token
         json!({"kubeConfig": {"configMapRef": {"name": "generic"}}}),
     )
     .await;
-    wait_ready_message(&client, ns, "generic", ConditionStatus::True, &revision(1)).await;
+    wait_ready_message(
+        &client,
+        ns,
+        "generic",
+        ConditionStatus::True,
+        &published_revision(ns, "repo", 1),
+    )
+    .await;
     assert_eq!(
         config_map_names(&client, ns).await,
         ["a", "cloud", "generic"]
