@@ -20,7 +20,7 @@ crds:
 demo:
 	bash tests/controlplane/demo.sh
 
-# Stops the demo's controller and artifact server, then the control plane.
+# Stops the demo's controller, then the control plane, source-controller and the Git server.
 demo-down:
 	bash tests/controlplane/demo.sh down
 
