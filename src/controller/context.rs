@@ -1,4 +1,4 @@
-//! What every reconcile shares: the client, the fetcher, the event sink, metrics and the
+//! What every reconcile shares: the client, the artifact cache, the event sink, metrics and the
 //! settings taken from the flags.
 
 use std::collections::HashMap;
@@ -15,7 +15,7 @@ use crate::api::Kustomization;
 use crate::apply::AppliedObjects;
 use crate::cluster::{ClusterKey, Clusters};
 use crate::metrics::Metrics;
-use crate::source::ArtifactFetcher;
+use crate::source::ArtifactCache;
 
 /// Settings of the reconciler, from the flags.
 #[derive(Clone, Debug)]
@@ -74,8 +74,8 @@ pub struct Context {
     pub client: Client,
     /// Clients for applying: the controller's own, impersonating ones and remote ones.
     pub clusters: Clusters,
-    /// Downloads source artifacts.
-    pub fetcher: ArtifactFetcher,
+    /// Downloads source artifacts, once per digest, and shares their extractions.
+    pub artifacts: ArtifactCache,
     /// Records events.
     pub events: EventSink,
     /// Prometheus metrics.
@@ -98,7 +98,7 @@ impl Context {
     pub fn new(
         client: Client,
         clusters: Clusters,
-        fetcher: ArtifactFetcher,
+        artifacts: ArtifactCache,
         events: EventSink,
         metrics: Metrics,
         settings: Settings,
@@ -111,7 +111,7 @@ impl Context {
             work_permits: std::sync::Arc::new(Semaphore::new(settings.concurrent.max(1))),
             interrupts,
             client,
-            fetcher,
+            artifacts,
             events,
             metrics,
             settings,

@@ -41,7 +41,7 @@ use crate::keyservice::token_cache::TokenCache;
 use crate::leader::{self, Candidate};
 use crate::metrics::{Metrics, Outcome};
 use crate::render::keys::{DecryptionSettings, GlobalAgeSecret};
-use crate::source::{ArtifactFetcher, FetchConfig, FetchError};
+use crate::source::{ArtifactCache, ArtifactFetcher, FetchConfig, FetchError};
 
 /// Errors that stop the controller process.
 #[derive(Debug, thiserror::Error)]
@@ -119,10 +119,13 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
         leadership = Some((candidate, tokio::spawn(async move { holder.hold().await })));
     }
 
-    let fetcher = ArtifactFetcher::from_env(FetchConfig {
-        retries: flags.http_retry,
-        ..FetchConfig::default()
-    })?;
+    let artifacts = ArtifactCache::new(
+        ArtifactFetcher::from_env(FetchConfig {
+            retries: flags.http_retry,
+            ..FetchConfig::default()
+        })?,
+        flags.artifact_cache_max_size,
+    );
     let settings = Settings {
         no_cross_namespace_refs: flags.no_cross_namespace_refs,
         allow_remote_bases: !flags.no_remote_bases,
@@ -193,7 +196,7 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
     let context = Arc::new(Context::new(
         client.clone(),
         clusters,
-        fetcher,
+        artifacts,
         events,
         metrics,
         settings.clone(),

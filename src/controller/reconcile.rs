@@ -37,7 +37,7 @@ use crate::manifest::Object;
 use crate::render::keys::ClusterKeys;
 use crate::render::variables::ClusterVariables;
 use crate::render::{self, Rendered, SecretValues};
-use crate::source::{DigestError, FetchError, PathError, resolve_path};
+use crate::source::{DigestError, Extraction, FetchError, PathError, resolve_path};
 
 /// Errors that end a reconcile without a verdict on the Kustomization (the API server was
 /// unreachable, a status write conflicted, ...). They are retried with backoff.
@@ -467,17 +467,8 @@ async fn run_pipeline(
     status::mark_progressing(ks, status, &with_timeout("Fetching manifests"));
     writer.report_progress_after(status::PROGRESS_REPORT_DELAY, status.clone());
 
-    let workdir = tempfile::Builder::new()
-        .prefix("kustomization-")
-        .tempdir()
-        .map_err(|e| {
-            Failure::new(
-                reason::ARTIFACT_FAILED,
-                format!("tmp dir error: failed to create a temporary directory: {e}"),
-            )
-        })?;
-    fetch(ctx, &artifact, workdir.path()).await?;
-    let dir = build_dir(ks, workdir.path())?;
+    let extracted = fetch(ctx, ks, &artifact).await?;
+    let dir = build_dir(ks, extracted.path())?;
     status.last_attempted_revision = Some(revision.clone());
     status::mark_step(ks, status, &with_timeout("Building manifests"));
     let cluster = target_cluster(ks, ctx).await?;
@@ -487,8 +478,8 @@ async fn run_pipeline(
         objects,
         digest,
         secrets,
-    } = render(ks, ctx, workdir.path(), &dir).await?;
-    drop(workdir);
+    } = render(ks, ctx, extracted.path(), &dir).await?;
+    drop(extracted);
     let redact = |failure: Failure| failure.redacted(&secrets);
     status::mark_step(ks, status, &with_timeout("Detecting drift"));
     let record = |status: &mut KustomizationStatus, outcome: &'static str| {
@@ -865,10 +856,15 @@ fn retry_interval(ks: &Kustomization) -> Duration {
         .unwrap_or(Duration::from_secs(600))
 }
 
-/// Stage `source`: download, verify and extract the artifact into `root`.
+/// Stage `source`: the artifact downloaded, verified and extracted, shared with every other
+/// Kustomization reading the same digest (see [`crate::source::ArtifactCache`]).
 /// An artifact that is gone or changed since the source status was read is waited for
 /// (`--requeue-dependency`), as the source status is about to change.
-async fn fetch(ctx: &Context, artifact: &Artifact, root: &std::path::Path) -> Result<(), Failure> {
+async fn fetch(
+    ctx: &Context,
+    ks: &Kustomization,
+    artifact: &Artifact,
+) -> Result<Arc<Extraction>, Failure> {
     let digest = artifact.digest.as_deref().unwrap_or("");
     let retry_in = ctx.settings.requeue_dependency;
     let not_ready = |cause: &str| {
@@ -881,15 +877,28 @@ async fn fetch(ctx: &Context, artifact: &Artifact, root: &std::path::Path) -> Re
             retry_in,
         )
     };
-    match ctx.fetcher.fetch(&artifact.url, digest, root).await {
-        Ok(()) => Ok(()),
-        Err(FetchError::NotFound { .. }) => Err(not_ready("artifact not found")),
-        Err(FetchError::Verify {
+    let reader = artifact_reader(ks);
+    let error = match ctx.artifacts.checkout(&reader, &artifact.url, digest).await {
+        Ok(extracted) => return Ok(extracted),
+        Err(error) => error,
+    };
+    match &*error {
+        FetchError::NotFound { .. } => Err(not_ready("artifact not found")),
+        FetchError::Verify {
             source: DigestError::Mismatch { .. },
             ..
-        }) => Err(not_ready("artifact digest changed")),
-        Err(e) => Err(Failure::new(reason::ARTIFACT_FAILED, e.to_string())),
+        } => Err(not_ready("artifact digest changed")),
+        e => Err(Failure::new(reason::ARTIFACT_FAILED, e.to_string())),
     }
+}
+
+/// The name a Kustomization reads artifacts under in the [`crate::source::ArtifactCache`].
+fn artifact_reader(ks: &Kustomization) -> String {
+    format!(
+        "{}/{}",
+        ks.metadata.namespace.as_deref().unwrap_or_default(),
+        ks.metadata.name.as_deref().unwrap_or_default()
+    )
 }
 
 /// The directory `spec.path` names in the artifact extracted at `root`.
@@ -1286,6 +1295,7 @@ async fn finalize(
     ctx: &Context,
 ) -> Result<Done, ReconcileError> {
     ctx.forget_applied(ks);
+    ctx.artifacts.forget(&artifact_reader(ks));
     if !ks.finalizers().iter().any(|f| f == FINALIZER) {
         return Ok(Done::await_change());
     }

@@ -151,6 +151,13 @@ pub struct ControllerFlags {
     #[arg(long, default_value = "9", value_parser = go_values::parse_int_in::<u32>)]
     pub http_retry: u32,
 
+    /// Extracted artifact content kept between reconciles, each artifact digest downloaded and
+    /// extracted once for every Kustomization that reads it: bytes, or with a `Ki`, `Mi` or `Gi`
+    /// suffix. 0 keeps nothing between reconciles (concurrent ones still share a download).
+    /// This controller's own flag; Flux's has none.
+    #[arg(long, default_value = "256Mi", value_parser = parse_byte_size)]
+    pub artifact_cache_max_size: u64,
+
     /// Client-side request rate to the Kubernetes API.
     #[arg(long, default_value = "50", value_parser = go_values::parse_float32)]
     pub kube_api_qps: f32,
@@ -207,6 +214,27 @@ pub struct ControllerFlags {
     /// SPIFFE ID of the SPIFFE broker endpoint (not built yet).
     #[arg(long, value_name = "SPIFFE_ID")]
     pub spiffe_broker_id: Vec<String>,
+}
+
+/// A size in bytes: a whole number, optionally with a binary suffix (`Ki`, `Mi`, `Gi`) as in
+/// Kubernetes quantities.
+fn parse_byte_size(value: &str) -> Result<u64, String> {
+    let (number, unit) = match value.find(|c: char| !c.is_ascii_digit()) {
+        Some(at) => value.split_at(at),
+        None => (value, ""),
+    };
+    let shift = match unit {
+        "" => 0,
+        "Ki" => 10,
+        "Mi" => 20,
+        "Gi" => 30,
+        _ => return Err("expected a whole number of bytes, optionally with Ki, Mi or Gi".into()),
+    };
+    number
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .ok_or_else(|| "expected a whole number of bytes, optionally with Ki, Mi or Gi".into())
 }
 
 /// A flag this controller refuses at start-up: a value it cannot use, or behaviour it does
@@ -442,6 +470,7 @@ mod tests {
         assert_eq!(flags.concurrent, 4);
         assert_eq!(flags.concurrent_ssa, 4);
         assert_eq!(flags.http_retry, 9);
+        assert_eq!(flags.artifact_cache_max_size, 256 << 20);
         assert_eq!(flags.requeue_dependency, Duration::from_secs(30));
         assert_eq!(flags.min_retry_delay, Duration::from_millis(750));
         assert_eq!(flags.max_retry_delay, Duration::from_secs(900));
@@ -668,5 +697,24 @@ mod tests {
             assert_eq!(flags.validate(), Ok(()), "{args:?}");
         }
         assert_eq!(lists.len(), 48);
+    }
+
+    #[test]
+    fn artifact_cache_sizes_are_bytes_with_binary_suffixes() {
+        for (value, bytes) in [
+            ("0", 0),
+            ("1024", 1024),
+            ("64Ki", 64 << 10),
+            ("1Gi", 1 << 30),
+        ] {
+            let flags = parse(&[&format!("--artifact-cache-max-size={value}")]).unwrap();
+            assert_eq!(flags.artifact_cache_max_size, bytes, "{value}");
+        }
+        for value in ["", "1G", "1.5Mi", "-1", "Mi", "99999999999999999999Gi"] {
+            assert!(
+                parse(&[&format!("--artifact-cache-max-size={value}")]).is_err(),
+                "{value:?} is refused"
+            );
+        }
     }
 }

@@ -36,7 +36,7 @@ use rand::Rng;
 use tokio::io::AsyncWriteExt;
 
 use super::digest::{Digest, DigestError};
-use super::extract::{ExtractError, ExtractLimits, extract_tar_gz};
+use super::extract::{ExtractError, ExtractLimits, ExtractSummary, extract_tar_gz};
 
 /// Environment variable that overrides the `host:port` of artifact URLs, as in Flux.
 pub const SOURCE_CONTROLLER_LOCALHOST_ENV: &str = "SOURCE_CONTROLLER_LOCALHOST";
@@ -318,12 +318,17 @@ impl ArtifactFetcher {
 
     /// Downloads the artifact at `url`, verifies it against `digest`
     /// (`<algorithm>:<hex>`), and extracts it into `dest_root` (created if
-    /// missing).
+    /// missing), returning what was extracted.
     ///
     /// Nothing is written to `dest_root` unless the digest matches. If
     /// extraction fails part-way, `dest_root` holds a partial tree: pass a
     /// fresh temporary directory and discard it on error.
-    pub async fn fetch(&self, url: &str, digest: &str, dest_root: &Path) -> Result<(), FetchError> {
+    pub async fn fetch(
+        &self,
+        url: &str,
+        digest: &str,
+        dest_root: &Path,
+    ) -> Result<ExtractSummary, FetchError> {
         let expected = Digest::parse(digest).map_err(FetchError::InvalidDigest)?;
         let url = rewrite_url(url, self.localhost.as_deref())?;
         let uri = parse_uri(&url)?;
@@ -359,7 +364,7 @@ impl ArtifactFetcher {
             bytes = summary.bytes,
             "artifact extracted"
         );
-        Ok(())
+        Ok(summary)
     }
 
     /// Downloads and verifies, retrying transient failures. Returns the
@@ -695,4 +700,4 @@ fn is_certificate_error(err: &(dyn std::error::Error + 'static)) -> bool {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -9,15 +9,18 @@
 //! * [`extract`]: safe tar.gz extraction (no path traversal, no escaping links,
 //!   size and entry limits);
 //! * [`path`]: `spec.path` resolution within the artifact root;
-//! * [`fetch`]: the HTTP download with retries, tying the others together.
+//! * [`fetch`]: the HTTP download with retries, tying the others together;
+//! * [`cache`]: one download and extraction per artifact digest, shared by its readers.
 //!
 //! Every error of this stage corresponds to Flux's `ArtifactFailed` reason.
 
+pub mod cache;
 pub mod digest;
 pub mod extract;
 pub mod fetch;
 pub mod path;
 
+pub use cache::{ArtifactCache, Extraction};
 pub use digest::{Algorithm, Digest, DigestError, Verifier};
 pub use extract::{
     ExtractError, ExtractLimits, ExtractSummary, UnsafeReason, extract_tar_gz, extract_tar_gz_bytes,

@@ -12,6 +12,7 @@ mod config_watch;
 mod dependencies;
 mod diff;
 mod events;
+mod fanout;
 mod flux_cli;
 mod flux_parity;
 mod git_source;

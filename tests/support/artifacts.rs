@@ -19,6 +19,8 @@ use sha2::{Digest, Sha256};
 pub struct ArtifactServer {
     address: String,
     files: Arc<Mutex<HashMap<String, Served>>>,
+    /// Requests answered, by path.
+    hits: Arc<Mutex<HashMap<String, usize>>>,
 }
 
 /// A file and how long the server waits before it answers a request for it.
@@ -35,10 +37,13 @@ pub fn artifact_server() -> &'static ArtifactServer {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind artifact server");
         let address = format!("http://{}", listener.local_addr().expect("local address"));
         let files: Arc<Mutex<HashMap<String, Served>>> = Arc::default();
+        let hits: Arc<Mutex<HashMap<String, usize>>> = Arc::default();
         let served = files.clone();
+        let counted = hits.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
                 let files = served.clone();
+                let hits = counted.clone();
                 std::thread::spawn(move || {
                     let mut stream = stream;
                     let mut reader = BufReader::new(stream.try_clone().expect("clone stream"));
@@ -53,6 +58,7 @@ pub fn artifact_server() -> &'static ArtifactServer {
                         }
                     }
                     let path = request_line.split_whitespace().nth(1).unwrap_or("/").to_string();
+                    *hits.lock().expect("hits lock").entry(path.clone()).or_default() += 1;
                     let served = files.lock().expect("files lock").get(&path).cloned();
                     let response = match served {
                         Some(Served { body, delay }) => {
@@ -71,8 +77,25 @@ pub fn artifact_server() -> &'static ArtifactServer {
                 });
             }
         });
-        ArtifactServer { address, files }
+        ArtifactServer {
+            address,
+            files,
+            hits,
+        }
     })
+}
+
+/// How many requests the server has answered for `url`, one it returned from [`serve`].
+pub fn hits(url: &str) -> usize {
+    let server = artifact_server();
+    let path = url.strip_prefix(&server.address).unwrap_or(url);
+    server
+        .hits
+        .lock()
+        .expect("hits lock")
+        .get(path)
+        .copied()
+        .unwrap_or(0)
 }
 
 /// Serves `tarball` and returns its URL and sha256 digest.

@@ -18,7 +18,7 @@ use sha2::Digest as _;
 use std::io::Write;
 
 #[derive(Clone)]
-enum Route {
+pub(crate) enum Route {
     /// 200 with this body.
     Ok(Bytes),
     /// Always this status.
@@ -38,13 +38,13 @@ enum Route {
     Chunked(Bytes),
 }
 
-struct Server {
-    addr: SocketAddr,
+pub(crate) struct Server {
+    pub(crate) addr: SocketAddr,
     hits: Arc<HashMap<&'static str, AtomicUsize>>,
 }
 
 impl Server {
-    async fn start(routes: Vec<(&'static str, Route)>) -> Server {
+    pub(crate) async fn start(routes: Vec<(&'static str, Route)>) -> Server {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let hits: Arc<HashMap<&'static str, AtomicUsize>> = Arc::new(
@@ -77,11 +77,11 @@ impl Server {
         Server { addr, hits }
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{}", self.addr, path)
     }
 
-    fn hits(&self, path: &str) -> usize {
+    pub(crate) fn hits(&self, path: &str) -> usize {
         self.hits[path].load(Ordering::SeqCst)
     }
 }
@@ -148,7 +148,7 @@ async fn respond(
     }
 }
 
-fn tarball(files: &[(&str, &[u8])]) -> Bytes {
+pub(crate) fn tarball(files: &[(&str, &[u8])]) -> Bytes {
     let mut b = tar::Builder::new(Vec::new());
     for (name, data) in files {
         let mut h = tar::Header::new_gnu();
@@ -175,11 +175,11 @@ fn evil_tarball() -> Bytes {
     Bytes::from(enc.finish().unwrap())
 }
 
-fn sha256(data: &[u8]) -> String {
+pub(crate) fn sha256(data: &[u8]) -> String {
     format!("sha256:{}", hex::encode(sha2::Sha256::digest(data)))
 }
 
-fn test_config() -> FetchConfig {
+pub(crate) fn test_config() -> FetchConfig {
     FetchConfig {
         retries: 3,
         max_size: 1 << 20,
@@ -190,7 +190,7 @@ fn test_config() -> FetchConfig {
     }
 }
 
-fn fetcher(config: FetchConfig) -> ArtifactFetcher {
+pub(crate) fn fetcher(config: FetchConfig) -> ArtifactFetcher {
     ArtifactFetcher::new(config, None).unwrap()
 }
 
