@@ -108,7 +108,7 @@ async fn run(args: Args) {
     for index in 1..=args.runs {
         for implementation in &implementations {
             results.push(match args.scenario {
-                Scenario::Apply => bench.run(implementation, index).await,
+                Scenario::Apply | Scenario::Fanout => bench.run(implementation, index).await,
                 Scenario::Wait => bench.run_wait(implementation, index).await,
                 Scenario::Chain => bench.run_chain(implementation, index).await,
                 Scenario::Noop => bench.run_noop(implementation, index).await,
@@ -282,13 +282,23 @@ fn header(
             "{objects}; {} no-op reconcile(s), then one after 10 edits",
             args.reconciles
         ),
+        Scenario::Fanout => format!(
+            "{objects}, each its directory of one monorepo GitRepository with {} KiB of \
+             other files per directory",
+            args.artifact_padding_kib
+        ),
         Scenario::Apply | Scenario::Chain | Scenario::Memory => objects,
     };
     let mut text = format!(
         "# kustomize-controller: ours vs Flux\n\n\
          - {kustomizations} Kustomization(s) x {workload} in {namespaces} \
-         namespace(s), one GitRepository each; `--concurrent={}`{}; {} run(s) per \
+         namespace(s){}; `--concurrent={}`{}; {} run(s) per \
          implementation, alternating{}\n",
+        if args.scenario == Scenario::Fanout {
+            ""
+        } else {
+            ", one GitRepository each"
+        },
         args.concurrent,
         args.controller_args
             .iter()
@@ -323,7 +333,7 @@ fn header(
     } else {
         "- cluster: etcd and kube-apiserver only (Deployments are stored, not rolled out)\n"
     });
-    if args.scenario == Scenario::Apply {
+    if matches!(args.scenario, Scenario::Apply | Scenario::Fanout) {
         text.push_str(&format!("- `spec.interval: {}`\n", args.interval));
     }
     let cpus = std::thread::available_parallelism().map_or(0, |n| n.get());
@@ -332,8 +342,9 @@ fn header(
          machine: CPU noise)\n"
     ));
     text.push_str(match args.scenario {
-        Scenario::Apply => {
-            "- lower is better everywhere; ratio > 1 means Flux took more than ours. API requests \
+        Scenario::Apply | Scenario::Fanout => {
+            "- lower is better everywhere; ratio > 1 means Flux took more than ours. Artifact \
+             downloads are the bench's artifact server's 200 answers. API requests \
              are the controller's: apiserver_request_total minus the bench's own requests and \
              minus Lease requests (kube-apiserver's heartbeats; leader election is off), +-1 for \
              the bench's watch. Per-resource counts: \

@@ -11,8 +11,8 @@ use clap::{Parser, ValueEnum};
 #[derive(Debug, Parser)]
 #[command(name = "controllers")]
 pub struct Args {
-    /// How many Kustomizations to create (each with its own GitRepository); default: 1000 in
-    /// the `memory` scenario, 100 in the others. The `noop` scenario always has one.
+    /// How many Kustomizations to create (each with its own GitRepository, but in `fanout`);
+    /// default: 1000 in the `memory` scenario, 500 in `fanout`, 100 in the others. The `noop` scenario always has one.
     #[arg(long)]
     kustomizations: Option<usize>,
 
@@ -24,7 +24,8 @@ pub struct Args {
     /// `--kustomizations 5 --namespaces 1`) or `noop` (one Kustomization of `--objects`
     /// objects, reconciled `--reconciles` times with nothing to change, then once after 10 of
     /// its ConfigMaps were edited: wall time and API requests per reconcile) or `memory` (idle
-    /// RSS after the warm-up and once N Kustomizations of `--objects` objects are Ready).
+    /// RSS after the warm-up and once N Kustomizations of `--objects` objects are Ready) or
+    /// `fanout` (`apply` with every Kustomization reading one monorepo source).
     #[arg(long, value_enum, default_value_t = Scenario::Apply)]
     pub scenario: Scenario,
 
@@ -116,6 +117,11 @@ pub struct Args {
     #[arg(long, default_value_t = 0)]
     pub shards: u32,
 
+    /// `fanout` scenario: KiB of incompressible non-manifest files (documentation, images) per
+    /// app directory in the monorepo artifact, so that the artifact has a monorepo's size.
+    #[arg(long, default_value_t = 40)]
+    pub artifact_padding_kib: u64,
+
     /// Leave the control plane running at the end (stop it with tests/controlplane/down.sh).
     #[arg(long)]
     pub keep_controlplane: bool,
@@ -153,6 +159,10 @@ pub enum Scenario {
     Noop,
     /// Idle RSS before and after N Kustomizations are Ready.
     Memory,
+    /// Monorepo fan-out: `apply`'s phases with every Kustomization reading one GitRepository
+    /// (in the first namespace) whose artifact holds every app's directory plus
+    /// `--artifact-padding-kib` of other files per app; artifact downloads are counted.
+    Fanout,
 }
 
 /// The kinds of the objects in an artifact, by the object's position in it.
@@ -179,6 +189,7 @@ impl Args {
             (Scenario::Noop, _) => 1,
             (_, Some(n)) => n,
             (Scenario::Memory, None) => 1000,
+            (Scenario::Fanout, None) => 500,
             (_, None) => 100,
         }
     }
@@ -197,6 +208,7 @@ impl Args {
         match (self.scenario, self.object_kinds) {
             (_, Some(kinds)) => kinds,
             (Scenario::Noop | Scenario::Memory, None) => ObjectKinds::MostlyConfigMaps,
+            (Scenario::Fanout, None) => ObjectKinds::ConfigMaps,
             (_, None) => ObjectKinds::Mixed,
         }
     }

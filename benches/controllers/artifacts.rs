@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use sha2::{Digest, Sha256};
@@ -13,6 +14,8 @@ use crate::args::ObjectKinds;
 pub struct ArtifactServer {
     address: String,
     files: Arc<Mutex<HashMap<String, Arc<Vec<u8>>>>>,
+    /// Artifacts served (200 answers), all paths together.
+    downloads: Arc<AtomicU64>,
 }
 
 /// Where a published artifact can be fetched, and its digest (`sha256:<hex>`).
@@ -32,13 +35,25 @@ impl ArtifactServer {
         );
         let files: Arc<Mutex<HashMap<String, Arc<Vec<u8>>>>> = Arc::default();
         let served = files.clone();
+        let downloads = Arc::new(AtomicU64::new(0));
+        let counted = downloads.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
                 let files = served.clone();
-                std::thread::spawn(move || handle(stream, &files));
+                let counted = counted.clone();
+                std::thread::spawn(move || handle(stream, &files, &counted));
             }
         });
-        ArtifactServer { address, files }
+        ArtifactServer {
+            address,
+            files,
+            downloads,
+        }
+    }
+
+    /// Artifacts served so far.
+    pub fn downloads(&self) -> u64 {
+        self.downloads.load(Ordering::Relaxed)
     }
 
     /// Registers `tarball` and returns its URL and digest.
@@ -59,7 +74,7 @@ impl ArtifactServer {
 }
 
 /// Answers one request: the file at the request path, or 404.
-fn handle(stream: TcpStream, files: &Mutex<HashMap<String, Arc<Vec<u8>>>>) {
+fn handle(stream: TcpStream, files: &Mutex<HashMap<String, Arc<Vec<u8>>>>, downloads: &AtomicU64) {
     let Ok(read_half) = stream.try_clone() else {
         return;
     };
@@ -79,6 +94,9 @@ fn handle(stream: TcpStream, files: &Mutex<HashMap<String, Arc<Vec<u8>>>>) {
     let path = request_line.split_whitespace().nth(1).unwrap_or("/");
     let body = files.lock().expect("artifact map lock").get(path).cloned();
     let mut stream = stream;
+    if body.is_some() {
+        downloads.fetch_add(1, Ordering::Relaxed);
+    }
     let _ = match body {
         Some(body) => stream
             .write_all(
@@ -161,6 +179,66 @@ pub fn manifests(
             )
         })
         .collect()
+}
+
+/// The files of a monorepo artifact at `revision`: for each Kustomization (namespace, name),
+/// its [`manifests`] under `<name>/` and `padding` bytes of incompressible other files
+/// (`<name>/assets.bin`), the same at every revision.
+pub fn monorepo(
+    kustomizations: &[(String, String)],
+    run: &str,
+    objects: u64,
+    kinds: ObjectKinds,
+    revision: u32,
+    padding: usize,
+) -> Vec<(String, Vec<u8>)> {
+    let mut files = Vec::new();
+    for (i, (ns, name)) in kustomizations.iter().enumerate() {
+        for (path, text) in manifests(ns, name, run, objects, kinds, revision) {
+            files.push((format!("{name}/{path}"), text.into_bytes()));
+        }
+        if padding > 0 {
+            files.push((format!("{name}/assets.bin"), noise(i as u64, padding)));
+        }
+    }
+    files
+}
+
+/// `len` bytes that gzip cannot compress, the same for the same `seed`.
+fn noise(seed: u64, len: usize) -> Vec<u8> {
+    // xorshift64*: cheap, deterministic, and random enough for gzip.
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut bytes = Vec::with_capacity(len + 8);
+    while bytes.len() < len {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        bytes.extend_from_slice(&state.wrapping_mul(0x2545_F491_4F6C_DD1D).to_le_bytes());
+    }
+    bytes.truncate(len);
+    bytes
+}
+
+/// A tar.gz holding the given (path, bytes) files.
+pub fn binary_tarball(files: &[(String, Vec<u8>)]) -> Vec<u8> {
+    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
+        Vec::new(),
+        flate2::Compression::fast(),
+    ));
+    for (path, content) in files {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(content.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        builder
+            .append_data(&mut header, path, content.as_slice())
+            .expect("append a file to the tarball");
+    }
+    builder
+        .into_inner()
+        .expect("finish the tar stream")
+        .finish()
+        .expect("finish the gzip stream")
 }
 
 /// One object's YAML. Services are headless: the test control plane's service CIDR is a /24.

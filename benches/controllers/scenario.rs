@@ -73,6 +73,8 @@ struct Layout {
 /// Where the counters stood at a phase boundary.
 struct Checkpoint {
     cpu: f64,
+    /// Artifacts the bench's server has served.
+    downloads: u64,
     control_plane_cpu: f64,
     requests: BTreeMap<RequestKey, u64>,
     own: BTreeMap<RequestKey, u64>,
@@ -204,6 +206,12 @@ fn record(m: &Measured, result: &mut RunResult) {
         2,
     );
     for (name, from, to) in m.phases() {
+        result.push_count(
+            &format!("artifact downloads {name}"),
+            to.downloads.saturating_sub(from.downloads),
+        );
+    }
+    for (name, from, to) in m.phases() {
         let total = controller_requests(from, to).values().sum();
         result.push_count(&format!("API requests {name}"), total);
     }
@@ -235,7 +243,7 @@ pub fn headlines(args: &Args) -> Vec<Headline> {
     match args.scenario {
         Scenario::Noop => noop_reconcile::headlines(),
         Scenario::Memory => idle_memory::headlines(args),
-        Scenario::Apply | Scenario::Wait | Scenario::Chain => Vec::new(),
+        Scenario::Apply | Scenario::Wait | Scenario::Chain | Scenario::Fanout => Vec::new(),
     }
 }
 
@@ -252,6 +260,9 @@ fn git_repository_resource() -> ApiResource {
         "gitrepositories",
     )
 }
+
+/// The GitRepository every Kustomization reads in the `fanout` scenario.
+const MONOREPO: &str = "monorepo";
 
 /// `main@sha1:<40 hex>` for revision `n` of a run.
 fn revision(run: &str, n: u32) -> String {
@@ -451,14 +462,20 @@ impl<'a> Bench<'a> {
                 .await
                 .unwrap_or_else(|e| panic!("create namespace {name}: {e}"));
         }
-        futures::stream::iter(layout.kustomizations.iter())
-            .map(|(ns, name)| async move {
-                self.create_git_repository(ns, name).await;
-                self.publish(layout, ns, name, 1).await;
-            })
-            .buffer_unordered(PARALLEL_REQUESTS)
-            .collect::<Vec<()>>()
-            .await;
+        if self.args.scenario == Scenario::Fanout {
+            self.create_git_repository(&layout.namespaces[0], MONOREPO)
+                .await;
+            self.publish_monorepo(layout, 1).await;
+        } else {
+            futures::stream::iter(layout.kustomizations.iter())
+                .map(|(ns, name)| async move {
+                    self.create_git_repository(ns, name).await;
+                    self.publish(layout, ns, name, 1).await;
+                })
+                .buffer_unordered(PARALLEL_REQUESTS)
+                .collect::<Vec<()>>()
+                .await;
+        }
         self.create_git_repository(&layout.warmup_namespace, "warmup")
             .await;
         let files = artifacts::manifests(
@@ -508,6 +525,32 @@ impl<'a> Bench<'a> {
             .await;
     }
 
+    /// `fanout`: serves revision `n` of the monorepo (every Kustomization's directory) and
+    /// publishes it on the one GitRepository.
+    async fn publish_monorepo(&self, layout: &Layout, n: u32) {
+        let files = artifacts::monorepo(
+            &layout.kustomizations,
+            &layout.run,
+            self.args.objects(),
+            self.args.object_kinds(),
+            n,
+            usize::try_from(self.args.artifact_padding_kib * 1024).unwrap_or(usize::MAX),
+        );
+        let tarball = artifacts::binary_tarball(&files);
+        eprintln!(
+            "bench: monorepo revision {n}: {} files, {:.1} MiB",
+            files.len(),
+            tarball.len() as f64 / (1024.0 * 1024.0)
+        );
+        self.publish_tarball(
+            &layout.namespaces[0],
+            MONOREPO,
+            &revision(&layout.run, n),
+            tarball,
+        )
+        .await;
+    }
+
     /// Serves `files` as a tarball and writes it into the GitRepository's `status.artifact`, as
     /// source-controller would.
     async fn publish_files(
@@ -517,7 +560,13 @@ impl<'a> Bench<'a> {
         revision: &str,
         files: &[(String, String)],
     ) {
-        let artifact = self.server.publish(artifacts::tarball(files));
+        self.publish_tarball(ns, name, revision, artifacts::tarball(files))
+            .await;
+    }
+
+    /// Serves `tarball` and writes it into the GitRepository's `status.artifact`.
+    async fn publish_tarball(&self, ns: &str, name: &str, revision: &str, tarball: Vec<u8>) {
+        let artifact = self.server.publish(tarball);
         let api: Api<DynamicObject> =
             Api::namespaced_with(self.client.clone(), ns, &git_repository_resource());
         let status = json!({"status": {
@@ -540,6 +589,19 @@ impl<'a> Bench<'a> {
         api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
             .await
             .unwrap_or_else(|e| panic!("publish an artifact on {ns}/{name}: {e}"));
+    }
+
+    /// The spec fields naming Kustomization `name`'s source: none (its own GitRepository of
+    /// the same name, the default) but in `fanout`, where it is its directory of the monorepo.
+    fn source_of(&self, layout: &Layout, name: &str) -> Value {
+        if self.args.scenario != Scenario::Fanout {
+            return json!({});
+        }
+        json!({
+            "path": format!("./{name}/deploy"),
+            "sourceRef": {"kind": "GitRepository", "name": MONOREPO,
+                          "namespace": layout.namespaces[0]},
+        })
     }
 
     async fn create_kustomization(&self, ns: &str, name: &str, run: &str) {
@@ -644,6 +706,7 @@ impl<'a> Bench<'a> {
         self.own("GET", "/metrics", 1);
         Checkpoint {
             cpu: process::cpu_seconds_of(pids).unwrap_or(f64::NAN),
+            downloads: self.server.downloads(),
             control_plane_cpu,
             requests,
             own: self
@@ -662,7 +725,9 @@ impl<'a> Bench<'a> {
         );
         let started = Instant::now();
         futures::stream::iter(layout.kustomizations.iter())
-            .map(|(ns, name)| self.create_kustomization(ns, name, &layout.run))
+            .map(|(ns, name)| {
+                self.create_kustomization_with(ns, name, &layout.run, self.source_of(layout, name))
+            })
             .buffer_unordered(PARALLEL_REQUESTS)
             .collect::<Vec<()>>()
             .await;
@@ -682,11 +747,15 @@ impl<'a> Bench<'a> {
     async fn update_phase(&self, layout: &Layout, pids: &[u32], controller: &Controller) -> Phase {
         eprintln!("bench: (b) publishing revision 2 on every GitRepository");
         let started = Instant::now();
-        futures::stream::iter(layout.kustomizations.iter())
-            .map(|(ns, name)| self.publish(layout, ns, name, 2))
-            .buffer_unordered(PARALLEL_REQUESTS)
-            .collect::<Vec<()>>()
-            .await;
+        if self.args.scenario == Scenario::Fanout {
+            self.publish_monorepo(layout, 2).await;
+        } else {
+            futures::stream::iter(layout.kustomizations.iter())
+                .map(|(ns, name)| self.publish(layout, ns, name, 2))
+                .buffer_unordered(PARALLEL_REQUESTS)
+                .collect::<Vec<()>>()
+                .await;
+        }
         let waited = self
             .wait_until(
                 &layout.run,
