@@ -111,6 +111,9 @@ async fn run(args: Args) {
                 Scenario::Apply | Scenario::Fanout => bench.run(implementation, index).await,
                 Scenario::Wait => bench.run_wait(implementation, index).await,
                 Scenario::Chain => bench.run_chain(implementation, index).await,
+                Scenario::FailingNeighbours => {
+                    bench.run_failing_neighbours(implementation, index).await
+                }
                 Scenario::Noop => bench.run_noop(implementation, index).await,
                 Scenario::Memory => bench.run_memory(implementation, index).await,
             });
@@ -287,6 +290,11 @@ fn header(
              other files per directory",
             args.artifact_padding_kib
         ),
+        Scenario::FailingNeighbours => format!(
+            "{objects}, beside {} Kustomizations whose Deployment never becomes ready \
+             (`wait: true`, `timeout: 2m`)",
+            args.failing
+        ),
         Scenario::Apply | Scenario::Chain | Scenario::Memory => objects,
     };
     let mut text = format!(
@@ -376,6 +384,12 @@ fn header(
              in 5 s). Drift: 10 ConfigMaps merge-patched by the field manager `kubectl-edit` \
              just before the request. Per (verb, resource), per reconcile: \
              target/bench-controllers/<run id>/requests.txt\n"
+        }
+        Scenario::FailingNeighbours => {
+            "- lower is better; ratio > 1 means Flux took more than ours. (b) and (c) publish a \
+             new revision on every healthy Kustomization's GitRepository and time until all are \
+             Ready with it, (b) alone, (c) once the failing ones have applied and wait on their \
+             health checks. Controller logs: target/bench-controllers/<run id>/controller.log\n"
         }
         Scenario::Memory => {
             "- RSS is VmRSS from /proc/<pid>/status, read after `--settle` seconds with nothing \

@@ -25,7 +25,9 @@ pub struct Args {
     /// objects, reconciled `--reconciles` times with nothing to change, then once after 10 of
     /// its ConfigMaps were edited: wall time and API requests per reconcile) or `memory` (idle
     /// RSS after the warm-up and once N Kustomizations of `--objects` objects are Ready) or
-    /// `fanout` (`apply` with every Kustomization reading one monorepo source).
+    /// `fanout` (`apply` with every Kustomization reading one monorepo source) or
+    /// `failing-neighbours` (a new revision on N healthy Kustomizations, alone and beside
+    /// `--failing` ones stuck in their health checks).
     #[arg(long, value_enum, default_value_t = Scenario::Apply)]
     pub scenario: Scenario,
 
@@ -117,6 +119,10 @@ pub struct Args {
     #[arg(long, default_value_t = 0)]
     pub shards: u32,
 
+    /// `failing-neighbours` scenario: how many Kustomizations fail their health checks.
+    #[arg(long, default_value_t = 100)]
+    pub failing: usize,
+
     /// `fanout` scenario: KiB of incompressible non-manifest files (documentation, images) per
     /// app directory in the monorepo artifact, so that the artifact has a monorepo's size.
     #[arg(long, default_value_t = 40)]
@@ -163,6 +169,10 @@ pub enum Scenario {
     /// (in the first namespace) whose artifact holds every app's directory plus
     /// `--artifact-padding-kib` of other files per app; artifact downloads are counted.
     Fanout,
+    /// Fairness: N healthy Kustomizations and `--failing` ones whose Deployment never becomes
+    /// ready (`wait: true`, `timeout: 2m`); a new revision on the healthy ones -> all Ready,
+    /// alone and then beside the failing ones.
+    FailingNeighbours,
 }
 
 /// The kinds of the objects in an artifact, by the object's position in it.
@@ -208,7 +218,7 @@ impl Args {
         match (self.scenario, self.object_kinds) {
             (_, Some(kinds)) => kinds,
             (Scenario::Noop | Scenario::Memory, None) => ObjectKinds::MostlyConfigMaps,
-            (Scenario::Fanout, None) => ObjectKinds::ConfigMaps,
+            (Scenario::Fanout | Scenario::FailingNeighbours, None) => ObjectKinds::ConfigMaps,
             (_, None) => ObjectKinds::Mixed,
         }
     }

@@ -24,6 +24,8 @@ use crate::report::{Goal, Headline, RunResult};
 
 #[path = "dependency_chain.rs"]
 mod dependency_chain;
+#[path = "failing_neighbours.rs"]
+mod failing_neighbours;
 #[path = "health_wait.rs"]
 mod health_wait;
 #[path = "idle_memory.rs"]
@@ -243,7 +245,11 @@ pub fn headlines(args: &Args) -> Vec<Headline> {
     match args.scenario {
         Scenario::Noop => noop_reconcile::headlines(),
         Scenario::Memory => idle_memory::headlines(args),
-        Scenario::Apply | Scenario::Wait | Scenario::Chain | Scenario::Fanout => Vec::new(),
+        Scenario::Apply
+        | Scenario::Wait
+        | Scenario::Chain
+        | Scenario::Fanout
+        | Scenario::FailingNeighbours => Vec::new(),
     }
 }
 
