@@ -70,7 +70,6 @@ fn refused(args: &[&str]) -> (Option<i32>, String) {
 #[test]
 fn flags_without_behaviour_are_refused_by_name() {
     for (flag, name) in [
-        ("--feature-gates=DirectSourceFetch=true", "--feature-gates"),
         (
             "--feature-gates=CacheSecretsAndConfigMaps=true",
             "--feature-gates",

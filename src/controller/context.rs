@@ -17,6 +17,8 @@ use crate::cluster::{ClusterKey, Clusters};
 use crate::metrics::Metrics;
 use crate::source::ArtifactCache;
 
+use super::sources::SourceReader;
+
 /// Settings of the reconciler, from the flags.
 #[derive(Clone, Debug)]
 pub struct Settings {
@@ -88,6 +90,8 @@ pub struct Context {
     pub work_permits: std::sync::Arc<Semaphore>,
     /// The watch cache of Kustomizations (dependency cycles are looked for in it).
     pub kustomizations: Store<Kustomization>,
+    /// Where source objects are read (their watch caches, or the API server).
+    pub sources: SourceReader,
     failures: Mutex<HashMap<ObjectRef<Kustomization>, u32>>,
     applied: Mutex<HashMap<ObjectRef<Kustomization>, (ClusterKey, AppliedObjects)>>,
 }
@@ -104,9 +108,11 @@ impl Context {
         settings: Settings,
         interrupts: std::sync::Arc<Interrupts>,
         kustomizations: Store<Kustomization>,
+        sources: SourceReader,
     ) -> Self {
         Context {
             kustomizations,
+            sources,
             clusters,
             work_permits: std::sync::Arc::new(Semaphore::new(settings.concurrent.max(1))),
             interrupts,

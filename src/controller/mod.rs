@@ -9,9 +9,11 @@ pub mod history;
 mod interrupts;
 mod reconcile;
 pub mod schedule;
+mod sources;
 pub mod status;
 mod triggers;
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::StreamExt;
@@ -19,7 +21,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DynamicObject};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
-use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store, reflector};
 use kube::runtime::watcher::{self, watcher};
 use kube::{Client, ResourceExt};
 use tracing::Instrument;
@@ -28,6 +30,7 @@ use config_watch::ConfigKind;
 pub use context::{Context, Settings};
 pub use interrupts::Interrupts;
 pub use reconcile::{ReconcileError, reconcile};
+use sources::SourceReader;
 use triggers::Triggers;
 
 use crate::api::Kustomization;
@@ -178,6 +181,34 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
         settings.cancel_health_check_on_new_revision,
     ));
     let (kustomizations, cache_writer) = reflector::store();
+    let watch_namespace = if flags.watch_all_namespaces {
+        None
+    } else {
+        Some(
+            runtime_namespace
+                .ok_or(RunError::NoRuntimeNamespace("--watch-all-namespaces=false"))?,
+        )
+    };
+    // Sources are read from the caches of their watches unless `DirectSourceFetch`.
+    let source_writers: HashMap<SourceKind, reflector::store::Writer<DynamicObject>> =
+        if gates.enabled("DirectSourceFetch") {
+            HashMap::new()
+        } else {
+            watched_source_kinds(&settings)
+                .map(|kind| {
+                    let resource = kind.api_resource(DEFAULT_SOURCE_VERSION);
+                    (kind, reflector::store::Writer::new(resource))
+                })
+                .collect()
+        };
+    let sources = SourceReader::new(
+        client.clone(),
+        source_writers
+            .iter()
+            .map(|(kind, writer)| (*kind, writer.as_reader()))
+            .collect(),
+        watch_namespace.clone(),
+    );
     let clusters = Clusters::new(
         client.clone(),
         config,
@@ -202,16 +233,9 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
         settings.clone(),
         Arc::clone(&interrupts),
         kustomizations,
+        sources,
     ));
 
-    let watch_namespace = if flags.watch_all_namespaces {
-        None
-    } else {
-        Some(
-            runtime_namespace
-                .ok_or(RunError::NoRuntimeNamespace("--watch-all-namespaces=false"))?,
-        )
-    };
     let controller = build_controller(
         client,
         watch_namespace.as_deref(),
@@ -220,7 +244,10 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
             .then_some(flags.watch_configs_label_selector.as_str()),
         &settings,
         interrupts,
-        cache_writer,
+        CacheWriters {
+            kustomizations: cache_writer,
+            sources: source_writers,
+        },
     );
     let (stopping, stop_requested) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
@@ -296,8 +323,12 @@ fn build_controller(
     watch_configs: Option<&str>,
     settings: &Settings,
     interrupts: Arc<Interrupts>,
-    writer: reflector::store::Writer<Kustomization>,
+    caches: CacheWriters,
 ) -> Controller<Kustomization> {
+    let CacheWriters {
+        kustomizations: writer,
+        sources: mut source_writers,
+    } = caches;
     let kustomizations: Api<Kustomization> = match namespace {
         Some(ns) => Api::namespaced(client.clone(), ns),
         None => Api::all(client.clone()),
@@ -355,10 +386,7 @@ fn build_controller(
     let mut controller = Controller::for_stream(triggers, reader.clone())
         .with_config(ControllerConfig::default().concurrency(0))
         .reconcile_on(woken);
-    for kind in SourceKind::ALL {
-        if kind == SourceKind::ExternalArtifact && !settings.allow_external_artifact {
-            continue;
-        }
+    for kind in watched_source_kinds(settings) {
         let resource = kind.api_resource(DEFAULT_SOURCE_VERSION);
         let sources: Api<DynamicObject> = match namespace {
             Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
@@ -366,23 +394,28 @@ fn build_controller(
         };
         let store = reader.clone();
         let interrupts = Arc::clone(&interrupts);
-        controller = controller.watches_with(
-            sources,
-            resource,
-            watcher::Config::default(),
-            move |source| {
-                let updated = kustomizations_to_update(&store, kind, &source);
-                let trigger = format!(
-                    "{kind}/{}/{}",
-                    source.namespace().unwrap_or_default(),
-                    source.name_any()
-                );
-                for object in &updated {
-                    interrupts.interrupt(object, &trigger);
-                }
-                updated
-            },
-        );
+        let mapper = move |source: DynamicObject| {
+            let updated = kustomizations_to_update(&store, kind, &source);
+            let trigger = format!(
+                "{kind}/{}/{}",
+                source.namespace().unwrap_or_default(),
+                source.name_any()
+            );
+            for object in &updated {
+                interrupts.interrupt(object, &trigger);
+            }
+            updated
+        };
+        controller = match source_writers.remove(&kind) {
+            // The cache is written before the change is mapped: the reconcile it wakes reads
+            // the changed source.
+            Some(cache) => {
+                let changes = reflector(cache, watcher(sources, watcher::Config::default()))
+                    .touched_objects();
+                controller.watches_stream_with(changes, mapper, resource)
+            }
+            None => controller.watches_with(sources, resource, watcher::Config::default(), mapper),
+        };
     }
     // `DisableConfigWatchers`: no ConfigMap or Secret watch at all, as with Flux (changes
     // are then seen at the next interval).
@@ -405,6 +438,21 @@ fn build_controller(
         ConfigKind::Secret,
         selector,
     )
+}
+
+/// The writers of the watch caches reconciles read: Kustomizations, and the sources unless
+/// `DirectSourceFetch`.
+struct CacheWriters {
+    kustomizations: reflector::store::Writer<Kustomization>,
+    sources: HashMap<SourceKind, reflector::store::Writer<DynamicObject>>,
+}
+
+/// The source kinds watched: all but ExternalArtifact without its feature gate.
+fn watched_source_kinds(settings: &Settings) -> impl Iterator<Item = SourceKind> + use<> {
+    let allow_external_artifact = settings.allow_external_artifact;
+    SourceKind::ALL
+        .into_iter()
+        .filter(move |kind| *kind != SourceKind::ExternalArtifact || allow_external_artifact)
 }
 
 /// The Kustomizations that reference `source` and have not yet attempted its current

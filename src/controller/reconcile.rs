@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::Action as Requeue;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
@@ -18,6 +18,7 @@ use super::dependencies::{self, DependencyError};
 use super::events::{self, Action as EventAction, Notice, Reference, Severity};
 use super::history;
 use super::schedule;
+use super::sources::SourceReadError;
 use super::status::{self, StatusWriter};
 use crate::api::duration;
 use crate::api::kustomization::ResourceInventory;
@@ -800,27 +801,20 @@ async fn get_artifact(ks: &Kustomization, ctx: &Context) -> Result<(Artifact, Re
     }
     let version = source_version(source_ref.api_version.as_deref())
         .map_err(|e| Failure::new(reason::ARTIFACT_FAILED, e.to_string()))?;
-    let api: Api<DynamicObject> = Api::namespaced_with(
-        ctx.client.clone(),
-        &namespace,
-        &source_ref.kind.api_resource(version),
-    );
-    let source = match api.get(&source_ref.name).await {
+    let read = ctx
+        .sources
+        .get(source_ref.kind, version, &namespace, &source_ref.name)
+        .await;
+    let source = match read {
         Ok(source) => source,
-        Err(kube::Error::Api(status)) if status.code == 404 => {
-            // Flux reads sources from its cache, whose error names the kind.
+        Err(SourceReadError::NotFound(message)) => {
             return Err(Failure::wait(
                 reason::ARTIFACT_FAILED,
-                format!(
-                    "{}.{} \"{}\" not found",
-                    source_ref.kind,
-                    crate::api::names::SOURCE_GROUP,
-                    source_ref.name
-                ),
+                message,
                 retry_interval(ks),
             ));
         }
-        Err(e) => {
+        Err(SourceReadError::Api(e)) => {
             return Err(Failure::new(
                 reason::ARTIFACT_FAILED,
                 format!(

@@ -150,7 +150,8 @@ impl ArtifactCache {
         let outcome = cell
             .get_or_init(|| async {
                 let dir = tempfile::Builder::new()
-                    .prefix("artifact-")
+                    // Flux's prefix: the path shows in messages such as "kustomization path not found".
+                    .prefix("kustomization-")
                     .tempdir()
                     .map_err(|source| {
                         Arc::new(FetchError::Io {

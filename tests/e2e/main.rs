@@ -27,6 +27,7 @@ mod remote_bases;
 mod sharding;
 mod sops;
 mod source_controller;
+mod source_reads;
 #[path = "../support/mod.rs"]
 mod support;
 mod tenancy;

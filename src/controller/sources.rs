@@ -1,0 +1,118 @@
+//! Where reconciles read the source objects Kustomizations name: from the watch cache the
+//! source watches keep (Flux's default), or from the API server with the `DirectSourceFetch`
+//! feature gate, as Flux's APIReader does.
+//!
+//! Read from the cache, a reconcile costs no request for its source, and the object it reads is
+//! the one whose change woke it (the cache is written before the change is mapped to the
+//! Kustomizations it wakes). Sources the cache cannot hold (another API version than the
+//! watched `v1`, or a namespace outside a namespace-scoped controller's) are read directly.
+
+use std::collections::HashMap;
+
+use kube::api::{Api, DynamicObject};
+use kube::runtime::reflector::{ObjectRef, Store};
+
+use crate::api::kustomization::SourceKind;
+use crate::api::names::SOURCE_GROUP;
+use crate::api::source::DEFAULT_SOURCE_VERSION;
+
+/// Why a source could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceReadError {
+    /// The source does not exist; the message is the one Flux's reader gives.
+    #[error("{0}")]
+    NotFound(String),
+    /// The API server refused or failed the read.
+    #[error(transparent)]
+    Api(#[from] kube::Error),
+}
+
+/// Reads source objects (see the module docs).
+pub struct SourceReader {
+    client: kube::Client,
+    /// The watch caches of the source kinds at [`DEFAULT_SOURCE_VERSION`]; empty with
+    /// `DirectSourceFetch`.
+    caches: HashMap<SourceKind, Store<DynamicObject>>,
+    /// The one namespace a namespace-scoped controller watches.
+    namespace: Option<String>,
+}
+
+impl SourceReader {
+    /// A reader of `caches` (none: every read goes to the API server), for a controller
+    /// watching `namespace` only, or every namespace.
+    pub fn new(
+        client: kube::Client,
+        caches: HashMap<SourceKind, Store<DynamicObject>>,
+        namespace: Option<String>,
+    ) -> SourceReader {
+        SourceReader {
+            client,
+            caches,
+            namespace,
+        }
+    }
+
+    /// Source `namespace/name` of `kind` at API `version`.
+    pub async fn get(
+        &self,
+        kind: SourceKind,
+        version: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Result<DynamicObject, SourceReadError> {
+        let resource = kind.api_resource(version);
+        let watched = self
+            .namespace
+            .as_deref()
+            .is_none_or(|watched| watched == namespace);
+        if let (Some(cache), DEFAULT_SOURCE_VERSION, true) =
+            (self.caches.get(&kind), version, watched)
+        {
+            // Before the first list the cache knows nothing: wait for it, as Flux's workers
+            // wait for their caches to sync.
+            cache
+                .wait_until_ready()
+                .await
+                .map_err(|_| SourceReadError::NotFound(not_found(kind.as_str(), name)))?;
+            let key = ObjectRef::new_with(name, resource).within(namespace);
+            return match cache.get(&key) {
+                Some(source) => Ok(source.as_ref().clone()),
+                // The cache names the kind, as controller-runtime's does.
+                None => Err(SourceReadError::NotFound(not_found(kind.as_str(), name))),
+            };
+        }
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), namespace, &resource);
+        match api.get(name).await {
+            Ok(source) => Ok(source),
+            // The API server names the resource.
+            Err(kube::Error::Api(status)) if status.code == 404 => {
+                Err(SourceReadError::NotFound(not_found(kind.plural(), name)))
+            }
+            Err(e) => Err(SourceReadError::Api(e)),
+        }
+    }
+}
+
+/// Kubernetes' not-found sentence for `name` of `resource` (a kind or a plural) in the source
+/// group.
+fn not_found(resource: &str, name: &str) -> String {
+    format!("{resource}.{SOURCE_GROUP} \"{name}\" not found")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn not_found_names_the_kind_from_the_cache_and_the_resource_from_the_api_server() {
+        assert_eq!(
+            not_found(SourceKind::GitRepository.as_str(), "repo"),
+            "GitRepository.source.toolkit.fluxcd.io \"repo\" not found"
+        );
+        assert_eq!(
+            not_found(SourceKind::GitRepository.plural(), "repo"),
+            "gitrepositories.source.toolkit.fluxcd.io \"repo\" not found"
+        );
+    }
+}
