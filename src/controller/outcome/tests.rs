@@ -526,11 +526,7 @@ fn status_changes_set_flux_conditions_from_progressing() {
     .apply_to(&ks, &mut status);
     let ready = condition_of(&status, condition::READY).expect("Ready");
     assert_eq!(
-        (
-            ready.status.clone(),
-            ready.reason.as_str(),
-            ready.message.as_str()
-        ),
+        (ready.status, ready.reason.as_str(), ready.message.as_str()),
         (ConditionStatus::False, reason::BUILD_FAILED, "broken")
     );
     let reconciling = condition_of(&status, condition::RECONCILING).expect("Reconciling");
