@@ -63,6 +63,7 @@ conformance:
 lint:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets --locked -- -D warnings
+	cargo clippy --workspace --lib --bins --locked -- -D warnings -D clippy::unwrap_used
 
 # Every fuzz target in turn, FUZZ_SECONDS each (default 600), from the seeds of fuzz/seed.py.
 # Needs nightly Rust and cargo-fuzz (`cargo install cargo-fuzz`). Not part of `make test`.

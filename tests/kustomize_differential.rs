@@ -23,6 +23,7 @@
 
 mod support;
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -120,6 +121,11 @@ struct Case {
     builds: Vec<String>,
     /// What the reference kustomize does with every build.
     expect: Expect,
+    /// For an error case, what each build's error must name in both tools' messages: the
+    /// file, field, object or path at fault (the two word their errors differently). Both
+    /// failing for different causes is a difference.
+    #[serde(default)]
+    causes: BTreeMap<String, Vec<String>>,
 }
 
 #[derive(Debug, Deserialize, PartialEq, Clone, Copy)]
@@ -152,9 +158,19 @@ fn check_fixture(name: &str) {
         .unwrap_or_else(|e| panic!("invalid {}: {e}", case_path.display()));
     assert!(!case.builds.is_empty(), "{name}: case.json lists no builds");
 
+    for build in &case.builds {
+        let named = case.causes.get(build).is_some_and(|c| !c.is_empty());
+        assert!(
+            named == (case.expect == Expect::Error),
+            "{name}/{build}: case.json must name the cause (`causes`) of every build that fails, \
+             and of no other"
+        );
+    }
+    let no_cause = Vec::new();
     let mut failures = Vec::new();
     for build in &case.builds {
-        if let Err(report) = check_build(name, &dir, build, case.expect) {
+        let cause = case.causes.get(build).unwrap_or(&no_cause);
+        if let Err(report) = check_build(name, &dir, build, case.expect, cause) {
             failures.push(report);
         }
     }
@@ -168,8 +184,15 @@ fn check_fixture(name: &str) {
     }
 }
 
-/// Compares one build directory; `Err` is a readable report of what differs.
-fn check_build(fixture: &str, dir: &Path, build: &str, expect: Expect) -> Result<(), String> {
+/// Compares one build directory; `Err` is a readable report of what differs. When both fail,
+/// each of `cause` must be in both error messages.
+fn check_build(
+    fixture: &str,
+    dir: &Path,
+    build: &str,
+    expect: Expect,
+    cause: &[String],
+) -> Result<(), String> {
     let label = format!("{fixture}/{build}");
     let reference = run(&reference_command(), dir, build);
     let ours = run(&ours_command(), dir, build);
@@ -192,6 +215,24 @@ fn check_build(fixture: &str, dir: &Path, build: &str, expect: Expect) -> Result
     match (reference_ok, ours.status.success()) {
         (false, false) => {
             ensure_ours_builds_something();
+            let unnamed: Vec<String> = [("kustomize", &reference), ("ours", &ours)]
+                .iter()
+                .flat_map(|(tool, outcome)| {
+                    cause
+                        .iter()
+                        .filter(|part| !outcome.stderr.contains(part.as_str()))
+                        .map(move |part| format!("{tool} does not name {part:?}"))
+                })
+                .collect();
+            if !unnamed.is_empty() {
+                return Err(format!(
+                    "[{label}] both failed, not for the same cause: {}.\n--- kustomize stderr:\n{}\n\
+                     --- ours stderr:\n{}",
+                    unnamed.join(", "),
+                    reference.stderr.trim(),
+                    ours.stderr.trim()
+                ));
+            }
             eprintln!(
                 "[{label}] both failed as expected.\n  kustomize: {}\n  ours:      {}",
                 first_line(&reference.stderr),

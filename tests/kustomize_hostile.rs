@@ -11,30 +11,35 @@ use std::time::{Duration, Instant};
 use kustomize::target::{self, BuildError, BuildOptions};
 use support::hostile::{mkfifo, write};
 
+/// How long a build may run before it counts as hung: a watchdog, not a measure of speed
+/// (every build here takes well under a second; `benches/hostile_builds.rs` times them).
+const HANG: Duration = Duration::from_secs(300);
+
 /// Builds `dir` under `root` on a thread with a 1 MiB stack and returns the error message
-/// (or the objects, as YAML) within a time bound.
+/// (or the objects, as YAML); a build that does not end within [`HANG`] fails the test.
 fn build_small_stack(root: &Path, dir: &Path) -> Result<String, String> {
     let (root, dir) = (root.to_path_buf(), dir.to_path_buf());
-    let started = Instant::now();
-    let handle = std::thread::Builder::new()
+    let (answer, answered) = std::sync::mpsc::channel();
+    std::thread::Builder::new()
         .stack_size(1 << 20)
         .spawn(move || {
-            target::build(&root, &dir, &BuildOptions::default())
+            let built = target::build(&root, &dir, &BuildOptions::default())
                 .map(|objects| {
                     let values: Vec<serde_json::Value> =
                         objects.into_iter().map(serde_json::Value::Object).collect();
                     goyaml::to_yaml_stream(&values)
                 })
-                .map_err(|e: BuildError| e.to_string())
+                .map_err(|e: BuildError| e.to_string());
+            let _ = answer.send(built);
         })
         .expect("spawn build thread");
-    let result = handle.join().expect("the build thread panicked");
-    assert!(
-        started.elapsed() < Duration::from_secs(20),
-        "build took {:?}",
-        started.elapsed()
-    );
-    result
+    match answered.recv_timeout(HANG) {
+        Ok(result) => result,
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!("the build hangs"),
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            panic!("the build thread panicked")
+        }
+    }
 }
 
 fn tempdir() -> (tempfile::TempDir, PathBuf) {
@@ -290,7 +295,7 @@ fn offline_build(dir: &Path) -> (bool, String, String) {
         if child.try_wait().expect("wait").is_some() {
             break;
         }
-        if started.elapsed() > Duration::from_secs(30) {
+        if started.elapsed() > HANG {
             child.kill().ok();
             panic!("the offline build of {} hangs", dir.display());
         }
@@ -494,14 +499,10 @@ fn expect_bomb_refused(files: &[(&str, String)], needles: &[&str]) {
     for (name, text) in files {
         write(&root.join("app").join(name), text);
     }
-    let started = Instant::now();
+    // Refused by a budget, which the needles name: the work is bounded by the budget, not by
+    // the input (the time it takes is in `benches/hostile_builds.rs`).
     let err = build_small_stack(&root, &root.join("app"));
     expect_err(err, needles);
-    assert!(
-        started.elapsed() < Duration::from_secs(15),
-        "{:?}",
-        started.elapsed()
-    );
 }
 
 #[test]

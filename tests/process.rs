@@ -232,6 +232,36 @@ async fn client_side_limits_are_off_when_the_server_enforces_priority_and_fairne
     // this one) send requests without a client-side limit.
     let client = support::client().await;
     assert!(kustomize_controller::client::priority_and_fairness_enabled(&client).await);
+
+    // The client built as the controller builds it, asked for one request per 1000 s with no
+    // burst: were the limit on, the second request would wait 1000 s and the third 2000 s.
+    // All three are answered within the guard, a sixteenth of the first wait.
+    let path = support::kubeconfig_path();
+    let kubeconfig = kube::config::Kubeconfig::read_from(&path).expect("the test kubeconfig");
+    let config = kube::Config::from_custom_kubeconfig(
+        kubeconfig,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .expect("a client configuration");
+    let requests = kustomize_controller::metrics::RestRequests::default();
+    let built = kustomize_controller::client::build(config, 0.001, 1, &requests)
+        .await
+        .expect("the controller's client");
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(built);
+    let answered = tokio::time::timeout(Duration::from_secs(60), async {
+        for _ in 0..3 {
+            namespaces
+                .get("default")
+                .await
+                .expect("the default namespace");
+        }
+    })
+    .await;
+    assert!(
+        answered.is_ok(),
+        "three requests on one group-version were held back: the client-side limit is on"
+    );
 }
 
 /// A controller competing for leadership in `namespace` (which it alone watches), with short

@@ -7,6 +7,7 @@ pub mod dependencies;
 pub mod events;
 pub mod history;
 mod interrupts;
+mod outcome;
 mod reconcile;
 pub mod schedule;
 mod sources;

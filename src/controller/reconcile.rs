@@ -17,6 +17,9 @@ use super::context::Context;
 use super::dependencies::{self, DependencyError};
 use super::events::{self, Action as EventAction, Notice, Reference, Severity};
 use super::history;
+use super::outcome::{
+    self, Decision, Facts, Failure, FailureKind, Level, LogLine, Next, Outcome, Schedule,
+};
 use super::schedule;
 use super::sources::SourceReadError;
 use super::status::{self, StatusWriter};
@@ -61,123 +64,6 @@ pub enum ReconcileError {
     /// No client could be made to prune with during finalization.
     #[error("finalizing failed: {0}")]
     FinalizeClient(#[from] crate::cluster::ClusterError),
-}
-
-/// The prefix Flux gives errors that no retry can fix.
-const TERMINAL_ERROR_MESSAGE: &str = "Reconciliation failed terminally due to configuration error";
-
-/// A failed stage: the Ready reason Flux uses for it, a message naming what is at fault, and
-/// the stage its event names.
-#[derive(Debug)]
-struct Failure {
-    reason: &'static str,
-    message: String,
-    kind: FailureKind,
-    action: EventAction,
-}
-
-/// What follows a failure.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum FailureKind {
-    /// Retried after `retryInterval`, with an error event: `event` when Flux's differs from
-    /// the condition's message, else that message.
-    Retry {
-        /// The event's message.
-        event: Option<String>,
-    },
-    /// Something else must happen first (a dependency, the source): checked again after
-    /// `retry_in`, with an informational `event` when there is one, as Flux does.
-    Wait {
-        /// When to check again.
-        retry_in: Duration,
-        /// The event's message.
-        event: Option<String>,
-    },
-    /// A configuration error: Stalled, retried only when the Kustomization changes. Flux
-    /// records the generation as observed for invalid expressions, not for denied access.
-    Terminal {
-        /// Set `status.observedGeneration`.
-        observe_generation: bool,
-    },
-    /// A new reconcile request cancelled the health checks: reconciled again at once.
-    Canceled {
-        /// What requested it (`Kind/namespace/name`).
-        trigger: String,
-    },
-}
-
-impl Failure {
-    fn new(reason: &'static str, message: impl Into<String>) -> Self {
-        Failure {
-            reason,
-            message: message.into(),
-            kind: FailureKind::Retry { event: None },
-            action: EventAction::Reconcile,
-        }
-    }
-
-    fn terminal(reason: &'static str, error: impl std::fmt::Display) -> Self {
-        Failure {
-            reason,
-            message: format!("{TERMINAL_ERROR_MESSAGE}: {error}"),
-            kind: FailureKind::Terminal {
-                observe_generation: true,
-            },
-            action: EventAction::Reconcile,
-        }
-    }
-
-    /// Access that the flags deny: Stalled with the reason `AccessDenied`.
-    fn denied(message: impl Into<String>) -> Self {
-        Failure {
-            reason: reason::ACCESS_DENIED,
-            message: message.into(),
-            kind: FailureKind::Terminal {
-                observe_generation: false,
-            },
-            action: EventAction::Reconcile,
-        }
-    }
-
-    /// Not ready to proceed: checked again after `retry_in`.
-    fn wait(reason: &'static str, message: impl Into<String>, retry_in: Duration) -> Self {
-        Failure {
-            reason,
-            message: message.into(),
-            kind: FailureKind::Wait {
-                retry_in,
-                event: None,
-            },
-            action: EventAction::Reconcile,
-        }
-    }
-
-    /// The health checks were cancelled by `trigger` (`Kind/namespace/name`).
-    fn canceled(trigger: &str) -> Self {
-        Failure {
-            reason: reason::HEALTH_CHECK_CANCELED,
-            message: format!("New reconciliation triggered by {trigger}"),
-            kind: FailureKind::Canceled {
-                trigger: trigger.to_string(),
-            },
-            action: EventAction::HealthCheck,
-        }
-    }
-
-    /// The failure, its event naming `action` as the stage that failed.
-    fn during(self, action: EventAction) -> Self {
-        Failure { action, ..self }
-    }
-
-    /// The failure with every secret value masked out of its message: any message written
-    /// after the build decrypted values or read variables from Secrets goes through this
-    /// before it reaches the Ready condition, an event or a log line.
-    fn redacted(self, secrets: &SecretValues) -> Self {
-        Failure {
-            message: secrets.redact(&self.message),
-            ..self
-        }
-    }
 }
 
 /// How a reconcile ended: what kube-runtime is to do next, and what the metrics count.
@@ -244,169 +130,111 @@ pub async fn reconcile(
     if !ks.finalizers().iter().any(|f| f == FINALIZER) {
         add_finalizer(&api, &ks).await?;
     }
-    if ks.spec.suspend == Some(true) {
-        tracing::info!(kustomization = %ks.name_any(), namespace, "Reconciliation is suspended for this object");
-        return Ok(Done::await_change());
-    }
-
     let started = Instant::now();
     let mut status = ks.status.clone().unwrap_or_default();
     let mut run = Run::default();
     let writer = StatusWriter::new(api.clone(), &ks);
-    let outcome = run_pipeline(&writer, &ks, &ctx, &mut status, &mut run, permit).await;
-    status::record_requested_at(&ks, &mut status);
-    let interval = duration::parse(&ks.spec.interval).unwrap_or(Duration::from_secs(600));
-    let metadata = |commit_status: bool| {
-        events::metadata(
-            &ks,
-            run.revision.as_deref(),
-            run.origin_revision.as_deref(),
-            commit_status,
-        )
+    let outcome = if ks.spec.suspend == Some(true) {
+        Outcome::Suspended
+    } else {
+        let ran = run_pipeline(&writer, &ks, &ctx, &mut status, &mut run, permit).await;
+        status::record_requested_at(&ks, &mut status);
+        Outcome::Ran(ran)
     };
-    let notice = |severity, action, reason, message, commit_status| Notice {
-        severity,
-        action,
-        reason,
-        message,
-        metadata: metadata(commit_status),
-        related: run.source.as_ref(),
+    let facts = Facts {
+        revision: run.revision.as_deref(),
+        origin_revision: run.origin_revision.as_deref(),
+        elapsed: started.elapsed(),
+        schedule: Schedule::of(&ks.spec),
+        jitter_percentage: ctx.settings.interval_jitter_percentage,
+        success_event: !ctx.settings.disable_commit_status_event,
     };
-    let requeue = match outcome {
-        Ok(()) => {
-            let revision = run.revision.clone().unwrap_or_default();
-            status::mark_ready(&ks, &mut status, &revision, run.origin_revision.as_deref());
-            write_status(&writer, &status).await?;
-            let message = format!(
-                "Reconciliation finished in {}, next run in {}",
-                duration::format(started.elapsed()),
-                duration::format(interval)
-            );
-            tracing::info!(kustomization = %ks.name_any(), namespace, revision = %revision, "{message}");
-            // notification-controller turns this event into a Git commit status.
-            if !ctx.settings.disable_commit_status_event {
-                ctx.events
-                    .publish(
-                        &ks,
-                        notice(
-                            Severity::Info,
-                            EventAction::Reconcile,
-                            reason::RECONCILIATION_SUCCEEDED,
-                            &message,
-                            true,
-                        ),
-                    )
-                    .await;
-            }
-            schedule::with_jitter(interval, ctx.settings.interval_jitter_percentage)
-        }
-        Err(Failure {
-            reason: failure_reason,
+    let decision = outcome::decide(outcome, &facts);
+    settle(&ks, &ctx, &run, &writer, status, decision, started).await
+}
+
+/// Carries out `decision`: writes the status it names, logs, emits its event, counts the run
+/// and says when to run again.
+async fn settle(
+    ks: &Kustomization,
+    ctx: &Context,
+    run: &Run,
+    writer: &StatusWriter,
+    mut status: KustomizationStatus,
+    decision: Decision,
+    started: Instant,
+) -> Result<Done, ReconcileError> {
+    let Decision {
+        status: change,
+        event,
+        log,
+        next,
+    } = decision;
+    let name = ks.name_any();
+    let namespace = ks.namespace().unwrap_or_default();
+    if let Some(change) = &change {
+        change.apply_to(ks, &mut status);
+        write_status(writer, &status).await?;
+    }
+    match log {
+        LogLine {
+            level: Level::Info,
+            revision: Some(revision),
             message,
-            kind: FailureKind::Terminal { observe_generation },
-            action,
-        }) => {
-            status::mark_stalled(
-                &ks,
-                &mut status,
-                failure_reason,
-                &message,
-                observe_generation,
-            );
-            write_status(&writer, &status).await?;
-            tracing::error!(kustomization = %ks.name_any(), namespace, reason = failure_reason, "{message}");
-            ctx.events
-                .publish(
-                    &ks,
-                    notice(Severity::Error, action, failure_reason, &message, false),
-                )
-                .await;
-            ctx.metrics
-                .observe_reconcile(&namespace, &ks.name_any(), started.elapsed());
-            return Ok(Done::terminal());
-        }
-        Err(Failure {
-            reason: failure_reason,
+            ..
+        } => tracing::info!(kustomization = %name, namespace, revision = %revision, "{message}"),
+        LogLine {
+            level: Level::Info,
             message,
-            kind: FailureKind::Wait { retry_in, event },
-            action,
-        }) => {
-            status::mark_failed(&ks, &mut status, failure_reason, &message);
-            write_status(&writer, &status).await?;
-            match event {
-                Some(event) => {
-                    tracing::info!(kustomization = %ks.name_any(), namespace, "{event}");
-                    ctx.events
-                        .publish(
-                            &ks,
-                            notice(Severity::Info, action, failure_reason, &event, false),
-                        )
-                        .await;
-                }
-                None => tracing::info!(kustomization = %ks.name_any(), namespace, "{message}"),
-            }
-            retry_in
-        }
-        Err(Failure {
-            reason: failure_reason,
+            ..
+        } => tracing::info!(kustomization = %name, namespace, "{message}"),
+        LogLine {
+            level: Level::Error,
+            reason,
+            revision: Some(revision),
             message,
-            kind: FailureKind::Canceled { trigger },
-            action,
-        }) => {
-            status::mark_failed(&ks, &mut status, failure_reason, &message);
-            write_status(&writer, &status).await?;
-            tracing::info!(kustomization = %ks.name_any(), namespace, "{message}, canceling health checks");
-            let event =
-                format!("Health checks canceled due to new reconciliation triggered by {trigger}");
-            ctx.events
-                .publish(
-                    &ks,
-                    notice(Severity::Info, action, failure_reason, &event, false),
-                )
-                .await;
-            Duration::ZERO
+        } => {
+            tracing::error!(kustomization = %name, namespace, reason = reason.unwrap_or_default(), revision = revision.as_str(), "{message}")
         }
-        Err(failure) => {
-            let event = match &failure.kind {
-                FailureKind::Retry { event: Some(event) } => event.as_str(),
-                _ => failure.message.as_str(),
-            };
-            status::mark_failed(&ks, &mut status, failure.reason, &failure.message);
-            write_status(&writer, &status).await?;
-            let retry_in = ks
-                .spec
-                .retry_interval
-                .as_deref()
-                .and_then(|r| duration::parse(r).ok())
-                .unwrap_or(interval);
-            tracing::error!(
-                kustomization = %ks.name_any(),
-                namespace,
-                reason = failure.reason,
-                revision = run.revision.as_deref().unwrap_or(""),
-                "Reconciliation failed after {}, next try in {}: {}",
-                duration::format(started.elapsed()),
-                duration::format(retry_in),
-                failure.message
-            );
-            ctx.events
-                .publish(
-                    &ks,
-                    notice(
-                        Severity::Error,
-                        failure.action,
-                        failure.reason,
-                        event,
-                        false,
-                    ),
-                )
-                .await;
-            retry_in
+        LogLine {
+            level: Level::Error,
+            reason,
+            message,
+            ..
+        } => {
+            tracing::error!(kustomization = %name, namespace, reason = reason.unwrap_or_default(), "{message}")
         }
-    };
-    ctx.metrics
-        .observe_reconcile(&namespace, &ks.name_any(), started.elapsed());
-    Ok(Done::after(requeue))
+    }
+    if let Some(event) = event {
+        let notice = Notice {
+            severity: event.severity,
+            action: event.action,
+            reason: event.reason,
+            message: &event.message,
+            metadata: events::metadata(
+                ks,
+                run.revision.as_deref(),
+                run.origin_revision.as_deref(),
+                event.commit_status,
+            ),
+            related: run.source.as_ref(),
+        };
+        ctx.events.publish(ks, notice).await;
+    }
+    // A run that wrote no status (suspended) is not a reconcile the metrics count.
+    if change.is_some() {
+        ctx.metrics
+            .observe_reconcile(&namespace, &name, started.elapsed());
+    }
+    Ok(match next {
+        Next::AwaitChange => Done::await_change(),
+        Next::Terminal => Done::terminal(),
+        Next::After(delay) => Done::after(delay),
+        Next::Jittered {
+            interval,
+            percentage,
+        } => Done::after(schedule::with_jitter(interval, percentage)),
+    })
 }
 
 /// Writes the final status of a run; a failure is retried with backoff.
@@ -811,7 +639,7 @@ async fn get_artifact(ks: &Kustomization, ctx: &Context) -> Result<(Artifact, Re
             return Err(Failure::wait(
                 reason::ARTIFACT_FAILED,
                 message,
-                retry_interval(ks),
+                Schedule::of(&ks.spec).retry_interval,
             ));
         }
         Err(SourceReadError::Api(e)) => {
@@ -838,16 +666,6 @@ async fn get_artifact(ks: &Kustomization, ctx: &Context) -> Result<(Artifact, Re
         )
     })?;
     Ok((artifact, reference))
-}
-
-/// `spec.retryInterval`, or the interval.
-fn retry_interval(ks: &Kustomization) -> Duration {
-    ks.spec
-        .retry_interval
-        .as_deref()
-        .and_then(|r| duration::parse(r).ok())
-        .or_else(|| duration::parse(&ks.spec.interval).ok())
-        .unwrap_or(Duration::from_secs(600))
 }
 
 /// Stage `source`: the artifact downloaded, verified and extracted, shared with every other
@@ -1555,60 +1373,5 @@ mod tests {
         ]);
         let names: Vec<&str> = set.iter().map(|id| id.name.as_str()).collect();
         assert_eq!(names, ["ttl"]);
-    }
-
-    #[test]
-    fn failures_after_decryption_are_masked_keeping_reason_and_kind() {
-        let mut secrets = SecretValues::new();
-        secrets.add("hunter2-decrypted");
-        let failure = Failure::new(
-            reason::RECONCILIATION_FAILED,
-            "Deployment/apps/web dry-run failed (Invalid): spec.replicas: Invalid value: \"hunter2-decrypted\"",
-        )
-        .redacted(&secrets);
-        assert_eq!(
-            failure.message,
-            "Deployment/apps/web dry-run failed (Invalid): spec.replicas: Invalid value: \"*****\""
-        );
-        assert_eq!(failure.reason, reason::RECONCILIATION_FAILED);
-        assert_eq!(failure.kind, FailureKind::Retry { event: None });
-        let untouched = Failure::new(reason::PRUNE_FAILED, "prune failed").redacted(&secrets);
-        assert_eq!(untouched.message, "prune failed");
-    }
-
-    #[test]
-    fn failures_name_the_stage_their_event_reports() {
-        assert_eq!(
-            Failure::new(reason::BUILD_FAILED, "x").action,
-            EventAction::Reconcile
-        );
-        assert_eq!(
-            Failure::canceled("GitRepository/ns/repo").action,
-            EventAction::HealthCheck
-        );
-        let denied = Failure::denied("can't access").during(EventAction::ResolveSource);
-        assert_eq!(denied.action, EventAction::ResolveSource);
-        // `during` changes the stage only.
-        assert_eq!(denied.reason, reason::ACCESS_DENIED);
-        assert_eq!(denied.message, "can't access");
-    }
-
-    #[test]
-    fn invalid_expressions_are_terminal_with_flux_prefix() {
-        let failure = Failure::terminal(reason::INVALID_CEL_EXPRESSION, "bad expression");
-        assert_eq!(
-            failure.kind,
-            FailureKind::Terminal {
-                observe_generation: true
-            }
-        );
-        assert_eq!(
-            failure.message,
-            "Reconciliation failed terminally due to configuration error: bad expression"
-        );
-        assert_eq!(
-            Failure::canceled("GitRepository/flux-system/repo").message,
-            "New reconciliation triggered by GitRepository/flux-system/repo"
-        );
     }
 }

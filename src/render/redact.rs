@@ -208,15 +208,26 @@ mod tests {
     }
 
     #[test]
-    fn many_values_are_added_quickly() {
-        let started = std::time::Instant::now();
+    fn adding_a_value_compares_it_with_its_hash_bucket_only() {
         let mut v = SecretValues::new();
         for i in 0..100_000 {
             v.add(&format!("value-{i}"));
             v.add(&format!("value-{i}"));
         }
         assert!(v.len() >= 200_000);
-        assert!(started.elapsed() < std::time::Duration::from_secs(20));
+        // A push compares the new value with the values of its hash's bucket, not with every
+        // value held: adding n values is linear as long as buckets stay this small (64-bit
+        // hashes of 300,000 distinct forms collide with a probability of about 2e-9).
+        let largest_bucket = v.index.values().map(Vec::len).max().unwrap_or_default();
+        assert!(
+            largest_bucket <= 2,
+            "a bucket holds {largest_bucket} values"
+        );
+        assert_eq!(
+            v.index.values().map(Vec::len).sum::<usize>(),
+            v.len(),
+            "every form is indexed once"
+        );
         assert_eq!(v.redact("x value-99999 y"), "x ***** y");
     }
 

@@ -3,7 +3,11 @@
 //! whatever becomes Ready within a test's wait was woken by the watch when its dependency
 //! became ready, not by that requeue.
 
-use k8s_openapi::jiff::Timestamp;
+use std::collections::BTreeMap;
+
+use futures::{StreamExt, TryStreamExt};
+use kube::runtime::watcher;
+use tokio::time::timeout;
 
 use super::*;
 
@@ -84,12 +88,52 @@ async fn wait_for_ready(
     .await
 }
 
-async fn config_map_created_at(client: &kube::Client, ns: &str, name: &str) -> Timestamp {
-    let cm = Api::<ConfigMap>::namespaced(client.clone(), ns)
-        .get(name)
-        .await
-        .expect("applied ConfigMap");
-    cm.metadata.creation_timestamp.expect("creationTimestamp").0
+/// Watches `api` from now on (its initial list done when this returns) and answers, for
+/// each object named in `names`, the resourceVersion at which it was first seen to hold
+/// `first`. The API server's resourceVersions are etcd's revisions, one count across every
+/// kind: they order writes exactly, where timestamps have whole seconds.
+async fn first_revisions<K>(
+    api: Api<K>,
+    names: &[&str],
+    first: fn(&K) -> bool,
+) -> tokio::task::JoinHandle<BTreeMap<String, u64>>
+where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
+{
+    let mut stream = watcher(api, watcher::Config::default()).boxed();
+    loop {
+        match stream.try_next().await {
+            Ok(Some(watcher::Event::InitDone)) => break,
+            Ok(Some(_)) => {}
+            other => panic!("starting a watch: {other:?}"),
+        }
+    }
+    let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    tokio::spawn(async move {
+        let mut seen = BTreeMap::new();
+        while seen.len() < names.len() {
+            let object = match stream.try_next().await {
+                Ok(Some(watcher::Event::Apply(object) | watcher::Event::InitApply(object))) => {
+                    object
+                }
+                Ok(Some(_)) | Err(_) => continue,
+                Ok(None) => break,
+            };
+            let name = object.meta().name.clone().unwrap_or_default();
+            if names.contains(&name) && !seen.contains_key(&name) && first(&object) {
+                let version = object
+                    .meta()
+                    .resource_version
+                    .as_deref()
+                    .unwrap_or_default();
+                let revision = version.parse::<u64>().unwrap_or_else(|e| {
+                    panic!("{name}: resourceVersion {version:?} is not a revision: {e}")
+                });
+                seen.insert(name, revision);
+            }
+        }
+        seen
+    })
 }
 
 #[tokio::test]
@@ -97,6 +141,24 @@ async fn a_chain_created_at_once_is_applied_in_order_woken_by_its_dependencies()
     let levels = ["infra-controllers", "infra-configs", "apps"];
     let (client, ns) = fixture("deps-chain", &levels).await;
     let ns = ns.name();
+    let ready_at = first_revisions(
+        Api::<Kustomization>::namespaced(client.clone(), ns),
+        &levels,
+        |ks| {
+            ks.status
+                .as_ref()
+                .and_then(|s| s.conditions.as_ref())
+                .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
+                .is_some_and(|c| c.status == ConditionStatus::True)
+        },
+    )
+    .await;
+    let created_at = first_revisions(
+        Api::<ConfigMap>::namespaced(client.clone(), ns),
+        &levels,
+        |_| true,
+    )
+    .await;
     // All at once, the last first.
     create(
         &client,
@@ -124,18 +186,21 @@ async fn a_chain_created_at_once_is_applied_in_order_woken_by_its_dependencies()
         )
         .await;
     }
-    // Each level's objects were created once the level before was Ready (transition
-    // times are whole seconds).
+    // Each level's objects were created once the level before was Ready: the write that
+    // created its ConfigMap comes after the write that made the level before Ready.
+    let ready_at = timeout(WAIT, ready_at)
+        .await
+        .expect("every level seen Ready")
+        .expect("the Kustomization watch");
+    let created_at = timeout(WAIT, created_at)
+        .await
+        .expect("every ConfigMap seen")
+        .expect("the ConfigMap watch");
     for pair in levels.windows(2) {
-        let ready = condition(&client, ns, pair[0], "Ready")
-            .await
-            .expect("Ready")
-            .last_transition_time
-            .0;
-        let applied = config_map_created_at(&client, ns, pair[1]).await;
+        let (ready, applied) = (ready_at[pair[0]], created_at[pair[1]]);
         assert!(
-            applied >= ready,
-            "{} applied at {applied}, before {} was Ready at {ready}",
+            applied > ready,
+            "{} created at revision {applied}, before {} was Ready at revision {ready}",
             pair[1],
             pair[0]
         );

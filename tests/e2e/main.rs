@@ -186,12 +186,12 @@ impl ControllerProcess {
         body.to_string()
     }
 
-    /// Everything the controller has logged so far.
+    /// Everything the controller has logged so far. A log that cannot be read fails the test:
+    /// an empty text would pass every check that something is absent from it.
     fn log(&self) -> String {
-        let mut text = String::new();
-        let _ = std::fs::File::open(self.temp_root.join("controller.log"))
-            .map(|mut f| f.read_to_string(&mut text));
-        text
+        let path = self.temp_root.join("controller.log");
+        std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("reading the controller log {}: {e}", path.display()))
     }
 }
 

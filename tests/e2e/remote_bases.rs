@@ -206,7 +206,10 @@ async fn a_remote_base_that_hangs_is_given_up_on_at_its_timeout() {
     let client = support::client().await;
     let ns = TestNamespace::new(&client, "remote-hangs").await;
     let hanging = git_server::hanging_server(Duration::from_secs(120));
-    let kustomization = format!("resources:\n- http://{hanging}/repo//base?timeout=2s\n");
+    let kustomization = format!(
+        "resources:\n- http://{}/repo//base?timeout=2s\n",
+        hanging.addr
+    );
     create_git_source(&client, ns.name(), "repo").await;
     publish(
         &client,

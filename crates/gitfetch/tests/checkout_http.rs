@@ -3,7 +3,7 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use gitfetch::{GitError, checkout};
 use support::server::{git_server, hanging_server};
@@ -213,16 +213,18 @@ fn a_remote_submodule_may_not_point_to_a_local_path() {
 
 #[test]
 fn a_server_that_never_answers_is_cut_at_the_timeout() {
-    let addr = hanging_server(Duration::from_secs(20));
+    let server = hanging_server(Duration::from_secs(120));
+    let addr = server.addr;
     let url = format!("http://{addr}/repo.git");
     let mut opts = options();
     opts.timeout = Duration::from_secs(2);
     let (_tmp, dest) = dest();
-    let start = Instant::now();
     let err = checkout(&url, "main", &dest, &opts).expect_err("hangs");
-    let took = start.elapsed();
-    // An upper bound on a hang, not a performance threshold.
-    assert!(took < Duration::from_secs(10), "took {took:?}");
+    // The checkout gave up while the server was still silent: its own deadline cut it.
+    assert!(
+        server.still_silent(),
+        "the checkout waited for the server: {err}"
+    );
     assert!(matches!(err, GitError::Timeout { .. }), "{err}");
     assert_eq!(
         err.to_string(),
@@ -232,7 +234,7 @@ fn a_server_that_never_answers_is_cut_at_the_timeout() {
 
 #[test]
 fn credentials_never_reach_a_message() {
-    let addr = hanging_server(Duration::from_secs(20));
+    let addr = hanging_server(Duration::from_secs(20)).addr;
     let url = format!("http://alice:s3cret@{addr}/repo.git");
     let mut opts = options();
     opts.timeout = Duration::from_millis(500);

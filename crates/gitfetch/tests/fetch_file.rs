@@ -2,7 +2,7 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use gitfetch::{FetchError, fetch_file};
 use support::server::{Response, Server, hanging_server};
@@ -69,17 +69,14 @@ fn metadata_addresses_are_refused_before_any_request() {
         "http://metadata.google.internal/computeMetadata/v1/",
         "http://[fe80::1]:8080/x",
     ] {
-        let started = Instant::now();
-        let err = fetch_file(url, Duration::from_secs(30), LIMIT).expect_err(url);
+        // No time at all to fetch in: any request would end as a timeout, so a refusal
+        // shows that the address was refused before a request was made.
+        let err = fetch_file(url, Duration::ZERO, LIMIT).expect_err(url);
         assert!(matches!(err, FetchError::Refused { .. }), "{url}: {err}");
         assert!(
             err.to_string()
                 .starts_with(&format!("refusing to fetch {url}: ")),
             "{err}"
-        );
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "{url} was not refused at once"
         );
     }
 }
@@ -137,13 +134,14 @@ fn the_size_limit_is_enforced_with_and_without_a_content_length() {
 
 #[test]
 fn a_server_that_never_answers_is_cut_at_the_timeout() {
-    let addr = hanging_server(Duration::from_secs(20));
-    let url = format!("http://{addr}/cm.yaml");
-    let start = Instant::now();
+    let server = hanging_server(Duration::from_secs(120));
+    let url = format!("http://{}/cm.yaml", server.addr);
     let err = fetch_file(&url, Duration::from_secs(2), LIMIT).expect_err("hangs");
-    let took = start.elapsed();
-    // An upper bound on a hang, not a performance threshold.
-    assert!(took < Duration::from_secs(10), "took {took:?}");
+    // The fetch gave up while the server was still silent: its own deadline cut it.
+    assert!(
+        server.still_silent(),
+        "the fetch waited for the server: {err}"
+    );
     assert!(matches!(err, FetchError::Timeout { .. }), "{err}");
     assert_eq!(
         err.to_string(),

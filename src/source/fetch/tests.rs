@@ -300,25 +300,46 @@ async fn server_errors_are_retried_until_success() {
     assert_eq!(server.hits("/flaky.tar.gz"), 3);
 }
 
-#[tokio::test]
+/// On a paused clock (advanced only to the next timer when everything waits), the time a
+/// fetch takes is exactly the delays it slept: the server's `Retry-After`, not the backoff
+/// (20 s or more here), capped at the longest backoff.
+#[tokio::test(start_paused = true)]
 async fn too_many_requests_honours_retry_after() {
     let body = sample();
-    let server = Server::start(vec![(
-        "/busy.tar.gz",
-        Route::FailThenOk {
-            failures: 1,
-            status: 429,
-            retry_after: Some("0"),
-            body: body.clone(),
-        },
-    )])
-    .await;
-    let (_outer, root) = dest();
-    fetcher(test_config())
-        .fetch(&server.url("/busy.tar.gz"), &sha256(&body), &root)
-        .await
-        .unwrap();
-    assert_eq!(server.hits("/busy.tar.gz"), 2);
+    let config = FetchConfig {
+        min_backoff: Duration::from_secs(20),
+        max_backoff: Duration::from_secs(30),
+        timeout: Duration::from_secs(3600),
+        ..test_config()
+    };
+    for (path, retry_after, waits) in [
+        ("/busy.tar.gz", "7", Duration::from_secs(7)),
+        ("/busier.tar.gz", "3600", Duration::from_secs(30)),
+    ] {
+        let server = Server::start(vec![(
+            path,
+            Route::FailThenOk {
+                failures: 1,
+                status: 429,
+                retry_after: Some(retry_after),
+                body: body.clone(),
+            },
+        )])
+        .await;
+        let (_outer, root) = dest();
+        let started = tokio::time::Instant::now();
+        fetcher(config.clone())
+            .fetch(&server.url(path), &sha256(&body), &root)
+            .await
+            .unwrap();
+        let waited = started.elapsed();
+        assert_eq!(server.hits(path), 2);
+        // Timers fire at millisecond granularity: the sleep may end up to 1 ms late.
+        assert!(
+            waited >= waits && waited < waits + Duration::from_millis(100),
+            "Retry-After: {retry_after}: waited {waited:?}, not {waits:?}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -283,11 +283,27 @@ pub fn git_error(message: &str) -> Response {
 }
 
 /// A server that accepts connections and never reads or answers, for `lifetime` (after
-/// which it closes them all and stops). Returns its address.
-pub fn hanging_server(lifetime: Duration) -> SocketAddr {
+/// which it closes them all and stops).
+pub struct HangingServer {
+    pub addr: SocketAddr,
+    closed: Arc<AtomicBool>,
+}
+
+impl HangingServer {
+    /// Whether the server is still holding its connections open, silent: a client that gave
+    /// up while this holds did so by its own timeout, not because the server hung up.
+    pub fn still_silent(&self) -> bool {
+        !self.closed.load(Ordering::SeqCst)
+    }
+}
+
+/// Starts a [`HangingServer`] that stays silent for `lifetime`.
+pub fn hanging_server(lifetime: Duration) -> HangingServer {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     listener.set_nonblocking(true).expect("nonblocking");
     let addr = listener.local_addr().expect("addr");
+    let closed = Arc::new(AtomicBool::new(false));
+    let server_closed = Arc::clone(&closed);
     std::thread::spawn(move || {
         let end = Instant::now() + lifetime;
         let mut held = Vec::new();
@@ -297,6 +313,10 @@ pub fn hanging_server(lifetime: Duration) -> SocketAddr {
                 Err(_) => std::thread::sleep(Duration::from_millis(20)),
             }
         }
+        // Flagged before the connections are closed: a client that still sees the flag down
+        // has not been hung up on.
+        server_closed.store(true, Ordering::SeqCst);
+        drop(held);
     });
-    addr
+    HangingServer { addr, closed }
 }
