@@ -45,9 +45,82 @@ impl std::fmt::Debug for StaticCredentials {
     }
 }
 
+/// Why a `sops.aws-kms` entry cannot be used (never its content).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CredentialsError {
+    /// Not UTF-8 text.
+    #[error("failed to unmarshal AWS credentials file: not UTF-8 text")]
+    NotUtf8,
+    /// Not the YAML mapping Flux reads.
+    #[error(
+        "failed to unmarshal AWS credentials file: not a YAML mapping of aws_access_key_id, aws_secret_access_key and aws_session_token"
+    )]
+    NotMapping,
+}
+
+impl CredentialsError {
+    /// The Flux reason of a reconcile that stops on this error.
+    pub fn reason(&self) -> &'static str {
+        crate::reason::BUILD_FAILED
+    }
+}
+
+/// Why a signed request to KMS or STS could not be made (before anything is sent).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RequestError {
+    /// The endpoint is not a URL.
+    #[error("the endpoint '{0}' is not a URL")]
+    NotUrl(String),
+    /// The endpoint has no host to sign for.
+    #[error("the endpoint '{0}' has no host")]
+    NoHost(String),
+    /// SigV4 signing failed.
+    #[error("cannot sign the request: {0}")]
+    Sign(String),
+    /// The request cannot be built.
+    #[error("cannot build the request: {0}")]
+    Build(String),
+}
+
+/// Why the EC2 instance metadata service gave no credentials.
+#[derive(Debug, thiserror::Error)]
+pub enum InstanceMetadataError {
+    /// The metadata URL is not a URL.
+    #[error("'{0}' is not a URL")]
+    NotUrl(String),
+    /// The service did not answer.
+    #[error(transparent)]
+    Http(#[from] super::http::HttpError),
+    /// The service answered with another status than 200.
+    #[error("{path} answered HTTP {status}")]
+    Status {
+        /// The path asked.
+        path: String,
+        /// The status.
+        status: u16,
+    },
+    /// The instance has no role.
+    #[error("the instance has no IAM role")]
+    NoRole,
+    /// The role's credentials document is not readable.
+    #[error("the credentials of instance role '{0}' are not readable")]
+    Unreadable(String),
+}
+
+/// What an STS answer lacks (never its content).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StsAnswerError {
+    /// The answer is not text.
+    #[error("STS answered with non-text")]
+    NotText,
+    /// An element the credentials need is missing.
+    #[error("STS's answer has no {0}")]
+    Missing(&'static str),
+}
+
 /// Reads a `sops.aws-kms` entry: YAML with `aws_access_key_id`, `aws_secret_access_key`
 /// and `aws_session_token`, as Flux reads it (absent fields are empty).
-pub fn parse_static_credentials(data: &[u8]) -> Result<StaticCredentials, String> {
+pub fn parse_static_credentials(data: &[u8]) -> Result<StaticCredentials, CredentialsError> {
     #[derive(Deserialize, Default)]
     #[serde(default)]
     struct Entry {
@@ -55,14 +128,11 @@ pub fn parse_static_credentials(data: &[u8]) -> Result<StaticCredentials, String
         aws_secret_access_key: Zeroizing<String>,
         aws_session_token: Zeroizing<String>,
     }
-    let text = std::str::from_utf8(data)
-        .map_err(|_| "failed to unmarshal AWS credentials file: not UTF-8 text".to_owned())?;
+    let text = std::str::from_utf8(data).map_err(|_| CredentialsError::NotUtf8)?;
     let entry: Entry = if text.trim().is_empty() {
         Entry::default()
     } else {
-        serde_saphyr::from_str(text).map_err(|_| {
-            "failed to unmarshal AWS credentials file: not a YAML mapping of aws_access_key_id, aws_secret_access_key and aws_session_token".to_owned()
-        })?
+        serde_saphyr::from_str(text).map_err(|_| CredentialsError::NotMapping)?
     };
     let token = (!entry.aws_session_token.is_empty()).then(|| entry.aws_session_token.to_string());
     Ok(StaticCredentials(AwsCredentials::new(
@@ -132,13 +202,13 @@ pub async fn decrypt(
 /// Sends `request` and returns the body of a 200 answer; another status is `failure`'s.
 async fn send_ok(
     services: &KeyServices,
-    request: Result<Request<Full<Bytes>>, String>,
+    request: Result<Request<Full<Bytes>>, RequestError>,
     failure: impl Fn(StatusCode, &[u8]) -> Failure,
 ) -> Result<Bytes, Failure> {
     let response = services
         .http
         .send(
-            request.map_err(Failure::Permanent)?,
+            request.map_err(|e| Failure::Permanent(e.to_string()))?,
             services.policy.timeout,
         )
         .await?;
@@ -283,14 +353,14 @@ fn signed(
     credentials: &AwsCredentials,
     headers: &[(&str, &str)],
     body: Bytes,
-) -> Result<Request<Full<Bytes>>, String> {
+) -> Result<Request<Full<Bytes>>, RequestError> {
     let uri: http::Uri = format!("{url}/")
         .parse()
-        .map_err(|_| format!("the endpoint '{url}' is not a URL"))?;
+        .map_err(|_| RequestError::NotUrl(url.to_owned()))?;
     let host = uri
         .authority()
         .map(|a| a.as_str().to_owned())
-        .ok_or_else(|| format!("the endpoint '{url}' has no host"))?;
+        .ok_or_else(|| RequestError::NoHost(url.to_owned()))?;
     let mut all: Vec<(&str, &str)> = vec![("host", host.as_str())];
     all.extend_from_slice(headers);
     let identity = credentials.clone().into();
@@ -301,7 +371,7 @@ fn signed(
         .time(SystemTime::now())
         .settings(SigningSettings::default())
         .build()
-        .map_err(|e| format!("cannot sign the request: {e}"))?;
+        .map_err(|e| RequestError::Sign(e.to_string()))?;
     let params = SigningParams::V4(params);
     let signable = SignableRequest::new(
         "POST",
@@ -309,9 +379,9 @@ fn signed(
         all.iter().copied(),
         SignableBody::Bytes(&body),
     )
-    .map_err(|e| format!("cannot sign the request: {e}"))?;
+    .map_err(|e| RequestError::Sign(e.to_string()))?;
     let (instructions, _) = aws_sigv4::http_request::sign(signable, &params)
-        .map_err(|e| format!("cannot sign the request: {e}"))?
+        .map_err(|e| RequestError::Sign(e.to_string()))?
         .into_parts();
     let mut request = Request::builder().method(Method::POST).uri(uri);
     for (name, value) in all.iter().copied().chain(instructions.headers()) {
@@ -319,7 +389,7 @@ fn signed(
     }
     request
         .body(Full::new(body))
-        .map_err(|e| format!("cannot build the request: {e}"))
+        .map_err(|e| RequestError::Build(e.to_string()))
 }
 
 /// The credentials to call KMS for `key` with: the base ones, then the key's role.
@@ -542,7 +612,9 @@ async fn container_credentials(
 /// The EC2 instance profile's credentials from the instance metadata service (IMDSv2: a
 /// session token, the role's name, its credentials). Off EC2 nothing answers: one attempt
 /// with a short deadline, as the AWS SDKs make.
-async fn instance_credentials(services: &KeyServices) -> Result<AwsCredentials, String> {
+async fn instance_credentials(
+    services: &KeyServices,
+) -> Result<AwsCredentials, InstanceMetadataError> {
     let base = services
         .environment
         .get("AWS_EC2_METADATA_SERVICE_ENDPOINT")
@@ -555,16 +627,15 @@ async fn instance_credentials(services: &KeyServices) -> Result<AwsCredentials, 
             .uri(format!("{base}{path}"))
             .header(header.0, header.1)
             .body(Full::new(Bytes::new()))
-            .map_err(|_| format!("'{base}{path}' is not a URL"));
+            .map_err(|_| InstanceMetadataError::NotUrl(format!("{base}{path}")));
         async move {
-            let response = services
-                .http
-                .send(request?, IMDS_TIMEOUT)
-                .await
-                .map_err(|e| e.to_string())?;
+            let response = services.http.send(request?, IMDS_TIMEOUT).await?;
             match response.status {
                 StatusCode::OK => Ok(response.body),
-                status => Err(format!("{path} answered HTTP {}", status.as_u16())),
+                status => Err(InstanceMetadataError::Status {
+                    path,
+                    status: status.as_u16(),
+                }),
             }
         }
     };
@@ -582,11 +653,10 @@ async fn instance_credentials(services: &KeyServices) -> Result<AwsCredentials, 
         .next()
         .map(str::trim)
         .filter(|r| !r.is_empty())
-        .ok_or_else(|| "the instance has no IAM role".to_owned())?
+        .ok_or(InstanceMetadataError::NoRole)?
         .to_owned();
     let body = call(Method::GET, format!("{IMDS_CREDENTIALS}{role}"), header()).await?;
-    parse_credentials_document(&body)
-        .ok_or_else(|| format!("the credentials of instance role '{role}' are not readable"))
+    parse_credentials_document(&body).ok_or(InstanceMetadataError::Unreadable(role))
 }
 
 /// The path listing the instance's role, and with the role's name, its credentials.
@@ -647,7 +717,7 @@ async fn sts_call(
                 .uri(format!("{endpoint}/"))
                 .header("content-type", content_type)
                 .body(Full::new(body.clone()))
-                .map_err(|_| format!("the endpoint '{endpoint}' is not a URL")),
+                .map_err(|_| RequestError::NotUrl(endpoint.clone())),
         };
         send_ok(services, request, xml_failure)
     })
@@ -658,15 +728,14 @@ async fn sts_call(
     })?;
     parse_sts_credentials(&answer).map_err(|message| KeyServiceError::Response {
         context: context.to_owned(),
-        message,
+        message: message.to_string(),
     })
 }
 
 /// The credentials of an STS answer; the error says what is missing from it.
-fn parse_sts_credentials(body: &[u8]) -> Result<AwsCredentials, String> {
-    let text = std::str::from_utf8(body).map_err(|_| "STS answered with non-text".to_owned())?;
-    let field =
-        |name: &str| xml_text(text, name).ok_or_else(|| format!("STS's answer has no {name}"));
+fn parse_sts_credentials(body: &[u8]) -> Result<AwsCredentials, StsAnswerError> {
+    let text = std::str::from_utf8(body).map_err(|_| StsAnswerError::NotText)?;
+    let field = |name: &'static str| xml_text(text, name).ok_or(StsAnswerError::Missing(name));
     let id = field("AccessKeyId")?;
     let secret = Zeroizing::new(field("SecretAccessKey")?);
     let token = Zeroizing::new(field("SessionToken")?);
@@ -772,7 +841,9 @@ mod tests {
         let without_token =
             parse_static_credentials(b"aws_access_key_id: A\naws_secret_access_key: B\n").unwrap();
         assert_eq!(without_token.0.session_token(), None);
-        let err = parse_static_credentials(b"- not\n- a mapping: s3cr3t\n").unwrap_err();
+        let err = parse_static_credentials(b"- not\n- a mapping: s3cr3t\n")
+            .unwrap_err()
+            .to_string();
         assert!(
             err.starts_with("failed to unmarshal AWS credentials file"),
             "{err}"
@@ -935,9 +1006,9 @@ mod tests {
     fn services(env: &[(&str, &str)]) -> KeyServices {
         KeyServices::new(
             tokio::runtime::Handle::current(),
-            crate::keyservice::HttpClient::new().unwrap(),
-            crate::keyservice::Credentials::default(),
-            crate::keyservice::Environment::from_pairs(env.iter().copied()),
+            crate::HttpClient::new().unwrap(),
+            crate::Credentials::default(),
+            crate::Environment::from_pairs(env.iter().copied()),
         )
     }
 

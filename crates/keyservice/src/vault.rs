@@ -5,18 +5,19 @@
 //! `transit-engine.auth.fluxcd.io/role`) or of `--sops-vault-configmap` for the address
 //! (role `NAMESPACE_NAME`); else `VAULT_TOKEN` or `~/.vault-token`, as sops reads them.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
 use http::{Method, Request, StatusCode};
 use http_body_util::Full;
-use k8s_openapi::api::core::v1::ConfigMap;
 use serde::Deserialize;
 use serde_json::json;
 use zeroize::Zeroizing;
 
+use super::identity::SourceFuture;
 use super::{CallError, Failure, KeyServiceError, KeyServices, with_retries};
 
 /// The ServiceAccount annotation naming the login path (e.g. `auth/kubernetes/login`).
@@ -167,20 +168,33 @@ async fn kubernetes_login(
     }
 }
 
+/// The Kubernetes side of the `--sops-vault-configmap` ConfigMap, injected by the
+/// controller (with its client; tests give a fake).
+pub trait ConfigMapSource: Send + Sync {
+    /// The data of the ConfigMap `namespace/name` (empty when it has none); an error when
+    /// it cannot be read.
+    fn data<'a>(
+        &'a self,
+        namespace: &'a str,
+        name: &'a str,
+    ) -> SourceFuture<'a, BTreeMap<String, String>>;
+}
+
 /// The `--sops-vault-configmap` ConfigMap (in the controller's namespace): `config.yaml`
 /// lists the trusted Vault instances and their login paths, `instances: [{address,
 /// loginPath}]`.
 pub struct VaultConfigMap {
-    client: kube::Client,
+    source: Arc<dyn ConfigMapSource>,
     namespace: String,
     name: String,
 }
 
 impl VaultConfigMap {
-    /// The ConfigMap `namespace/name`, not read yet.
-    pub fn new(client: kube::Client, namespace: &str, name: &str) -> Self {
+    /// The ConfigMap `namespace/name`, not read yet: read from `source` when a Vault login
+    /// needs it.
+    pub fn new(source: Arc<dyn ConfigMapSource>, namespace: &str, name: &str) -> Self {
         VaultConfigMap {
-            client,
+            source,
             namespace: namespace.to_owned(),
             name: name.to_owned(),
         }
@@ -200,20 +214,18 @@ impl VaultConfigMap {
             login_path: String,
         }
         let id = format!("{}/{}", self.namespace, self.name);
-        let map = kube::Api::<ConfigMap>::namespaced(self.client.clone(), &self.namespace)
-            .get(&self.name)
+        let mut data = self
+            .source
+            .data(&self.namespace, &self.name)
             .await
             .map_err(|e| {
                 KeyServiceError::Credentials(format!("failed to get Vault ConfigMap '{id}': {e}"))
             })?;
-        let text = map
-            .data
-            .and_then(|mut d| d.remove("config.yaml"))
-            .ok_or_else(|| {
-                KeyServiceError::Credentials(format!(
-                    "Vault ConfigMap '{id}' is missing the 'config.yaml' key"
-                ))
-            })?;
+        let text = data.remove("config.yaml").ok_or_else(|| {
+            KeyServiceError::Credentials(format!(
+                "Vault ConfigMap '{id}' is missing the 'config.yaml' key"
+            ))
+        })?;
         let config: Config = serde_saphyr::from_str(&text).map_err(|e| {
             KeyServiceError::Credentials(format!(
                 "failed to parse 'config.yaml' in Vault ConfigMap '{id}': {e}"

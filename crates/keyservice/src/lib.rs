@@ -16,6 +16,7 @@ pub mod gcp;
 pub mod http;
 pub mod identity;
 mod oauth;
+pub mod tls;
 pub mod token_cache;
 pub mod vault;
 
@@ -27,9 +28,18 @@ use std::time::Duration;
 use sops::{ServiceError, ServiceKey};
 use zeroize::Zeroizing;
 
-pub use error::{CallError, KeyServiceError};
+pub use error::{CallError, CredentialsError, KeyServiceError};
 pub use http::HttpClient;
-pub use identity::ServiceAccountTokens;
+pub use identity::{ServiceAccountTokenSource, ServiceAccountTokens, SourceError};
+pub use oauth::{PemError, SignError};
+pub use vault::ConfigMapSource;
+
+/// The Flux reasons the key services' errors are reported with (the controller's API
+/// re-exports them, so each is defined once).
+pub mod reason {
+    /// Decryption happens during the build, and Flux reports its failures as `BuildFailed`.
+    pub const BUILD_FAILED: &str = "BuildFailed";
+}
 
 /// Deadline and retries of every key service call.
 #[derive(Clone, Copy, Debug)]
@@ -265,8 +275,9 @@ impl KeyServices {
         key: &ServiceKey,
         enc: &str,
     ) -> Result<Zeroizing<Vec<u8>>, ServiceError> {
-        let failed = |error: KeyServiceError| {
-            ServiceError::Failed(format!("{}: {error}", key.service_name()))
+        let failed = |error: KeyServiceError| ServiceError::Service {
+            service: key.service_name(),
+            source: Box::new(error),
         };
         match key {
             ServiceKey::AwsKms {

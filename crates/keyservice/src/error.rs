@@ -6,7 +6,7 @@
 //! message is exactly what Flux's condition shows; the variants are for the code that
 //! handles them before that.
 
-use crate::api::names::reason;
+use crate::reason;
 
 /// Why a call, retried under [`super::CallPolicy`], failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -99,6 +99,30 @@ impl KeyServiceError {
     /// Whether the service was silent or busy (a later reconcile may succeed).
     pub fn is_transient(&self) -> bool {
         matches!(self, KeyServiceError::Call { source, .. } if source.is_transient())
+    }
+}
+
+/// Why a key service credentials entry of a decryption Secret (`sops.aws-kms`,
+/// `sops.azure-kv`, `sops.gcp-kms`) cannot be used: the provider's own error. Never holds
+/// the entry's content.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CredentialsError {
+    /// `sops.aws-kms`.
+    #[error(transparent)]
+    Aws(#[from] crate::aws::CredentialsError),
+    /// `sops.azure-kv`.
+    #[error(transparent)]
+    Azure(#[from] crate::azure::CredentialsError),
+    /// `sops.gcp-kms`.
+    #[error(transparent)]
+    Gcp(#[from] crate::gcp::CredentialsError),
+}
+
+impl CredentialsError {
+    /// The Flux reason of a reconcile that stops on this error (see
+    /// [`KeyServiceError::reason`]).
+    pub fn reason(&self) -> &'static str {
+        reason::BUILD_FAILED
     }
 }
 
