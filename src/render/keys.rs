@@ -18,12 +18,12 @@ use zeroize::Zeroizing;
 
 use crate::api::Kustomization;
 use crate::api::kustomization::DecryptionProvider;
-use crate::keyservice::identity::SourceFuture;
-use crate::keyservice::token_cache::TokenCache;
-use crate::keyservice::vault::VaultConfigMap;
-use crate::keyservice::{
-    self, ConfigMapSource, Credentials, Environment, HttpClient, KeyServices,
-    ServiceAccountTokenSource, ServiceAccountTokens, SourceError,
+use keyservice::identity::SourceFuture;
+use keyservice::token_cache::TokenCache;
+use keyservice::vault::VaultConfigMap;
+use keyservice::{
+    ConfigMapSource, Credentials, Environment, HttpClient, KeyServices, ServiceAccountTokenSource,
+    ServiceAccountTokens, SourceError,
 };
 use sops::{KeyError, Keyring};
 

@@ -1,13 +1,13 @@
-//! Key services for SOPS: the data keys of files encrypted with AWS KMS, HashiCorp Vault
-//! (or OpenBao) transit, GCP KMS or Azure Key Vault are opened by calling that service, with
-//! the credentials Flux would use for the Kustomization: its decryption Secret's
-//! `sops.aws-kms`, `sops.vault-token`, `sops.gcp-kms` and `sops.azure-kv` entries, else its
-//! decryption ServiceAccount (object identity), else the controller's own environment.
+#![doc = include_str!("../README.md")]
+//!
+//! ## How a decryption calls them
 //!
 //! The decryptor (`sops`) is synchronous and runs on a blocking thread; [`KeyServices`]
 //! answers it by running the calls on the tokio runtime. Each call has a deadline and is
 //! retried with backoff while the service does not answer or says it is busy. Credentials
 //! and data keys stay in memory; no message carries them.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod aws;
 pub mod azure;
