@@ -167,7 +167,7 @@ pub async fn decrypt(
 ) -> Result<Zeroizing<Vec<u8>>, KeyServiceError> {
     let key = KmsKey::parse(arn)?;
     let blob = STANDARD.decode(enc).map_err(|_| {
-        KeyServiceError::InvalidKey(format!("the encrypted data key of {arn} is not base64"))
+        KeyServiceError::invalid_key(format!("the encrypted data key of {arn} is not base64"))
     })?;
     let credentials = credentials(services, &key, role).await?;
     let endpoint = endpoint(services, "KMS", "kms", &key);
@@ -228,7 +228,7 @@ struct KmsKey {
 impl KmsKey {
     /// sops' rule: `arn:aws[-partition]:kms:REGION:ACCOUNT:(key|alias)/ID`.
     fn parse(arn: &str) -> Result<KmsKey, KeyServiceError> {
-        let invalid = || KeyServiceError::InvalidKey(format!("no valid ARN found in '{arn}'"));
+        let invalid = || KeyServiceError::invalid_key(format!("no valid ARN found in '{arn}'"));
         let mut parts = arn.splitn(6, ':');
         let (Some("arn"), Some(partition), Some("kms"), Some(region), Some(account), Some(rest)) = (
             parts.next(),
@@ -441,7 +441,7 @@ async fn base_credentials(
     }
     let resolved = if let Some(identity) = &services.credentials.identity {
         let role = identity.annotation(ROLE_ARN_ANNOTATION).ok_or_else(|| {
-            KeyServiceError::Credentials(format!(
+            KeyServiceError::credentials(format!(
                 "decryption service account '{}/{}' has no {ROLE_ARN_ANNOTATION} annotation naming the IAM role to assume",
                 identity.namespace(),
                 identity.name()
@@ -469,8 +469,8 @@ async fn base_credentials(
         match session {
             CachedToken::Aws(credentials) => credentials,
             CachedToken::Bearer(_) => {
-                return Err(KeyServiceError::Credentials(
-                    "the token cache holds another kind of credential".into(),
+                return Err(KeyServiceError::credentials(
+                    "the token cache holds another kind of credential",
                 ));
             }
         }
@@ -513,9 +513,10 @@ async fn environment_credentials(
             .await
             .map(Zeroizing::new)
             .map_err(|e| {
-                KeyServiceError::Credentials(format!(
-                    "cannot read the web identity token file {file}: {e}"
-                ))
+                KeyServiceError::credentials_because(
+                    Some(&format!("cannot read the web identity token file {file}")),
+                    e,
+                )
             })?;
         let session = env
             .get("AWS_ROLE_SESSION_NAME")
@@ -531,11 +532,14 @@ async fn environment_credentials(
         .get("AWS_EC2_METADATA_DISABLED")
         .is_some_and(|v| v.eq_ignore_ascii_case("true"))
     {
-        return Err(KeyServiceError::Credentials(no_credentials.to_owned()));
+        return Err(KeyServiceError::credentials(no_credentials.to_owned()));
     }
-    instance_credentials(services).await.map_err(|e| {
-        KeyServiceError::Credentials(format!("{no_credentials} (EC2 instance metadata: {e})"))
-    })
+    instance_credentials(services)
+        .await
+        .map_err(|e| KeyServiceError::Credentials {
+            message: format!("{no_credentials} (EC2 instance metadata: {e})"),
+            source: Some(Box::new(e)),
+        })
 }
 
 /// `AssumeRoleWithWebIdentity`: a role's credentials for a web identity token.
@@ -567,7 +571,9 @@ async fn container_credentials(
         Some(file) => Some(Zeroizing::new(
             tokio::fs::read_to_string(file)
                 .await
-                .map_err(|e| KeyServiceError::Credentials(format!("cannot read {file}: {e}")))?
+                .map_err(|e| {
+                    KeyServiceError::credentials_because(Some(&format!("cannot read {file}")), e)
+                })?
                 .trim()
                 .to_owned(),
         )),
@@ -601,9 +607,9 @@ async fn container_credentials(
         }
     })
     .await
-    .map_err(|e| KeyServiceError::Credentials(e.to_string()))?;
+    .map_err(|e| KeyServiceError::credentials_because(None, e))?;
     parse_credentials_document(&body).ok_or_else(|| {
-        KeyServiceError::Credentials(
+        KeyServiceError::credentials(
             "the container credentials endpoint's answer is not credentials".to_owned(),
         )
     })
@@ -823,7 +829,7 @@ mod tests {
             "arn:gcp:kms:eu-west-1:111122223333:key/x",
         ] {
             let err = KmsKey::parse(bad).unwrap_err();
-            assert!(matches!(err, KeyServiceError::InvalidKey(_)));
+            assert!(matches!(err, KeyServiceError::InvalidKey { .. }));
             assert_eq!(err.to_string(), format!("no valid ARN found in '{bad}'"));
         }
     }

@@ -460,13 +460,16 @@ pub async fn decrypt(
     let context =
         || format!("failed to decrypt sops data key with Azure Key Vault key '{key_url}'");
     let invalid =
-        |reason: KeyUrlError| KeyServiceError::InvalidKey(format!("{}: {reason}", context()));
+        |reason: KeyUrlError| KeyServiceError::invalid_key_because(Some(&context()), reason);
     let url = decrypt_url(vault_url, name, version).map_err(invalid)?;
     let scope = scope_for(vault_url).map_err(invalid)?;
     let wrapped = URL_SAFE_NO_PAD.decode(enc.trim()).map_err(|e| {
-        KeyServiceError::InvalidKey(format!(
-            "failed to base64 decode Azure Key Vault encrypted key: {e}"
-        ))
+        KeyServiceError::invalid_key_because(
+            Some(&format!(
+                "failed to base64 decode Azure Key Vault encrypted key"
+            )),
+            e,
+        )
     })?;
     let token = access_token(services, &scope).await?;
     with_retries(services.policy, || async {
@@ -661,12 +664,12 @@ async fn identity_grant<'a>(
     let account = format!("'{}/{}'", identity.namespace(), identity.name());
     let annotation = |key: &str, what: &str| {
         identity.annotation(key).ok_or_else(|| {
-            KeyServiceError::Credentials(format!("azure {what} is not set in the annotation {key} of decryption service account {account}"))
+            KeyServiceError::credentials(format!("azure {what} is not set in the annotation {key} of decryption service account {account}"))
         })
     };
     let tenant_id = annotation(TENANT_ID_ANNOTATION, "tenant ID")?;
     let client_id = annotation(CLIENT_ID_ANNOTATION, "client ID")?;
-    check_tenant(tenant_id).map_err(|e| KeyServiceError::Credentials(e.to_string()))?;
+    check_tenant(tenant_id).map_err(|e| KeyServiceError::credentials_because(None, e))?;
     let token = identity
         .token(
             identity.audiences(&[DEFAULT_AUDIENCE]),
@@ -699,7 +702,7 @@ async fn environment_token(
     let authority_host = environment_authority(env);
     let (tenant, client) = (env.get("AZURE_TENANT_ID"), env.get("AZURE_CLIENT_ID"));
     if let (Some(tenant_id), Some(client_id)) = (tenant, client) {
-        check_tenant(tenant_id).map_err(|e| KeyServiceError::Credentials(e.to_string()))?;
+        check_tenant(tenant_id).map_err(|e| KeyServiceError::credentials_because(None, e))?;
         let client = |proof| Grant::Client {
             authority_host: authority_host.clone(),
             tenant_id,
@@ -718,7 +721,7 @@ async fn environment_token(
         if let Some(path) = env.get("AZURE_CLIENT_CERTIFICATE_PATH") {
             let certificate = read_certificate(env, path)
                 .await
-                .map_err(|e| KeyServiceError::Credentials(e.to_string()))?;
+                .map_err(|e| KeyServiceError::credentials_because(None, e))?;
             return request_token(services, client(Proof::Certificate(&certificate)), scope)
                 .await
                 .map_err(|e| failed("AZURE_CLIENT_CERTIFICATE_PATH", e));
@@ -728,9 +731,12 @@ async fn environment_token(
             env.get("AZURE_AUTHORITY_HOST"),
         ) {
             let token = tokio::fs::read_to_string(file).await.map_err(|e| {
-                KeyServiceError::Credentials(format!(
-                    "failed to read AZURE_FEDERATED_TOKEN_FILE '{file}': {e}"
-                ))
+                KeyServiceError::credentials_because(
+                    Some(&format!(
+                        "failed to read AZURE_FEDERATED_TOKEN_FILE '{file}'"
+                    )),
+                    e,
+                )
             })?;
             let assertion = Zeroizing::new(token.trim().to_owned());
             return request_token(services, client(Proof::Assertion(assertion)), scope)

@@ -312,12 +312,15 @@ async fn decrypt_at(
     enc: &str,
 ) -> Result<Zeroizing<Vec<u8>>, KeyServiceError> {
     let context = || format!("failed to decrypt sops data key with GCP KMS key '{resource_id}'");
-    check_resource_id(resource_id).map_err(|e| KeyServiceError::InvalidKey(e.to_string()))?;
+    check_resource_id(resource_id).map_err(|e| KeyServiceError::invalid_key_because(None, e))?;
     let ciphertext = STANDARD.decode(enc.trim()).map_err(|e| {
-        KeyServiceError::InvalidKey(format!(
-            "{}: the encrypted data key is not base64: {e}",
-            context()
-        ))
+        KeyServiceError::invalid_key_because(
+            Some(&format!(
+                "{}: the encrypted data key is not base64",
+                context()
+            )),
+            e,
+        )
     })?;
     let token = access_token(services).await?;
     with_retries(services.policy, || async {
@@ -459,12 +462,18 @@ async fn new_token(services: &KeyServices) -> Result<AccessToken, KeyServiceErro
 
 async fn read_credentials_file(path: &str) -> Result<Credentials, KeyServiceError> {
     let data = Zeroizing::new(tokio::fs::read(path).await.map_err(|e| {
-        KeyServiceError::Credentials(format!(
-            "failed to read GOOGLE_APPLICATION_CREDENTIALS file '{path}': {e}"
-        ))
+        KeyServiceError::credentials_because(
+            Some(&format!(
+                "failed to read GOOGLE_APPLICATION_CREDENTIALS file '{path}'"
+            )),
+            e,
+        )
     })?);
     parse_credentials(&data).map_err(|e| {
-        KeyServiceError::Credentials(format!("GOOGLE_APPLICATION_CREDENTIALS file '{path}': {e}"))
+        KeyServiceError::credentials_because(
+            Some(&format!("GOOGLE_APPLICATION_CREDENTIALS file '{path}'")),
+            e,
+        )
     })
 }
 
@@ -560,7 +569,7 @@ async fn workload_identity_token(
     services: &KeyServices,
     identity: &Arc<ServiceAccountTokens>,
 ) -> Result<AccessToken, KeyServiceError> {
-    let credentials = |e: AnnotationError| KeyServiceError::Credentials(e.to_string());
+    let credentials = |e: AnnotationError| KeyServiceError::credentials_because(None, e);
     let email = impersonated_account(identity).map_err(credentials)?;
     let provider = workload_identity_provider(identity).map_err(credentials)?;
     let (audiences, exchange_audience) = match provider {
@@ -570,7 +579,7 @@ async fn workload_identity_token(
         }
         None => {
             if identity.annotation(AUDIENCES_ANNOTATION).is_some() {
-                return Err(KeyServiceError::Credentials(format!(
+                return Err(KeyServiceError::credentials(format!(
                     "cannot specify custom audiences ({AUDIENCES_ANNOTATION}) for GKE workload identity: set {WORKLOAD_IDENTITY_PROVIDER_ANNOTATION} outside GKE"
                 )));
             }

@@ -252,8 +252,8 @@ impl ServiceAccountTokens {
             .await?;
         match token {
             CachedToken::Bearer(token) => Ok(token),
-            CachedToken::Aws(_) => Err(KeyServiceError::Credentials(
-                "the token cache holds another kind of credential".into(),
+            CachedToken::Aws(_) => Err(KeyServiceError::credentials(
+                "the token cache holds another kind of credential",
             )),
         }
     }
@@ -264,13 +264,16 @@ impl ServiceAccountTokens {
             .token(&self.namespace, &self.name, audiences, TOKEN_LIFETIME)
             .await
             .map_err(|e| {
-                KeyServiceError::Credentials(format!(
-                    "failed to create a token for service account '{}/{}': {e}",
-                    self.namespace, self.name
-                ))
+                KeyServiceError::credentials_because(
+                    Some(&format!(
+                        "failed to create a token for service account '{}/{}'",
+                        self.namespace, self.name
+                    )),
+                    e,
+                )
             })?;
         if token.is_empty() {
-            return Err(KeyServiceError::Credentials(format!(
+            return Err(KeyServiceError::credentials(format!(
                 "the TokenRequest for service account '{}/{}' returned no token",
                 self.namespace, self.name
             )));

@@ -403,4 +403,29 @@ mod tests {
         assert_eq!(env.get("VAULT_TOKEN"), None);
         assert_eq!(env.get("AWS_REGION"), Some("eu-west-1"));
     }
+
+    #[test]
+    fn the_decryptor_gets_the_typed_error_as_the_source() {
+        use std::error::Error as _;
+        let services = KeyServices::standalone(Credentials::default(), Environment::default())
+            .expect("a runtime and a client");
+        let key = ServiceKey::HuaweiKms {
+            key_id: "tr-west-1:k".into(),
+        };
+        let error = sops::KeyService::decrypt(&services, &key, "x").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "{}: Huawei Cloud KMS keys are not supported by this controller",
+                key.service_name()
+            )
+        );
+        let source = error
+            .source()
+            .and_then(|s| s.downcast_ref::<KeyServiceError>());
+        assert!(
+            matches!(source, Some(KeyServiceError::Unsupported(_))),
+            "{source:?}"
+        );
+    }
 }

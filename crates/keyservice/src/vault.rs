@@ -100,7 +100,7 @@ async fn token(
             }
         }
     }
-    Err(KeyServiceError::Credentials(format!(
+    Err(KeyServiceError::credentials(format!(
         "no token for Vault '{address}': set the decryption Secret's sops.vault-token entry, or name a decryption service account with the {LOGIN_PATH_ANNOTATION} and {ROLE_ANNOTATION} annotations"
     )))
 }
@@ -126,7 +126,7 @@ async fn kubernetes_login(
             Some(config_map) => {
                 let paths = config_map.login_paths().await?;
                 let path = paths.get(address).filter(|p| !p.is_empty()).ok_or_else(|| {
-                    KeyServiceError::Credentials(format!("no Vault login path configured for address '{address}' in the --sops-vault-configmap ConfigMap"))
+                    KeyServiceError::credentials(format!("no Vault login path configured for address '{address}' in the --sops-vault-configmap ConfigMap"))
                 })?;
                 (
                     path.clone(),
@@ -162,7 +162,7 @@ async fn kubernetes_login(
         Ok(Answer {
             auth: Some(Auth { client_token }),
         }) if !client_token.is_empty() => Ok(Some(client_token)),
-        _ => Err(KeyServiceError::Credentials(format!(
+        _ => Err(KeyServiceError::credentials(format!(
             "Vault '{address}' returned no token for login at '{login_path}' as role '{role}'"
         ))),
     }
@@ -219,17 +219,23 @@ impl VaultConfigMap {
             .data(&self.namespace, &self.name)
             .await
             .map_err(|e| {
-                KeyServiceError::Credentials(format!("failed to get Vault ConfigMap '{id}': {e}"))
+                KeyServiceError::credentials_because(
+                    Some(&format!("failed to get Vault ConfigMap '{id}'")),
+                    e,
+                )
             })?;
         let text = data.remove("config.yaml").ok_or_else(|| {
-            KeyServiceError::Credentials(format!(
+            KeyServiceError::credentials(format!(
                 "Vault ConfigMap '{id}' is missing the 'config.yaml' key"
             ))
         })?;
         let config: Config = serde_saphyr::from_str(&text).map_err(|e| {
-            KeyServiceError::Credentials(format!(
-                "failed to parse 'config.yaml' in Vault ConfigMap '{id}': {e}"
-            ))
+            KeyServiceError::credentials_because(
+                Some(&format!(
+                    "failed to parse 'config.yaml' in Vault ConfigMap '{id}'"
+                )),
+                e,
+            )
         })?;
         Ok(config
             .instances
