@@ -169,18 +169,14 @@ pub async fn load(
         .or(settings.default_service_account.as_deref());
     if let Some(account) = account {
         let source = Arc::new(ClusterSource(client.clone()));
-        let mut tokens = ServiceAccountTokens::load(source, namespace, account).await?;
+        let mut tokens = ServiceAccountTokens::load(source.clone(), namespace, account).await?;
         if let Some(cache) = &settings.token_cache {
             let name = ks.metadata.name.as_deref().unwrap_or_default();
             tokens = tokens.with_cache(cache.clone(), name);
         }
         credentials.identity = Some(Arc::new(tokens));
         if let Some((cm_namespace, cm_name)) = &settings.vault_config_map {
-            credentials.vault_config_map = Some(VaultConfigMap::new(
-                Arc::new(ClusterSource(client.clone())),
-                cm_namespace,
-                cm_name,
-            ));
+            credentials.vault_config_map = Some(VaultConfigMap::new(source, cm_namespace, cm_name));
         }
     }
     let http = shared_http().clone().map_err(KeysError::Client)?;
