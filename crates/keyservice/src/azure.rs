@@ -465,9 +465,7 @@ pub async fn decrypt(
     let scope = scope_for(vault_url).map_err(invalid)?;
     let wrapped = URL_SAFE_NO_PAD.decode(enc.trim()).map_err(|e| {
         KeyServiceError::invalid_key_because(
-            Some(&format!(
-                "failed to base64 decode Azure Key Vault encrypted key"
-            )),
+            Some("failed to base64 decode Azure Key Vault encrypted key"),
             e,
         )
     })?;
