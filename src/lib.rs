@@ -17,7 +17,6 @@ pub mod diff;
 pub mod flags;
 pub mod health;
 pub mod http;
-pub mod keyservice;
 pub mod labels;
 pub mod leader;
 pub mod manifest;

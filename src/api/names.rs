@@ -80,7 +80,7 @@ pub mod reason {
     /// The source artifact could not be fetched, verified or extracted.
     pub const ARTIFACT_FAILED: &str = "ArtifactFailed";
     /// The manifests could not be built.
-    pub const BUILD_FAILED: &str = "BuildFailed";
+    pub use keyservice::reason::BUILD_FAILED;
     /// Garbage collection failed.
     pub const PRUNE_FAILED: &str = "PruneFailed";
     /// The applied objects did not become healthy.

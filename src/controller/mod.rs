@@ -41,11 +41,11 @@ use crate::api::source::{DEFAULT_SOURCE_VERSION, artifact_of};
 use crate::cluster::{ClusterSettings, Clusters, KubeConfigPolicy};
 use crate::flags::ControllerFlags;
 use crate::http::{self, Readiness};
-use crate::keyservice::token_cache::TokenCache;
 use crate::leader::{self, Candidate};
 use crate::metrics::{Metrics, Outcome};
 use crate::render::keys::{DecryptionSettings, GlobalAgeSecret};
 use crate::source::{ArtifactCache, ArtifactFetcher, FetchConfig, FetchError};
+use keyservice::token_cache::TokenCache;
 
 /// Errors that stop the controller process.
 #[derive(Debug, thiserror::Error)]

@@ -8,6 +8,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+pub use keyservice::token_cache::InvolvedObject;
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct EventLabels {
     event_type: &'static str,
@@ -20,17 +22,6 @@ struct EventLabels {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StatusLabels {
     status: &'static str,
-}
-
-/// The object a cache lookup is made for, and what for (`decrypt_with_aws`, ...).
-#[derive(Clone, Debug)]
-pub struct InvolvedObject {
-    /// Its name.
-    pub name: String,
-    /// Its namespace.
-    pub namespace: String,
-    /// Flux's operation name.
-    pub operation: &'static str,
 }
 
 /// The `gotk_token_` families.
@@ -95,5 +86,19 @@ impl TokenCacheMetrics {
     /// One item evicted to make room.
     pub fn evicted(&self) {
         self.evictions.inc();
+    }
+}
+
+impl keyservice::token_cache::CacheMetrics for TokenCacheMetrics {
+    fn record(&self, object: &InvolvedObject, hit: bool, success: bool) {
+        TokenCacheMetrics::record(self, object, hit, success);
+    }
+
+    fn set_items(&self, items: usize) {
+        TokenCacheMetrics::set_items(self, items);
+    }
+
+    fn evicted(&self) {
+        TokenCacheMetrics::evicted(self);
     }
 }

@@ -6,18 +6,24 @@
 //! `--default-decryption-service-account`), else the controller's environment. Key material
 //! and credentials stay in memory.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
+use kube::api::PostParams;
 use kube::{Api, Client};
 use zeroize::Zeroizing;
 
 use crate::api::Kustomization;
 use crate::api::kustomization::DecryptionProvider;
-use crate::keyservice::token_cache::TokenCache;
-use crate::keyservice::vault::VaultConfigMap;
-use crate::keyservice::{
-    self, Credentials, Environment, HttpClient, KeyServices, ServiceAccountTokens,
+use keyservice::identity::SourceFuture;
+use keyservice::token_cache::TokenCache;
+use keyservice::vault::VaultConfigMap;
+use keyservice::{
+    ConfigMapSource, Credentials, Environment, HttpClient, KeyServices, ServiceAccountTokenSource,
+    ServiceAccountTokens, SourceError,
 };
 use sops::{KeyError, Keyring};
 
@@ -95,21 +101,21 @@ pub enum KeysError {
         source: KeyError,
     },
     /// A key service credentials entry is malformed.
-    #[error("failed to import '{entry}' data from sops decryption Secret '{secret}': {reason}")]
+    #[error("failed to import '{entry}' data from sops decryption Secret '{secret}': {source}")]
     Credentials {
         /// The Secret entry.
         entry: String,
         /// `namespace/name`.
         secret: String,
         /// Why (never the credential).
-        reason: String,
+        source: keyservice::CredentialsError,
     },
     /// The decryption ServiceAccount cannot be used.
     #[error(transparent)]
     Identity(#[from] keyservice::identity::IdentityError),
     /// The HTTPS client of the key services cannot be set up.
     #[error("cannot set up the key service client: {0}")]
-    Client(String),
+    Client(#[source] rustls::Error),
 }
 
 /// The keys as the controller reads them: with its own client (not impersonating, as Flux)
@@ -162,15 +168,15 @@ pub async fn load(
         .filter(|n| !n.is_empty())
         .or(settings.default_service_account.as_deref());
     if let Some(account) = account {
-        let mut tokens = ServiceAccountTokens::load(client.clone(), namespace, account).await?;
+        let source = Arc::new(ClusterSource(client.clone()));
+        let mut tokens = ServiceAccountTokens::load(source.clone(), namespace, account).await?;
         if let Some(cache) = &settings.token_cache {
             let name = ks.metadata.name.as_deref().unwrap_or_default();
             tokens = tokens.with_cache(cache.clone(), name);
         }
         credentials.identity = Some(Arc::new(tokens));
         if let Some((cm_namespace, cm_name)) = &settings.vault_config_map {
-            credentials.vault_config_map =
-                Some(VaultConfigMap::new(client.clone(), cm_namespace, cm_name));
+            credentials.vault_config_map = Some(VaultConfigMap::new(source, cm_namespace, cm_name));
         }
     }
     let http = shared_http().clone().map_err(KeysError::Client)?;
@@ -183,10 +189,81 @@ pub async fn load(
     Ok(Some(keys))
 }
 
+/// What the key services read from the cluster, with the controller's client: the
+/// decryption ServiceAccount, its tokens (TokenRequest API), the Vault ConfigMap.
+struct ClusterSource(Client);
+
+/// The API's own words for a failed request (its Status message), else the client's.
+fn api_message(error: kube::Error) -> SourceError {
+    let message = match &error {
+        kube::Error::Api(status) => status.message.clone(),
+        other => other.to_string(),
+    };
+    SourceError::with_source(message, error)
+}
+
+impl ServiceAccountTokenSource for ClusterSource {
+    fn annotations<'a>(
+        &'a self,
+        namespace: &'a str,
+        name: &'a str,
+    ) -> SourceFuture<'a, BTreeMap<String, String>> {
+        Box::pin(async move {
+            let account = Api::<ServiceAccount>::namespaced(self.0.clone(), namespace)
+                .get(name)
+                .await
+                .map_err(api_message)?;
+            Ok(account.metadata.annotations.unwrap_or_default())
+        })
+    }
+
+    fn token<'a>(
+        &'a self,
+        namespace: &'a str,
+        name: &'a str,
+        audiences: Vec<String>,
+        lifetime: Duration,
+    ) -> SourceFuture<'a, Zeroizing<String>> {
+        Box::pin(async move {
+            let request = TokenRequest {
+                spec: TokenRequestSpec {
+                    audiences,
+                    expiration_seconds: Some(i64::try_from(lifetime.as_secs()).unwrap_or(i64::MAX)),
+                    ..TokenRequestSpec::default()
+                },
+                ..TokenRequest::default()
+            };
+            let issued: TokenRequest = Api::<ServiceAccount>::namespaced(self.0.clone(), namespace)
+                .create_subresource("token", name, &PostParams::default(), &request)
+                .await
+                .map_err(api_message)?;
+            Ok(Zeroizing::new(
+                issued.status.map(|s| s.token).unwrap_or_default(),
+            ))
+        })
+    }
+}
+
+impl ConfigMapSource for ClusterSource {
+    fn data<'a>(
+        &'a self,
+        namespace: &'a str,
+        name: &'a str,
+    ) -> SourceFuture<'a, BTreeMap<String, String>> {
+        Box::pin(async move {
+            let map = Api::<ConfigMap>::namespaced(self.0.clone(), namespace)
+                .get(name)
+                .await
+                .map_err(|e| SourceError::with_source(e.to_string(), e))?;
+            Ok(map.data.unwrap_or_default())
+        })
+    }
+}
+
 /// One HTTP client for every decryption: its connection pool outlives a reconcile.
-fn shared_http() -> &'static Result<HttpClient, String> {
-    static HTTP: OnceLock<Result<HttpClient, String>> = OnceLock::new();
-    HTTP.get_or_init(|| HttpClient::new().map_err(|e| e.to_string()))
+fn shared_http() -> &'static Result<HttpClient, rustls::Error> {
+    static HTTP: OnceLock<Result<HttpClient, rustls::Error>> = OnceLock::new();
+    HTTP.get_or_init(HttpClient::new)
 }
 
 fn process_environment() -> &'static Environment {
@@ -203,10 +280,10 @@ fn import_credentials(
     let Some(data) = &secret.data else {
         return Ok(());
     };
-    let error = |entry: &str, reason: String| KeysError::Credentials {
+    let error = |entry: &str, source: keyservice::CredentialsError| KeysError::Credentials {
         entry: entry.to_owned(),
         secret: id.to_owned(),
-        reason,
+        source,
     };
     if let Some(value) = data.get(VAULT_TOKEN_ENTRY) {
         let token = String::from_utf8_lossy(&value.0);
@@ -218,17 +295,19 @@ fn import_credentials(
     if let Some(value) = data.get(AWS_KMS_ENTRY) {
         credentials.aws = Some(
             keyservice::aws::parse_static_credentials(&value.0)
-                .map_err(|e| error(AWS_KMS_ENTRY, e))?,
+                .map_err(|e| error(AWS_KMS_ENTRY, e.into()))?,
         );
     }
     if let Some(value) = data.get(AZURE_KV_ENTRY) {
         credentials.azure = Some(
-            keyservice::azure::parse_credentials(&value.0).map_err(|e| error(AZURE_KV_ENTRY, e))?,
+            keyservice::azure::parse_credentials(&value.0)
+                .map_err(|e| error(AZURE_KV_ENTRY, e.into()))?,
         );
     }
     if let Some(value) = data.get(GCP_KMS_ENTRY) {
         credentials.gcp = Some(
-            keyservice::gcp::parse_credentials(&value.0).map_err(|e| error(GCP_KMS_ENTRY, e))?,
+            keyservice::gcp::parse_credentials(&value.0)
+                .map_err(|e| error(GCP_KMS_ENTRY, e.into()))?,
         );
     }
     Ok(())

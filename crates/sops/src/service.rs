@@ -118,6 +118,15 @@ pub enum ServiceError {
     /// The service was asked and refused or failed.
     #[error("{0}")]
     Failed(String),
+    /// The service named `service` (`AWS KMS`, ...) was asked and refused or failed; its
+    /// typed error is kept as the source.
+    #[error("{service}: {source}")]
+    Service {
+        /// The service's name, as [`ServiceKey::service_name`] gives it.
+        service: &'static str,
+        /// Why it failed.
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
 }
 
 /// Opens data keys held by key services. Implemented outside this crate, which does no I/O.

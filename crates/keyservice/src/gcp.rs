@@ -139,19 +139,81 @@ struct CredentialsFile {
     refresh_token: Zeroizing<String>,
 }
 
+/// Why a `sops.gcp-kms` entry (or the `GOOGLE_APPLICATION_CREDENTIALS` file) cannot be used,
+/// in the words of `google.CredentialsFromJSON`. Names the field at fault, never its value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CredentialsError {
+    /// Not UTF-8 text.
+    #[error("failed to parse GCP credentials JSON: not UTF-8 text")]
+    NotUtf8,
+    /// Not JSON, or not the document's shape.
+    #[error("failed to parse GCP credentials JSON: {kind} at line {line} column {column}")]
+    Json {
+        /// What is wrong (never the text at fault).
+        kind: &'static str,
+        /// Where.
+        line: usize,
+        /// Where on the line.
+        column: usize,
+    },
+    /// No `type` field.
+    #[error("GCP credentials JSON: missing 'type' field")]
+    MissingType,
+    /// A `type` other than `service_account` and `authorized_user`.
+    #[error(
+        "GCP credentials of type '{0}' are not supported: use a 'service_account' key or 'authorized_user' credentials, or workload identity"
+    )]
+    UnsupportedType(String),
+    /// A field the type needs is missing or empty.
+    #[error("GCP credentials of type '{kind}': missing '{field}' field")]
+    MissingField {
+        /// The credentials' type.
+        kind: &'static str,
+        /// The field.
+        field: &'static str,
+    },
+    /// The service account's key is not a usable RSA key.
+    #[error("GCP service account '{client_email}': private_key: {source}")]
+    PrivateKey {
+        /// The service account.
+        client_email: String,
+        /// Why.
+        source: oauth::PemError,
+    },
+}
+
+impl CredentialsError {
+    /// The Flux reason of a reconcile that stops on this error.
+    pub fn reason(&self) -> &'static str {
+        crate::reason::BUILD_FAILED
+    }
+}
+
+/// Why a ServiceAccount annotation of GCP workload identity is not usable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AnnotationError {
+    /// `iam.gke.io/gcp-service-account` is not a service account email.
+    #[error(
+        "invalid {SERVICE_ACCOUNT_ANNOTATION} annotation: '{0}': must be a GCP service account email NAME@PROJECT.iam.gserviceaccount.com"
+    )]
+    ServiceAccount(String),
+    /// `gcp.auth.fluxcd.io/workload-identity-provider` is not a provider's name.
+    #[error(
+        "invalid {WORKLOAD_IDENTITY_PROVIDER_ANNOTATION} annotation: '{0}': must be projects/PROJECT_NUMBER/locations/global/workloadIdentityPools/POOL_ID/providers/PROVIDER_ID"
+    )]
+    Provider(String),
+}
+
 /// Parses a Google credentials JSON document (the Secret's `sops.gcp-kms` entry, as
 /// `google.CredentialsFromJSON` reads it): `service_account` and `authorized_user` types.
-pub fn parse_credentials(data: &[u8]) -> Result<Credentials, String> {
-    let text = std::str::from_utf8(data)
-        .map_err(|_| "failed to parse GCP credentials JSON: not UTF-8 text".to_owned())?;
-    let file: CredentialsFile = serde_json::from_str(text.trim_matches('\n')).map_err(|e| {
-        format!(
-            "failed to parse GCP credentials JSON: {} at line {} column {}",
-            json_error_kind(&e),
-            e.line(),
-            e.column()
-        )
-    })?;
+pub fn parse_credentials(data: &[u8]) -> Result<Credentials, CredentialsError> {
+    let text = std::str::from_utf8(data).map_err(|_| CredentialsError::NotUtf8)?;
+    let file: CredentialsFile =
+        serde_json::from_str(text.trim_matches('\n')).map_err(|e| CredentialsError::Json {
+            kind: json_error_kind(&e),
+            line: e.line(),
+            column: e.column(),
+        })?;
     let token_uri = non_empty(file.token_uri).unwrap_or_else(|| DEFAULT_TOKEN_URI.to_owned());
     let kind = match file.kind.as_str() {
         "service_account" => service_account(
@@ -171,12 +233,8 @@ pub fn parse_credentials(data: &[u8]) -> Result<Credentials, String> {
                 token_uri,
             }
         }
-        "" => return Err("GCP credentials JSON: missing 'type' field".to_owned()),
-        other => {
-            return Err(format!(
-                "GCP credentials of type '{other}' are not supported: use a 'service_account' key or 'authorized_user' credentials, or workload identity"
-            ));
-        }
+        "" => return Err(CredentialsError::MissingType),
+        other => return Err(CredentialsError::UnsupportedType(other.to_owned())),
     };
     Ok(Credentials { kind })
 }
@@ -186,11 +244,13 @@ fn service_account(
     private_key: &str,
     private_key_id: String,
     token_uri: String,
-) -> Result<Kind, String> {
+) -> Result<Kind, CredentialsError> {
     require(&client_email, "client_email", "service_account")?;
     require(private_key, "private_key", "service_account")?;
-    let key = Rsa::from_pem(private_key)
-        .map_err(|e| format!("GCP service account '{client_email}': private_key: {e}"))?;
+    let key = Rsa::from_pem(private_key).map_err(|source| CredentialsError::PrivateKey {
+        client_email: client_email.clone(),
+        source,
+    })?;
     Ok(Kind::ServiceAccount {
         client_email,
         private_key_id: non_empty(private_key_id),
@@ -199,11 +259,9 @@ fn service_account(
     })
 }
 
-fn require(value: &str, field: &str, kind: &str) -> Result<(), String> {
+fn require(value: &str, field: &'static str, kind: &'static str) -> Result<(), CredentialsError> {
     if value.is_empty() {
-        Err(format!(
-            "GCP credentials of type '{kind}': missing '{field}' field"
-        ))
+        Err(CredentialsError::MissingField { kind, field })
     } else {
         Ok(())
     }
@@ -254,12 +312,15 @@ async fn decrypt_at(
     enc: &str,
 ) -> Result<Zeroizing<Vec<u8>>, KeyServiceError> {
     let context = || format!("failed to decrypt sops data key with GCP KMS key '{resource_id}'");
-    check_resource_id(resource_id).map_err(KeyServiceError::InvalidKey)?;
+    check_resource_id(resource_id).map_err(|e| KeyServiceError::invalid_key_because(None, e))?;
     let ciphertext = STANDARD.decode(enc.trim()).map_err(|e| {
-        KeyServiceError::InvalidKey(format!(
-            "{}: the encrypted data key is not base64: {e}",
-            context()
-        ))
+        KeyServiceError::invalid_key_because(
+            Some(&format!(
+                "{}: the encrypted data key is not base64",
+                context()
+            )),
+            e,
+        )
     })?;
     let token = access_token(services).await?;
     with_retries(services.policy, || async {
@@ -292,7 +353,7 @@ fn kms_endpoint(environment: &super::Environment) -> String {
 }
 
 /// Checks the resource ID is `projects/*/locations/*/keyRings/*/cryptoKeys/*`, as sops does.
-fn check_resource_id(resource_id: &str) -> Result<(), String> {
+fn check_resource_id(resource_id: &str) -> Result<(), InvalidResourceId> {
     let parts: Vec<&str> = resource_id.split('/').collect();
     let names = ["projects", "locations", "keyRings", "cryptoKeys"];
     let valid = parts.len() == 8
@@ -303,9 +364,14 @@ fn check_resource_id(resource_id: &str) -> Result<(), String> {
     if valid {
         Ok(())
     } else {
-        Err(format!("no valid resource ID found in \"{resource_id}\""))
+        Err(InvalidResourceId(resource_id.to_owned()))
     }
 }
+
+/// A key's resource ID that is not `projects/*/locations/*/keyRings/*/cryptoKeys/*`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no valid resource ID found in \"{0}\"")]
+pub struct InvalidResourceId(pub String);
 
 /// The `cryptoKeys.decrypt` request: `POST {endpoint}/v1/{resource_id}:decrypt`.
 fn decrypt_request(
@@ -396,12 +462,18 @@ async fn new_token(services: &KeyServices) -> Result<AccessToken, KeyServiceErro
 
 async fn read_credentials_file(path: &str) -> Result<Credentials, KeyServiceError> {
     let data = Zeroizing::new(tokio::fs::read(path).await.map_err(|e| {
-        KeyServiceError::Credentials(format!(
-            "failed to read GOOGLE_APPLICATION_CREDENTIALS file '{path}': {e}"
-        ))
+        KeyServiceError::credentials_because(
+            Some(&format!(
+                "failed to read GOOGLE_APPLICATION_CREDENTIALS file '{path}'"
+            )),
+            e,
+        )
     })?);
     parse_credentials(&data).map_err(|e| {
-        KeyServiceError::Credentials(format!("GOOGLE_APPLICATION_CREDENTIALS file '{path}': {e}"))
+        KeyServiceError::credentials_because(
+            Some(&format!("GOOGLE_APPLICATION_CREDENTIALS file '{path}'")),
+            e,
+        )
     })
 }
 
@@ -441,7 +513,7 @@ fn credentials_token_request(
                 scopes,
                 now,
             )
-            .map_err(Failure::Permanent)?;
+            .map_err(|e| Failure::Permanent(e.to_string()))?;
             oauth::form_request(
                 token_uri,
                 &[
@@ -475,7 +547,7 @@ fn service_account_assertion(
     token_uri: &str,
     scopes: &[&str],
     now: u64,
-) -> Result<Zeroizing<String>, String> {
+) -> Result<Zeroizing<String>, oauth::SignError> {
     let mut header = json!({ "alg": "RS256", "typ": "JWT" });
     if let Some(kid) = private_key_id {
         header["kid"] = json!(kid);
@@ -497,8 +569,9 @@ async fn workload_identity_token(
     services: &KeyServices,
     identity: &Arc<ServiceAccountTokens>,
 ) -> Result<AccessToken, KeyServiceError> {
-    let email = impersonated_account(identity).map_err(KeyServiceError::Credentials)?;
-    let provider = workload_identity_provider(identity).map_err(KeyServiceError::Credentials)?;
+    let credentials = |e: AnnotationError| KeyServiceError::credentials_because(None, e);
+    let email = impersonated_account(identity).map_err(credentials)?;
+    let provider = workload_identity_provider(identity).map_err(credentials)?;
     let (audiences, exchange_audience) = match provider {
         Some(provider) => {
             let audience = format!("//iam.googleapis.com/{provider}");
@@ -506,7 +579,7 @@ async fn workload_identity_token(
         }
         None => {
             if identity.annotation(AUDIENCES_ANNOTATION).is_some() {
-                return Err(KeyServiceError::Credentials(format!(
+                return Err(KeyServiceError::credentials(format!(
                     "cannot specify custom audiences ({AUDIENCES_ANNOTATION}) for GKE workload identity: set {WORKLOAD_IDENTITY_PROVIDER_ANNOTATION} outside GKE"
                 )));
             }
@@ -543,7 +616,9 @@ async fn workload_identity_token(
 }
 
 /// The validated `iam.gke.io/gcp-service-account` annotation, if any.
-fn impersonated_account(identity: &ServiceAccountTokens) -> Result<Option<String>, String> {
+fn impersonated_account(
+    identity: &ServiceAccountTokens,
+) -> Result<Option<String>, AnnotationError> {
     let Some(email) = identity.annotation(SERVICE_ACCOUNT_ANNOTATION) else {
         return Ok(None);
     };
@@ -560,14 +635,14 @@ fn impersonated_account(identity: &ServiceAccountTokens) -> Result<Option<String
     if valid {
         Ok(Some(email.to_owned()))
     } else {
-        Err(format!(
-            "invalid {SERVICE_ACCOUNT_ANNOTATION} annotation: '{email}': must be a GCP service account email NAME@PROJECT.iam.gserviceaccount.com"
-        ))
+        Err(AnnotationError::ServiceAccount(email.to_owned()))
     }
 }
 
 /// The validated `gcp.auth.fluxcd.io/workload-identity-provider` annotation, if any.
-fn workload_identity_provider(identity: &ServiceAccountTokens) -> Result<Option<String>, String> {
+fn workload_identity_provider(
+    identity: &ServiceAccountTokens,
+) -> Result<Option<String>, AnnotationError> {
     let Some(provider) = identity.annotation(WORKLOAD_IDENTITY_PROVIDER_ANNOTATION) else {
         return Ok(None);
     };
@@ -586,9 +661,7 @@ fn workload_identity_provider(identity: &ServiceAccountTokens) -> Result<Option<
     if valid {
         Ok(Some(provider.to_owned()))
     } else {
-        Err(format!(
-            "invalid {WORKLOAD_IDENTITY_PROVIDER_ANNOTATION} annotation: '{provider}': must be projects/PROJECT_NUMBER/locations/global/workloadIdentityPools/POOL_ID/providers/PROVIDER_ID"
-        ))
+        Err(AnnotationError::Provider(provider.to_owned()))
     }
 }
 
@@ -790,7 +863,7 @@ fn parse_impersonation_response(
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use crate::keyservice::{CallPolicy, Credentials as AllCredentials, Environment, HttpClient};
+    use crate::{CallPolicy, Credentials as AllCredentials, Environment, HttpClient};
     use ring::signature::{RSA_PKCS1_2048_8192_SHA256, UnparsedPublicKey};
     use std::time::Duration;
 
@@ -1023,17 +1096,22 @@ pub(super) mod tests {
     #[test]
     fn refuses_other_credential_types_naming_them() {
         let external = r#"{"type":"external_account","audience":"//iam.googleapis.com/x","subject_token_type":"urn:ietf:params:oauth:token-type:jwt","token_url":"https://sts.googleapis.com/v1/token","credential_source":{"file":"/var/run/token"}}"#;
-        let error = parse_credentials(external.as_bytes()).unwrap_err();
+        let error = parse_credentials(external.as_bytes())
+            .unwrap_err()
+            .to_string();
         assert!(
             error.contains("'external_account'") && error.contains("not supported"),
             "{error}"
         );
-        let error = parse_credentials(br#"{"client_email":"a@b"}"#).unwrap_err();
+        let error = parse_credentials(br#"{"client_email":"a@b"}"#)
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("missing 'type'"), "{error}");
         let error = parse_credentials(
             br#"{"type":"service_account","client_email":"a@b.iam.gserviceaccount.com"}"#,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(error.contains("missing 'private_key'"), "{error}");
     }
 
@@ -1042,11 +1120,15 @@ pub(super) mod tests {
         let broken = format!(
             r#"{{"type":"authorized_user","client_secret":"{SECRET}" "refresh_token":"x"}}"#
         );
-        let error = parse_credentials(broken.as_bytes()).unwrap_err();
+        let error = parse_credentials(broken.as_bytes())
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("syntax error"), "{error}");
         assert!(!error.contains(SECRET), "{error}");
         let bad_key = service_account_json(DEFAULT_TOKEN_URI).replace("MII", "XII");
-        let error = parse_credentials(bad_key.as_bytes()).unwrap_err();
+        let error = parse_credentials(bad_key.as_bytes())
+            .unwrap_err()
+            .to_string();
         assert!(
             error.contains("private_key") && !error.contains("XII"),
             "{error}"

@@ -122,12 +122,125 @@ impl Credentials {
     }
 }
 
+/// Why a `sops.azure-kv` entry (or the `AZURE_CLIENT_CERTIFICATE_PATH` file) cannot be
+/// used. Names the field at fault, never its value (a tenant ID excepted: it is no secret
+/// and says which is wrong).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CredentialsError {
+    /// UTF-16 text (a byte order mark) that does not decode.
+    #[error("failed to decode Azure authentication file bytes: invalid UTF-16")]
+    NotUtf16,
+    /// Neither UTF-16 nor UTF-8 text.
+    #[error("failed to decode Azure authentication file bytes: not UTF-8 text")]
+    NotUtf8,
+    /// Valid JSON or YAML, but not a mapping.
+    #[error("failed to unmarshal Azure authentication file: not a mapping")]
+    NotMapping,
+    /// Neither JSON nor YAML.
+    #[error("failed to unmarshal Azure authentication file: not valid JSON or YAML")]
+    NotJsonOrYaml,
+    /// A field has the wrong type.
+    #[error("failed to unmarshal Azure authentication file: '{field}' must be a {expected}")]
+    FieldType {
+        /// The field's name.
+        field: String,
+        /// `string` or `boolean`.
+        expected: &'static str,
+    },
+    /// `tenantId` and `clientId` without a secret or certificate.
+    #[error(
+        "invalid data: requires 'clientSecret' or 'clientCertificate' when both 'tenantId' and 'clientId' are set"
+    )]
+    NoSecretOrCertificate,
+    /// No usable combination of fields.
+    #[error(
+        "invalid data: requires a 'clientId' field, a combination of 'tenantId', 'clientId' and 'clientSecret', or 'tenantId', 'clientId' and 'clientCertificate'"
+    )]
+    NoClient,
+    /// A tenant ID that is neither a GUID nor a domain name.
+    #[error("invalid tenant ID '{0}'")]
+    Tenant(String),
+    /// The client certificate is not usable.
+    #[error("invalid clientCertificate: {0}")]
+    Certificate(#[from] CertificateError),
+}
+
+impl CredentialsError {
+    /// The Flux reason of a reconcile that stops on this error.
+    pub fn reason(&self) -> &'static str {
+        crate::reason::BUILD_FAILED
+    }
+}
+
+/// Why a PEM client certificate with its key is not usable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CertificateError {
+    /// Not PEM (a PKCS#12 bundle, most likely).
+    #[error("not PEM (PKCS#12 certificates are not supported: convert to PEM)")]
+    NotPem,
+    /// The key is encrypted.
+    #[error(
+        "the private key is encrypted{}; encrypted keys are not supported: store the key unencrypted in the Secret",
+        if *has_password { "" } else { " and no clientCertificatePassword is set" }
+    )]
+    EncryptedKey {
+        /// Whether a password was given (which would not help).
+        has_password: bool,
+    },
+    /// The key or the PEM text is not usable.
+    #[error(transparent)]
+    Pem(#[from] oauth::PemError),
+    /// No certificate holds the key's public key.
+    #[error("no certificate matches the private key")]
+    NoMatchingCertificate,
+}
+
+/// Why the `AZURE_CLIENT_CERTIFICATE_PATH` file of the environment is not usable.
+#[derive(Debug, thiserror::Error)]
+pub enum CertificateFileError {
+    /// It cannot be read.
+    #[error("failed to read AZURE_CLIENT_CERTIFICATE_PATH '{path}': {source}")]
+    Read {
+        /// The path.
+        path: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// It holds no usable certificate and key.
+    #[error("AZURE_CLIENT_CERTIFICATE_PATH '{path}': invalid clientCertificate: {source}")]
+    Invalid {
+        /// The path.
+        path: String,
+        /// Why.
+        source: CertificateError,
+    },
+}
+
+/// Why a Key Vault key's address is not one this service calls.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KeyUrlError {
+    /// The vault URL does not parse.
+    #[error("invalid vault URL '{0}'")]
+    InvalidUrl(String),
+    /// The vault URL is not HTTPS (plain HTTP is allowed on loopback only).
+    #[error("vault URL '{0}' is not an https:// URL")]
+    NotHttps(String),
+    /// The key's name or version is not a plain identifier.
+    #[error("invalid key name '{name}' or version '{version}'")]
+    KeyName {
+        /// The key's name.
+        name: String,
+        /// The key's version.
+        version: String,
+    },
+}
+
 /// Parses a `sops.azure-kv` entry: JSON or YAML (UTF-8, or UTF-16 with a byte order mark)
 /// with `tenantId`, `clientId`, `clientSecret`, `clientCertificate` (PEM certificate and
 /// RSA key), `clientCertificatePassword`, `clientCertificateSendChain`, `authorityHost`,
 /// or the `az` service principal fields `tenant`, `appId`, `password`. Field names match
 /// case-insensitively, as Go's JSON decoding does.
-pub fn parse_credentials(data: &[u8]) -> Result<Credentials, String> {
+pub fn parse_credentials(data: &[u8]) -> Result<Credentials, CredentialsError> {
     let text = decode_text(data)?;
     let fields = parse_fields(&text)?;
     let get = |name: &str| string_field(&fields, name);
@@ -149,14 +262,10 @@ pub fn parse_credentials(data: &[u8]) -> Result<Credentials, String> {
                 Kind::ClientCertificate {
                     tenant_id,
                     client_id,
-                    certificate: Box::new(parse_certificate(
-                        &pem,
-                        password.is_some(),
-                        send_chain,
-                    )?),
+                    certificate: Box::new(parse_certificate(&pem, password.is_some(), send_chain)?),
                 }
             } else {
-                return Err("invalid data: requires 'clientSecret' or 'clientCertificate' when both 'tenantId' and 'clientId' are set".to_owned());
+                return Err(CredentialsError::NoSecretOrCertificate);
             }
         }
         (_, client_id) => match (get("tenant")?, get("appId")?, get("password")?, client_id) {
@@ -166,7 +275,7 @@ pub fn parse_credentials(data: &[u8]) -> Result<Credentials, String> {
                 secret: Zeroizing::new(secret),
             },
             (.., Some(client_id)) => Kind::ManagedIdentity { client_id },
-            _ => return Err("invalid data: requires a 'clientId' field, a combination of 'tenantId', 'clientId' and 'clientSecret', or 'tenantId', 'clientId' and 'clientCertificate'".to_owned()),
+            _ => return Err(CredentialsError::NoClient),
         },
     };
     if let Kind::ClientSecret { tenant_id, .. } | Kind::ClientCertificate { tenant_id, .. } = &kind
@@ -180,8 +289,8 @@ pub fn parse_credentials(data: &[u8]) -> Result<Credentials, String> {
 }
 
 /// The entry's text: UTF-8 (a byte order mark skipped), or UTF-16 with a byte order mark.
-fn decode_text(data: &[u8]) -> Result<Zeroizing<String>, String> {
-    let utf16 = |rest: &[u8], big: bool| -> Result<Zeroizing<String>, String> {
+fn decode_text(data: &[u8]) -> Result<Zeroizing<String>, CredentialsError> {
+    let utf16 = |rest: &[u8], big: bool| -> Result<Zeroizing<String>, CredentialsError> {
         let units: Zeroizing<Vec<u16>> = Zeroizing::new(
             rest.chunks_exact(2)
                 .map(|c| {
@@ -193,33 +302,29 @@ fn decode_text(data: &[u8]) -> Result<Zeroizing<String>, String> {
                 })
                 .collect(),
         );
-        String::from_utf16(&units).map(Zeroizing::new).map_err(|_| {
-            "failed to decode Azure authentication file bytes: invalid UTF-16".to_owned()
-        })
+        String::from_utf16(&units)
+            .map(Zeroizing::new)
+            .map_err(|_| CredentialsError::NotUtf16)
     };
     match data {
         [0xFF, 0xFE, rest @ ..] => utf16(rest, false),
         [0xFE, 0xFF, rest @ ..] => utf16(rest, true),
         [0xEF, 0xBB, 0xBF, rest @ ..] | rest => std::str::from_utf8(rest)
             .map(|s| Zeroizing::new(s.to_owned()))
-            .map_err(|_| {
-                "failed to decode Azure authentication file bytes: not UTF-8 text".to_owned()
-            }),
+            .map_err(|_| CredentialsError::NotUtf8),
     }
 }
 
 /// The entry's top-level mapping (JSON is YAML).
-fn parse_fields(text: &str) -> Result<Map<String, Value>, String> {
+fn parse_fields(text: &str) -> Result<Map<String, Value>, CredentialsError> {
     if text.trim().is_empty() {
         return Ok(Map::new());
     }
     match serde_saphyr::from_str::<Value>(text) {
         Ok(Value::Object(map)) => Ok(map),
         Ok(Value::Null) => Ok(Map::new()),
-        Ok(_) => Err("failed to unmarshal Azure authentication file: not a mapping".to_owned()),
-        Err(_) => {
-            Err("failed to unmarshal Azure authentication file: not valid JSON or YAML".to_owned())
-        }
+        Ok(_) => Err(CredentialsError::NotMapping),
+        Err(_) => Err(CredentialsError::NotJsonOrYaml),
     }
 }
 
@@ -233,23 +338,28 @@ fn field<'a>(fields: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
     })
 }
 
-fn string_field(fields: &Map<String, Value>, name: &str) -> Result<Option<String>, String> {
+fn string_field(
+    fields: &Map<String, Value>,
+    name: &str,
+) -> Result<Option<String>, CredentialsError> {
     match field(fields, name) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok((!s.is_empty()).then(|| s.clone())),
-        Some(_) => Err(format!(
-            "failed to unmarshal Azure authentication file: '{name}' must be a string"
-        )),
+        Some(_) => Err(CredentialsError::FieldType {
+            field: name.to_owned(),
+            expected: "string",
+        }),
     }
 }
 
-fn bool_field(fields: &Map<String, Value>, name: &str) -> Result<bool, String> {
+fn bool_field(fields: &Map<String, Value>, name: &str) -> Result<bool, CredentialsError> {
     match field(fields, name) {
         None | Some(Value::Null) => Ok(false),
         Some(Value::Bool(b)) => Ok(*b),
-        Some(_) => Err(format!(
-            "failed to unmarshal Azure authentication file: '{name}' must be a boolean"
-        )),
+        Some(_) => Err(CredentialsError::FieldType {
+            field: name.to_owned(),
+            expected: "boolean",
+        }),
     }
 }
 
@@ -262,14 +372,14 @@ fn with_slash(host: &str) -> String {
 }
 
 /// A tenant ID is a GUID or a domain name: nothing that changes the token URL's path.
-fn check_tenant(tenant_id: &str) -> Result<(), String> {
+fn check_tenant(tenant_id: &str) -> Result<(), CredentialsError> {
     if tenant_id
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
     {
         Ok(())
     } else {
-        Err(format!("invalid tenant ID '{tenant_id}'"))
+        Err(CredentialsError::Tenant(tenant_id.to_owned()))
     }
 }
 
@@ -278,25 +388,15 @@ fn parse_certificate(
     pem: &str,
     has_password: bool,
     send_chain: bool,
-) -> Result<ClientCertificate, String> {
-    let invalid = |reason: &str| format!("invalid clientCertificate: {reason}");
+) -> Result<ClientCertificate, CertificateError> {
     if !pem.contains("-----BEGIN") {
-        return Err(invalid(
-            "not PEM (PKCS#12 certificates are not supported: convert to PEM)",
-        ));
+        return Err(CertificateError::NotPem);
     }
     if pem.contains("ENCRYPTED") {
-        let also = if has_password {
-            ""
-        } else {
-            " and no clientCertificatePassword is set"
-        };
-        return Err(invalid(&format!(
-            "the private key is encrypted{also}; encrypted keys are not supported: store the key unencrypted in the Secret"
-        )));
+        return Err(CertificateError::EncryptedKey { has_password });
     }
-    let key = Rsa::from_pem(pem).map_err(|e| invalid(&e))?;
-    let blocks = oauth::pem_blocks(pem).map_err(|e| invalid(&e))?;
+    let key = Rsa::from_pem(pem)?;
+    let blocks = oauth::pem_blocks(pem)?;
     let certificates: Vec<&[u8]> = blocks
         .iter()
         .filter(|b| b.label == "CERTIFICATE")
@@ -306,7 +406,7 @@ fn parse_certificate(
     let leaf = certificates
         .iter()
         .position(|der| contains(der, key.public_key()))
-        .ok_or_else(|| invalid("no certificate matches the private key"))?;
+        .ok_or(CertificateError::NoMatchingCertificate)?;
     let mut chain = vec![STANDARD.encode(certificates[leaf])];
     chain.extend(
         certificates
@@ -359,13 +459,15 @@ pub async fn decrypt(
     let key_url = format!("{vault_url}/keys/{name}/{version}");
     let context =
         || format!("failed to decrypt sops data key with Azure Key Vault key '{key_url}'");
-    let invalid = |reason: String| KeyServiceError::InvalidKey(format!("{}: {reason}", context()));
+    let invalid =
+        |reason: KeyUrlError| KeyServiceError::invalid_key_because(Some(&context()), reason);
     let url = decrypt_url(vault_url, name, version).map_err(invalid)?;
     let scope = scope_for(vault_url).map_err(invalid)?;
     let wrapped = URL_SAFE_NO_PAD.decode(enc.trim()).map_err(|e| {
-        KeyServiceError::InvalidKey(format!(
-            "failed to base64 decode Azure Key Vault encrypted key: {e}"
-        ))
+        KeyServiceError::invalid_key_because(
+            Some("failed to base64 decode Azure Key Vault encrypted key"),
+            e,
+        )
     })?;
     let token = access_token(services, &scope).await?;
     with_retries(services.policy, || async {
@@ -382,20 +484,23 @@ pub async fn decrypt(
 
 /// `{vault}/keys/{name}[/{version}]/decrypt?api-version=...`; the vault must be HTTPS
 /// (plain HTTP only on loopback, for tests), and the name and version plain identifiers.
-fn decrypt_url(vault_url: &str, name: &str, version: &str) -> Result<String, String> {
+fn decrypt_url(vault_url: &str, name: &str, version: &str) -> Result<String, KeyUrlError> {
     let vault: http::Uri = vault_url
         .parse()
-        .map_err(|_| format!("invalid vault URL '{vault_url}'"))?;
+        .map_err(|_| KeyUrlError::InvalidUrl(vault_url.to_owned()))?;
     let host = vault.host().unwrap_or("");
     let loopback = matches!(host, "127.0.0.1" | "localhost" | "[::1]");
     match vault.scheme_str() {
         Some("https") => {}
         Some("http") if loopback => {}
-        _ => return Err(format!("vault URL '{vault_url}' is not an https:// URL")),
+        _ => return Err(KeyUrlError::NotHttps(vault_url.to_owned())),
     }
     let plain = |s: &str| s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
     if name.is_empty() || !plain(name) || !plain(version) {
-        return Err(format!("invalid key name '{name}' or version '{version}'"));
+        return Err(KeyUrlError::KeyName {
+            name: name.to_owned(),
+            version: version.to_owned(),
+        });
     }
     let base = vault_url.trim_end_matches('/');
     let version = if version.is_empty() {
@@ -410,10 +515,10 @@ fn decrypt_url(vault_url: &str, name: &str, version: &str) -> Result<String, Str
 
 /// The token scope of a vault: its Key Vault domain's resource for Azure's clouds, else
 /// the parent domain of its host (a token for nothing else).
-fn scope_for(vault_url: &str) -> Result<String, String> {
+fn scope_for(vault_url: &str) -> Result<String, KeyUrlError> {
     let uri: http::Uri = vault_url
         .parse()
-        .map_err(|_| format!("invalid vault URL '{vault_url}'"))?;
+        .map_err(|_| KeyUrlError::InvalidUrl(vault_url.to_owned()))?;
     let host = uri.host().unwrap_or("").to_ascii_lowercase();
     if let Some(domain) = KEY_VAULT_DOMAINS
         .iter()
@@ -557,12 +662,12 @@ async fn identity_grant<'a>(
     let account = format!("'{}/{}'", identity.namespace(), identity.name());
     let annotation = |key: &str, what: &str| {
         identity.annotation(key).ok_or_else(|| {
-            KeyServiceError::Credentials(format!("azure {what} is not set in the annotation {key} of decryption service account {account}"))
+            KeyServiceError::credentials(format!("azure {what} is not set in the annotation {key} of decryption service account {account}"))
         })
     };
     let tenant_id = annotation(TENANT_ID_ANNOTATION, "tenant ID")?;
     let client_id = annotation(CLIENT_ID_ANNOTATION, "client ID")?;
-    check_tenant(tenant_id).map_err(KeyServiceError::Credentials)?;
+    check_tenant(tenant_id).map_err(|e| KeyServiceError::credentials_because(None, e))?;
     let token = identity
         .token(
             identity.audiences(&[DEFAULT_AUDIENCE]),
@@ -595,7 +700,7 @@ async fn environment_token(
     let authority_host = environment_authority(env);
     let (tenant, client) = (env.get("AZURE_TENANT_ID"), env.get("AZURE_CLIENT_ID"));
     if let (Some(tenant_id), Some(client_id)) = (tenant, client) {
-        check_tenant(tenant_id).map_err(KeyServiceError::Credentials)?;
+        check_tenant(tenant_id).map_err(|e| KeyServiceError::credentials_because(None, e))?;
         let client = |proof| Grant::Client {
             authority_host: authority_host.clone(),
             tenant_id,
@@ -614,7 +719,7 @@ async fn environment_token(
         if let Some(path) = env.get("AZURE_CLIENT_CERTIFICATE_PATH") {
             let certificate = read_certificate(env, path)
                 .await
-                .map_err(KeyServiceError::Credentials)?;
+                .map_err(|e| KeyServiceError::credentials_because(None, e))?;
             return request_token(services, client(Proof::Certificate(&certificate)), scope)
                 .await
                 .map_err(|e| failed("AZURE_CLIENT_CERTIFICATE_PATH", e));
@@ -624,9 +729,12 @@ async fn environment_token(
             env.get("AZURE_AUTHORITY_HOST"),
         ) {
             let token = tokio::fs::read_to_string(file).await.map_err(|e| {
-                KeyServiceError::Credentials(format!(
-                    "failed to read AZURE_FEDERATED_TOKEN_FILE '{file}': {e}"
-                ))
+                KeyServiceError::credentials_because(
+                    Some(&format!(
+                        "failed to read AZURE_FEDERATED_TOKEN_FILE '{file}'"
+                    )),
+                    e,
+                )
             })?;
             let assertion = Zeroizing::new(token.trim().to_owned());
             return request_token(services, client(Proof::Assertion(assertion)), scope)
@@ -646,19 +754,27 @@ async fn environment_token(
     })
 }
 
-async fn read_certificate(env: &Environment, path: &str) -> Result<ClientCertificate, String> {
-    let pem = Zeroizing::new(
-        tokio::fs::read_to_string(path)
-            .await
-            .map_err(|e| format!("failed to read AZURE_CLIENT_CERTIFICATE_PATH '{path}': {e}"))?,
-    );
+async fn read_certificate(
+    env: &Environment,
+    path: &str,
+) -> Result<ClientCertificate, CertificateFileError> {
+    let pem = Zeroizing::new(tokio::fs::read_to_string(path).await.map_err(|source| {
+        CertificateFileError::Read {
+            path: path.to_owned(),
+            source,
+        }
+    })?);
     let send_chain = matches!(
         env.get("AZURE_CLIENT_SEND_CERTIFICATE_CHAIN"),
         Some("1" | "true" | "True" | "TRUE")
     );
     let has_password = env.get("AZURE_CLIENT_CERTIFICATE_PASSWORD").is_some();
-    parse_certificate(&pem, has_password, send_chain)
-        .map_err(|e| format!("AZURE_CLIENT_CERTIFICATE_PATH '{path}': {e}"))
+    parse_certificate(&pem, has_password, send_chain).map_err(|source| {
+        CertificateFileError::Invalid {
+            path: path.to_owned(),
+            source,
+        }
+    })
 }
 
 /// Sends a grant's token request, with retries.
@@ -726,8 +842,8 @@ fn client_token_request(
     match proof {
         Proof::Secret(secret) => form.push(("client_secret", secret)),
         Proof::Certificate(certificate) => {
-            assertion =
-                client_assertion(certificate, client_id, &url, now).map_err(Failure::Permanent)?;
+            assertion = client_assertion(certificate, client_id, &url, now)
+                .map_err(|e| Failure::Permanent(e.to_string()))?;
             form.push(("client_assertion_type", JWT_BEARER));
             form.push(("client_assertion", &assertion));
         }
@@ -748,7 +864,7 @@ fn client_assertion(
     client_id: &str,
     token_url: &str,
     now: u64,
-) -> Result<Zeroizing<String>, String> {
+) -> Result<Zeroizing<String>, oauth::SignError> {
     let mut header = json!({
         "alg": "PS256",
         "typ": "JWT",
@@ -769,12 +885,12 @@ fn client_assertion(
 }
 
 /// A random UUID (version 4) for `jti`.
-fn random_id() -> Result<String, String> {
+fn random_id() -> Result<String, oauth::SignError> {
     use ring::rand::SecureRandom;
     let mut bytes = [0u8; 16];
     ring::rand::SystemRandom::new()
         .fill(&mut bytes)
-        .map_err(|_| "no random numbers for the client assertion".to_owned())?;
+        .map_err(|_| oauth::SignError::Randomness)?;
     bytes[6] = (bytes[6] & 0x0f) | 0x40;
     bytes[8] = (bytes[8] & 0x3f) | 0x80;
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
@@ -813,8 +929,8 @@ fn managed_identity_request(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::keyservice::gcp::tests::{TEST_KEY, percent_decode, policy, server, verified_parts};
-    use crate::keyservice::{Credentials as AllCredentials, HttpClient};
+    use crate::gcp::tests::{TEST_KEY, percent_decode, policy, server, verified_parts};
+    use crate::{Credentials as AllCredentials, HttpClient};
     use ring::signature::RSA_PSS_2048_8192_SHA256;
 
     const TEST_CERT: &str = include_str!("testdata/rsa-test-cert.pem");
@@ -900,14 +1016,16 @@ mod tests {
             Kind::ClientSecret { .. }
         ));
         let neither = format!(r#"{{"tenantId":"{TENANT}","clientId":"{CLIENT}"}}"#);
-        let error = parse_credentials(neither.as_bytes()).unwrap_err();
+        let error = parse_credentials(neither.as_bytes())
+            .unwrap_err()
+            .to_string();
         assert!(
             error.contains("requires 'clientSecret' or 'clientCertificate'"),
             "{error}"
         );
-        let error = parse_credentials(b"").unwrap_err();
+        let error = parse_credentials(b"").unwrap_err().to_string();
         assert!(error.contains("requires a 'clientId' field"), "{error}");
-        let error = parse_credentials(b"- a\n- b\n").unwrap_err();
+        let error = parse_credentials(b"- a\n- b\n").unwrap_err().to_string();
         assert!(error.contains("not a mapping"), "{error}");
     }
 
@@ -949,7 +1067,9 @@ mod tests {
             "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIB\n-----END ENCRYPTED PRIVATE KEY-----\n",
             false,
         );
-        let error = parse_credentials(encrypted.as_bytes()).unwrap_err();
+        let error = parse_credentials(encrypted.as_bytes())
+            .unwrap_err()
+            .to_string();
         assert!(
             error.contains("encrypted keys are not supported"),
             "{error}"
@@ -957,12 +1077,14 @@ mod tests {
         let pfx = format!(
             r#"{{"tenantId":"{TENANT}","clientId":"{CLIENT}","clientCertificate":"MIIKZQIBAzCCCi8GCSqGSIb3DQEHAaCC"}}"#
         );
-        let error = parse_credentials(pfx.as_bytes()).unwrap_err();
+        let error = parse_credentials(pfx.as_bytes()).unwrap_err().to_string();
         assert!(error.contains("PKCS#12"), "{error}");
         let no_cert =
             json!({"tenantId": TENANT, "clientId": CLIENT, "clientCertificate": TEST_KEY})
                 .to_string();
-        let error = parse_credentials(no_cert.as_bytes()).unwrap_err();
+        let error = parse_credentials(no_cert.as_bytes())
+            .unwrap_err()
+            .to_string();
         assert!(
             error.contains("no certificate matches the private key") && !error.contains("MII"),
             "{error}"

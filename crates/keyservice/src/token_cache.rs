@@ -11,7 +11,34 @@ use std::time::{Duration, Instant};
 use aws_credential_types::Credentials as AwsCredentials;
 use zeroize::Zeroizing;
 
-use crate::metrics::{InvolvedObject, TokenCacheMetrics};
+/// The object a cache lookup is made for, and what for (`decrypt_with_aws`, ...): the
+/// labels of the cache's metrics.
+#[derive(Clone, Debug)]
+pub struct InvolvedObject {
+    /// Its name.
+    pub name: String,
+    /// Its namespace.
+    pub namespace: String,
+    /// Flux's operation name.
+    pub operation: &'static str,
+}
+
+/// What the cache reports as it is used: Flux's `gotk_token_*` families, kept by the
+/// controller's metrics registry. `()` records nothing.
+pub trait CacheMetrics: Send + Sync {
+    /// One lookup: a hit or a miss for `object`, and whether it ended with a token.
+    fn record(&self, object: &InvolvedObject, hit: bool, success: bool);
+    /// The number of items held.
+    fn set_items(&self, items: usize);
+    /// One item evicted to make room.
+    fn evicted(&self);
+}
+
+impl CacheMetrics for () {
+    fn record(&self, _object: &InvolvedObject, _hit: bool, _success: bool) {}
+    fn set_items(&self, _items: usize) {}
+    fn evicted(&self) {}
+}
 
 /// The longest a token is kept, whatever the flag says (Flux's `TokenMaxDuration`).
 pub const MAX_DURATION: Duration = Duration::from_secs(3600);
@@ -36,7 +63,7 @@ pub struct TokenCache {
     capacity: usize,
     max_duration: Duration,
     entries: std::sync::Mutex<(HashMap<String, Entry>, u64)>,
-    metrics: TokenCacheMetrics,
+    metrics: Box<dyn CacheMetrics>,
 }
 
 impl TokenCache {
@@ -45,13 +72,13 @@ impl TokenCache {
     pub fn new(
         capacity: usize,
         max_duration: Duration,
-        metrics: TokenCacheMetrics,
+        metrics: impl CacheMetrics + 'static,
     ) -> Option<Self> {
         (capacity > 0).then(|| TokenCache {
             capacity,
             max_duration: max_duration.min(MAX_DURATION),
             entries: std::sync::Mutex::new((HashMap::new(), 0)),
-            metrics,
+            metrics: Box::new(metrics),
         })
     }
 
@@ -153,7 +180,7 @@ mod tests {
 
     #[tokio::test]
     async fn fresh_tokens_are_reused_and_stale_ones_fetched_again() {
-        let cache = TokenCache::new(2, MAX_DURATION, TokenCacheMetrics::default()).unwrap();
+        let cache = TokenCache::new(2, MAX_DURATION, ()).unwrap();
         let first = cache
             .get_or_fetch("k", &object(), || async {
                 Ok::<_, String>((bearer("one"), Duration::from_secs(600)))
@@ -181,7 +208,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_least_recently_used_token_makes_room() {
-        let cache = TokenCache::new(2, MAX_DURATION, TokenCacheMetrics::default()).unwrap();
+        let cache = TokenCache::new(2, MAX_DURATION, ()).unwrap();
         for key in ["a", "b"] {
             cache
                 .get_or_fetch(key, &object(), || async {
@@ -215,12 +242,12 @@ mod tests {
                 .as_deref(),
             Some("miss")
         );
-        assert!(TokenCache::new(0, MAX_DURATION, TokenCacheMetrics::default()).is_none());
+        assert!(TokenCache::new(0, MAX_DURATION, ()).is_none());
     }
 
     #[tokio::test]
     async fn a_fetch_may_look_up_another_key() {
-        let cache = TokenCache::new(4, MAX_DURATION, TokenCacheMetrics::default()).unwrap();
+        let cache = TokenCache::new(4, MAX_DURATION, ()).unwrap();
         let outer = tokio::time::timeout(
             Duration::from_secs(5),
             cache.get_or_fetch("session", &object(), || async {

@@ -5,18 +5,19 @@
 //! `transit-engine.auth.fluxcd.io/role`) or of `--sops-vault-configmap` for the address
 //! (role `NAMESPACE_NAME`); else `VAULT_TOKEN` or `~/.vault-token`, as sops reads them.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
 use http::{Method, Request, StatusCode};
 use http_body_util::Full;
-use k8s_openapi::api::core::v1::ConfigMap;
 use serde::Deserialize;
 use serde_json::json;
 use zeroize::Zeroizing;
 
+use super::identity::SourceFuture;
 use super::{CallError, Failure, KeyServiceError, KeyServices, with_retries};
 
 /// The ServiceAccount annotation naming the login path (e.g. `auth/kubernetes/login`).
@@ -99,7 +100,7 @@ async fn token(
             }
         }
     }
-    Err(KeyServiceError::Credentials(format!(
+    Err(KeyServiceError::credentials(format!(
         "no token for Vault '{address}': set the decryption Secret's sops.vault-token entry, or name a decryption service account with the {LOGIN_PATH_ANNOTATION} and {ROLE_ANNOTATION} annotations"
     )))
 }
@@ -125,7 +126,7 @@ async fn kubernetes_login(
             Some(config_map) => {
                 let paths = config_map.login_paths().await?;
                 let path = paths.get(address).filter(|p| !p.is_empty()).ok_or_else(|| {
-                    KeyServiceError::Credentials(format!("no Vault login path configured for address '{address}' in the --sops-vault-configmap ConfigMap"))
+                    KeyServiceError::credentials(format!("no Vault login path configured for address '{address}' in the --sops-vault-configmap ConfigMap"))
                 })?;
                 (
                     path.clone(),
@@ -161,26 +162,39 @@ async fn kubernetes_login(
         Ok(Answer {
             auth: Some(Auth { client_token }),
         }) if !client_token.is_empty() => Ok(Some(client_token)),
-        _ => Err(KeyServiceError::Credentials(format!(
+        _ => Err(KeyServiceError::credentials(format!(
             "Vault '{address}' returned no token for login at '{login_path}' as role '{role}'"
         ))),
     }
+}
+
+/// The Kubernetes side of the `--sops-vault-configmap` ConfigMap, injected by the
+/// controller (with its client; tests give a fake).
+pub trait ConfigMapSource: Send + Sync {
+    /// The data of the ConfigMap `namespace/name` (empty when it has none); an error when
+    /// it cannot be read.
+    fn data<'a>(
+        &'a self,
+        namespace: &'a str,
+        name: &'a str,
+    ) -> SourceFuture<'a, BTreeMap<String, String>>;
 }
 
 /// The `--sops-vault-configmap` ConfigMap (in the controller's namespace): `config.yaml`
 /// lists the trusted Vault instances and their login paths, `instances: [{address,
 /// loginPath}]`.
 pub struct VaultConfigMap {
-    client: kube::Client,
+    source: Arc<dyn ConfigMapSource>,
     namespace: String,
     name: String,
 }
 
 impl VaultConfigMap {
-    /// The ConfigMap `namespace/name`, not read yet.
-    pub fn new(client: kube::Client, namespace: &str, name: &str) -> Self {
+    /// The ConfigMap `namespace/name`, not read yet: read from `source` when a Vault login
+    /// needs it.
+    pub fn new(source: Arc<dyn ConfigMapSource>, namespace: &str, name: &str) -> Self {
         VaultConfigMap {
-            client,
+            source,
             namespace: namespace.to_owned(),
             name: name.to_owned(),
         }
@@ -200,24 +214,28 @@ impl VaultConfigMap {
             login_path: String,
         }
         let id = format!("{}/{}", self.namespace, self.name);
-        let map = kube::Api::<ConfigMap>::namespaced(self.client.clone(), &self.namespace)
-            .get(&self.name)
+        let mut data = self
+            .source
+            .data(&self.namespace, &self.name)
             .await
             .map_err(|e| {
-                KeyServiceError::Credentials(format!("failed to get Vault ConfigMap '{id}': {e}"))
+                KeyServiceError::credentials_because(
+                    Some(&format!("failed to get Vault ConfigMap '{id}'")),
+                    e,
+                )
             })?;
-        let text = map
-            .data
-            .and_then(|mut d| d.remove("config.yaml"))
-            .ok_or_else(|| {
-                KeyServiceError::Credentials(format!(
-                    "Vault ConfigMap '{id}' is missing the 'config.yaml' key"
-                ))
-            })?;
-        let config: Config = serde_saphyr::from_str(&text).map_err(|e| {
-            KeyServiceError::Credentials(format!(
-                "failed to parse 'config.yaml' in Vault ConfigMap '{id}': {e}"
+        let text = data.remove("config.yaml").ok_or_else(|| {
+            KeyServiceError::credentials(format!(
+                "Vault ConfigMap '{id}' is missing the 'config.yaml' key"
             ))
+        })?;
+        let config: Config = serde_saphyr::from_str(&text).map_err(|e| {
+            KeyServiceError::credentials_because(
+                Some(&format!(
+                    "failed to parse 'config.yaml' in Vault ConfigMap '{id}'"
+                )),
+                e,
+            )
         })?;
         Ok(config
             .instances

@@ -1,13 +1,13 @@
-//! Key services for SOPS: the data keys of files encrypted with AWS KMS, HashiCorp Vault
-//! (or OpenBao) transit, GCP KMS or Azure Key Vault are opened by calling that service, with
-//! the credentials Flux would use for the Kustomization: its decryption Secret's
-//! `sops.aws-kms`, `sops.vault-token`, `sops.gcp-kms` and `sops.azure-kv` entries, else its
-//! decryption ServiceAccount (object identity), else the controller's own environment.
+#![doc = include_str!("../README.md")]
+//!
+//! ## How a decryption calls them
 //!
 //! The decryptor (`sops`) is synchronous and runs on a blocking thread; [`KeyServices`]
 //! answers it by running the calls on the tokio runtime. Each call has a deadline and is
 //! retried with backoff while the service does not answer or says it is busy. Credentials
 //! and data keys stay in memory; no message carries them.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod aws;
 pub mod azure;
@@ -16,6 +16,7 @@ pub mod gcp;
 pub mod http;
 pub mod identity;
 mod oauth;
+pub mod tls;
 pub mod token_cache;
 pub mod vault;
 
@@ -27,9 +28,18 @@ use std::time::Duration;
 use sops::{ServiceError, ServiceKey};
 use zeroize::Zeroizing;
 
-pub use error::{CallError, KeyServiceError};
+pub use error::{CallError, CredentialsError, KeyServiceError};
 pub use http::HttpClient;
-pub use identity::ServiceAccountTokens;
+pub use identity::{ServiceAccountTokenSource, ServiceAccountTokens, SourceError};
+pub use oauth::{PemError, SignError};
+pub use vault::ConfigMapSource;
+
+/// The Flux reasons the key services' errors are reported with (the controller's API
+/// re-exports them, so each is defined once).
+pub mod reason {
+    /// Decryption happens during the build, and Flux reports its failures as `BuildFailed`.
+    pub const BUILD_FAILED: &str = "BuildFailed";
+}
 
 /// Deadline and retries of every key service call.
 #[derive(Clone, Copy, Debug)]
@@ -265,8 +275,9 @@ impl KeyServices {
         key: &ServiceKey,
         enc: &str,
     ) -> Result<Zeroizing<Vec<u8>>, ServiceError> {
-        let failed = |error: KeyServiceError| {
-            ServiceError::Failed(format!("{}: {error}", key.service_name()))
+        let failed = |error: KeyServiceError| ServiceError::Service {
+            service: key.service_name(),
+            source: Box::new(error),
         };
         match key {
             ServiceKey::AwsKms {
@@ -391,5 +402,30 @@ mod tests {
         let env = Environment::from_pairs([("VAULT_TOKEN", ""), ("AWS_REGION", "eu-west-1")]);
         assert_eq!(env.get("VAULT_TOKEN"), None);
         assert_eq!(env.get("AWS_REGION"), Some("eu-west-1"));
+    }
+
+    #[test]
+    fn the_decryptor_gets_the_typed_error_as_the_source() {
+        use std::error::Error as _;
+        let services = KeyServices::standalone(Credentials::default(), Environment::default())
+            .expect("a runtime and a client");
+        let key = ServiceKey::HuaweiKms {
+            key_id: "tr-west-1:k".into(),
+        };
+        let error = sops::KeyService::decrypt(&services, &key, "x").unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "{}: Huawei Cloud KMS keys are not supported by this controller",
+                key.service_name()
+            )
+        );
+        let source = error
+            .source()
+            .and_then(|s| s.downcast_ref::<KeyServiceError>());
+        assert!(
+            matches!(source, Some(KeyServiceError::Unsupported(_))),
+            "{source:?}"
+        );
     }
 }

@@ -4,18 +4,15 @@
 //! API for the audience each service expects, are exchanged for the service's credentials.
 
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
-use k8s_openapi::api::core::v1::ServiceAccount;
-use kube::api::PostParams;
-use kube::{Api, Client};
 use zeroize::Zeroizing;
 
 use super::KeyServiceError;
-use super::token_cache::{CachedToken, TokenCache};
-use crate::metrics::InvolvedObject;
+use super::token_cache::{CachedToken, InvolvedObject, TokenCache};
 
 /// The annotation choosing how the credential is obtained (`kubernetes` or `spiffe`).
 pub const PROVIDER_ANNOTATION: &str = "credential.auth.fluxcd.io/provider";
@@ -23,11 +20,70 @@ pub const PROVIDER_ANNOTATION: &str = "credential.auth.fluxcd.io/provider";
 pub const AUDIENCES_ANNOTATION: &str = "credential.auth.fluxcd.io/audiences";
 
 /// How long an issued token is valid (the TokenRequest API's minimum is 10 minutes).
-const TOKEN_SECONDS: i64 = 600;
+pub const TOKEN_LIFETIME: Duration = Duration::from_secs(600);
+
+/// A future the Kubernetes side of the key services returns (boxed, so that the traits
+/// below can be used as trait objects).
+pub type SourceFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, SourceError>> + Send + 'a>>;
+
+/// Why the Kubernetes API did not give what a key service asked of it. Its message is the
+/// API's answer (the Status message when there is one), which the key services put after
+/// their own context ("failed to create a token for service account 'ns/name': ...").
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct SourceError {
+    message: String,
+    #[source]
+    source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+impl SourceError {
+    /// An error saying `message`.
+    pub fn new(message: impl Into<String>) -> Self {
+        SourceError {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// An error saying `message`, caused by `source` (kept as the error's source).
+    pub fn with_source(
+        message: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        SourceError {
+            message: message.into(),
+            source: Some(Box::new(source)),
+        }
+    }
+}
+
+/// The Kubernetes side of object identity, injected by the controller (with its client;
+/// tests give a fake): reads a ServiceAccount's annotations, and issues its tokens through
+/// the TokenRequest API.
+pub trait ServiceAccountTokenSource: Send + Sync {
+    /// The annotations of the ServiceAccount `namespace/name` (empty when it has none);
+    /// an error when it cannot be read.
+    fn annotations<'a>(
+        &'a self,
+        namespace: &'a str,
+        name: &'a str,
+    ) -> SourceFuture<'a, BTreeMap<String, String>>;
+
+    /// A token of the ServiceAccount `namespace/name` for `audiences`, valid for
+    /// `lifetime`; an empty token is reported as none issued.
+    fn token<'a>(
+        &'a self,
+        namespace: &'a str,
+        name: &'a str,
+        audiences: Vec<String>,
+        lifetime: Duration,
+    ) -> SourceFuture<'a, Zeroizing<String>>;
+}
 
 /// The decryption ServiceAccount of one Kustomization.
 pub struct ServiceAccountTokens {
-    client: Client,
+    source: Arc<dyn ServiceAccountTokenSource>,
     namespace: String,
     name: String,
     annotations: BTreeMap<String, String>,
@@ -38,14 +94,14 @@ pub struct ServiceAccountTokens {
 #[derive(Debug, thiserror::Error)]
 pub enum IdentityError {
     /// The ServiceAccount could not be read.
-    #[error("failed to get decryption service account '{namespace}/{name}': {reason}")]
+    #[error("failed to get decryption service account '{namespace}/{name}': {source}")]
     Get {
         /// Its namespace.
         namespace: String,
         /// Its name.
         name: String,
         /// The API's answer.
-        reason: String,
+        source: SourceError,
     },
     /// The credential provider annotation names one this controller does not implement.
     #[error(
@@ -61,21 +117,41 @@ pub enum IdentityError {
     },
 }
 
+impl IdentityError {
+    /// The Flux reason of a reconcile that stops on this error (see
+    /// [`KeyServiceError::reason`]).
+    pub fn reason(&self) -> &'static str {
+        crate::reason::BUILD_FAILED
+    }
+}
+
 impl ServiceAccountTokens {
-    /// Reads the ServiceAccount `namespace/name` and checks its credential provider.
-    pub async fn load(client: Client, namespace: &str, name: &str) -> Result<Self, IdentityError> {
-        let account = Api::<ServiceAccount>::namespaced(client.clone(), namespace)
-            .get(name)
+    /// Reads the ServiceAccount `namespace/name` from `source` and checks its credential
+    /// provider.
+    pub async fn load(
+        source: Arc<dyn ServiceAccountTokenSource>,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Self, IdentityError> {
+        let annotations = source
+            .annotations(namespace, name)
             .await
-            .map_err(|e| IdentityError::Get {
+            .map_err(|source| IdentityError::Get {
                 namespace: namespace.to_owned(),
                 name: name.to_owned(),
-                reason: match e {
-                    kube::Error::Api(status) => status.message,
-                    other => other.to_string(),
-                },
+                source,
             })?;
-        let annotations = account.metadata.annotations.unwrap_or_default();
+        Self::new(source, namespace, name, annotations)
+    }
+
+    /// The ServiceAccount `namespace/name` with the `annotations` already read; refused
+    /// when its credential provider is not `kubernetes`.
+    pub fn new(
+        source: Arc<dyn ServiceAccountTokenSource>,
+        namespace: &str,
+        name: &str,
+        annotations: BTreeMap<String, String>,
+    ) -> Result<Self, IdentityError> {
         match annotations.get(PROVIDER_ANNOTATION).map(String::as_str) {
             None | Some("") | Some("kubernetes") => {}
             Some(other) => {
@@ -87,7 +163,7 @@ impl ServiceAccountTokens {
             }
         }
         Ok(ServiceAccountTokens {
-            client,
+            source,
             namespace: namespace.to_owned(),
             name: name.to_owned(),
             annotations,
@@ -171,51 +247,37 @@ impl ServiceAccountTokens {
         let token = self
             .cached(&key, operation, || async {
                 let token = self.issue(audiences).await?;
-                Ok((
-                    CachedToken::Bearer(token),
-                    Duration::from_secs(TOKEN_SECONDS.unsigned_abs()),
-                ))
+                Ok((CachedToken::Bearer(token), TOKEN_LIFETIME))
             })
             .await?;
         match token {
             CachedToken::Bearer(token) => Ok(token),
-            CachedToken::Aws(_) => Err(KeyServiceError::Credentials(
-                "the token cache holds another kind of credential".into(),
+            CachedToken::Aws(_) => Err(KeyServiceError::credentials(
+                "the token cache holds another kind of credential",
             )),
         }
     }
 
     async fn issue(&self, audiences: Vec<String>) -> Result<Zeroizing<String>, KeyServiceError> {
-        let request = TokenRequest {
-            spec: TokenRequestSpec {
-                audiences,
-                expiration_seconds: Some(TOKEN_SECONDS),
-                ..TokenRequestSpec::default()
-            },
-            ..TokenRequest::default()
-        };
-        let issued: TokenRequest =
-            Api::<ServiceAccount>::namespaced(self.client.clone(), &self.namespace)
-                .create_subresource("token", &self.name, &PostParams::default(), &request)
-                .await
-                .map_err(|e| {
-                    KeyServiceError::Credentials(format!(
-                        "failed to create a token for service account '{}/{}': {}",
-                        self.namespace,
-                        self.name,
-                        match e {
-                            kube::Error::Api(status) => status.message,
-                            other => other.to_string(),
-                        }
-                    ))
-                })?;
-        let token = issued.status.map(|s| s.token).unwrap_or_default();
+        let token = self
+            .source
+            .token(&self.namespace, &self.name, audiences, TOKEN_LIFETIME)
+            .await
+            .map_err(|e| {
+                KeyServiceError::credentials_because(
+                    Some(&format!(
+                        "failed to create a token for service account '{}/{}'",
+                        self.namespace, self.name
+                    )),
+                    e,
+                )
+            })?;
         if token.is_empty() {
-            return Err(KeyServiceError::Credentials(format!(
+            return Err(KeyServiceError::credentials(format!(
                 "the TokenRequest for service account '{}/{}' returned no token",
                 self.namespace, self.name
             )));
         }
-        Ok(Zeroizing::new(token))
+        Ok(token)
     }
 }

@@ -21,30 +21,68 @@ const RENEW_MARGIN: Duration = Duration::from_secs(60);
 /// Service messages are cut to this many characters.
 const MAX_MESSAGE: usize = 512;
 
+/// Why a PEM text holds no usable RSA private key, or is not PEM. Names the block's label
+/// at most, never its content.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PemError {
+    /// An `ENCRYPTED PRIVATE KEY` block.
+    #[error("encrypted private keys are not supported")]
+    EncryptedKey,
+    /// An `EC PRIVATE KEY` block.
+    #[error("only RSA private keys are supported, not EC")]
+    EcKey,
+    /// The key block does not hold an RSA key the signer accepts.
+    #[error("not a usable RSA private key: {0}")]
+    UnusableKey(String),
+    /// No private key block at all.
+    #[error("no PEM private key found")]
+    NoPrivateKey,
+    /// A block's content is not base64.
+    #[error("PEM block '{0}' is not valid base64")]
+    NotBase64(String),
+    /// An END line without its BEGIN.
+    #[error("PEM block '{0}' ends without beginning")]
+    EndWithoutBegin(String),
+    /// A BEGIN line without its END.
+    #[error("PEM block '{0}' does not end")]
+    Unterminated(String),
+}
+
+/// A JWT assertion could not be made (no signature, no randomness).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SignError {
+    /// The signer failed.
+    #[error("failed to sign the JWT assertion")]
+    Signature,
+    /// The system gave no random numbers for the assertion's id.
+    #[error("no random numbers for the client assertion")]
+    Randomness,
+}
+
 /// An RSA private key.
 pub struct Rsa(RsaKeyPair);
 
 impl Rsa {
     /// The first private key of a PEM text: PKCS#8 (`PRIVATE KEY`) or PKCS#1
     /// (`RSA PRIVATE KEY`). Encrypted and non-RSA keys are refused.
-    pub fn from_pem(pem: &str) -> Result<Self, String> {
+    pub fn from_pem(pem: &str) -> Result<Self, PemError> {
         for block in pem_blocks(pem)? {
             let parsed = match block.label.as_str() {
                 "PRIVATE KEY" => RsaKeyPair::from_pkcs8(&block.der),
                 "RSA PRIVATE KEY" => RsaKeyPair::from_der(&block.der),
                 "ENCRYPTED PRIVATE KEY" => {
-                    return Err("encrypted private keys are not supported".to_owned());
+                    return Err(PemError::EncryptedKey);
                 }
                 "EC PRIVATE KEY" => {
-                    return Err("only RSA private keys are supported, not EC".to_owned());
+                    return Err(PemError::EcKey);
                 }
                 _ => continue,
             };
             return parsed
                 .map(Rsa)
-                .map_err(|e| format!("not a usable RSA private key: {e}"));
+                .map_err(|e| PemError::UnusableKey(e.to_string()));
         }
-        Err("no PEM private key found".to_owned())
+        Err(PemError::NoPrivateKey)
     }
 
     /// The public key, DER `RSAPublicKey`.
@@ -62,7 +100,7 @@ pub struct PemBlock {
 }
 
 /// The blocks of a PEM text, in order.
-pub fn pem_blocks(text: &str) -> Result<Vec<PemBlock>, String> {
+pub fn pem_blocks(text: &str) -> Result<Vec<PemBlock>, PemError> {
     let mut blocks = Vec::new();
     let mut current: Option<(String, Zeroizing<String>)> = None;
     for line in text.lines().map(str::trim) {
@@ -79,13 +117,13 @@ pub fn pem_blocks(text: &str) -> Result<Vec<PemBlock>, String> {
                 Some((begun, body)) if begun == label => {
                     let der = STANDARD
                         .decode(body.as_bytes())
-                        .map_err(|_| format!("PEM block '{label}' is not valid base64"))?;
+                        .map_err(|_| PemError::NotBase64(label.to_owned()))?;
                     blocks.push(PemBlock {
                         label: begun,
                         der: Zeroizing::new(der),
                     });
                 }
-                _ => return Err(format!("PEM block '{label}' ends without beginning")),
+                _ => return Err(PemError::EndWithoutBegin(label.to_owned())),
             }
         } else if let Some((_, body)) = current.as_mut()
             && !line.contains(':')
@@ -94,7 +132,7 @@ pub fn pem_blocks(text: &str) -> Result<Vec<PemBlock>, String> {
         }
     }
     if let Some((label, _)) = current {
-        return Err(format!("PEM block '{label}' does not end"));
+        return Err(PemError::Unterminated(label));
     }
     Ok(blocks)
 }
@@ -114,7 +152,7 @@ pub fn sign_jwt(
     claims: &serde_json::Value,
     key: &Rsa,
     alg: Alg,
-) -> Result<Zeroizing<String>, String> {
+) -> Result<Zeroizing<String>, SignError> {
     let encode = |v: &serde_json::Value| URL_SAFE_NO_PAD.encode(v.to_string());
     let mut jwt = Zeroizing::new(format!("{}.{}", encode(header), encode(claims)));
     let mut signature = vec![0; key.0.public().modulus_len()];
@@ -129,7 +167,7 @@ pub fn sign_jwt(
             jwt.as_bytes(),
             &mut signature,
         )
-        .map_err(|_| "failed to sign the JWT assertion".to_owned())?;
+        .map_err(|_| SignError::Signature)?;
     jwt.push('.');
     jwt.push_str(&URL_SAFE_NO_PAD.encode(signature));
     Ok(jwt)

@@ -45,9 +45,82 @@ impl std::fmt::Debug for StaticCredentials {
     }
 }
 
+/// Why a `sops.aws-kms` entry cannot be used (never its content).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CredentialsError {
+    /// Not UTF-8 text.
+    #[error("failed to unmarshal AWS credentials file: not UTF-8 text")]
+    NotUtf8,
+    /// Not the YAML mapping Flux reads.
+    #[error(
+        "failed to unmarshal AWS credentials file: not a YAML mapping of aws_access_key_id, aws_secret_access_key and aws_session_token"
+    )]
+    NotMapping,
+}
+
+impl CredentialsError {
+    /// The Flux reason of a reconcile that stops on this error.
+    pub fn reason(&self) -> &'static str {
+        crate::reason::BUILD_FAILED
+    }
+}
+
+/// Why a signed request to KMS or STS could not be made (before anything is sent).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RequestError {
+    /// The endpoint is not a URL.
+    #[error("the endpoint '{0}' is not a URL")]
+    NotUrl(String),
+    /// The endpoint has no host to sign for.
+    #[error("the endpoint '{0}' has no host")]
+    NoHost(String),
+    /// SigV4 signing failed.
+    #[error("cannot sign the request: {0}")]
+    Sign(String),
+    /// The request cannot be built.
+    #[error("cannot build the request: {0}")]
+    Build(String),
+}
+
+/// Why the EC2 instance metadata service gave no credentials.
+#[derive(Debug, thiserror::Error)]
+pub enum InstanceMetadataError {
+    /// The metadata URL is not a URL.
+    #[error("'{0}' is not a URL")]
+    NotUrl(String),
+    /// The service did not answer.
+    #[error(transparent)]
+    Http(#[from] super::http::HttpError),
+    /// The service answered with another status than 200.
+    #[error("{path} answered HTTP {status}")]
+    Status {
+        /// The path asked.
+        path: String,
+        /// The status.
+        status: u16,
+    },
+    /// The instance has no role.
+    #[error("the instance has no IAM role")]
+    NoRole,
+    /// The role's credentials document is not readable.
+    #[error("the credentials of instance role '{0}' are not readable")]
+    Unreadable(String),
+}
+
+/// What an STS answer lacks (never its content).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum StsAnswerError {
+    /// The answer is not text.
+    #[error("STS answered with non-text")]
+    NotText,
+    /// An element the credentials need is missing.
+    #[error("STS's answer has no {0}")]
+    Missing(&'static str),
+}
+
 /// Reads a `sops.aws-kms` entry: YAML with `aws_access_key_id`, `aws_secret_access_key`
 /// and `aws_session_token`, as Flux reads it (absent fields are empty).
-pub fn parse_static_credentials(data: &[u8]) -> Result<StaticCredentials, String> {
+pub fn parse_static_credentials(data: &[u8]) -> Result<StaticCredentials, CredentialsError> {
     #[derive(Deserialize, Default)]
     #[serde(default)]
     struct Entry {
@@ -55,14 +128,11 @@ pub fn parse_static_credentials(data: &[u8]) -> Result<StaticCredentials, String
         aws_secret_access_key: Zeroizing<String>,
         aws_session_token: Zeroizing<String>,
     }
-    let text = std::str::from_utf8(data)
-        .map_err(|_| "failed to unmarshal AWS credentials file: not UTF-8 text".to_owned())?;
+    let text = std::str::from_utf8(data).map_err(|_| CredentialsError::NotUtf8)?;
     let entry: Entry = if text.trim().is_empty() {
         Entry::default()
     } else {
-        serde_saphyr::from_str(text).map_err(|_| {
-            "failed to unmarshal AWS credentials file: not a YAML mapping of aws_access_key_id, aws_secret_access_key and aws_session_token".to_owned()
-        })?
+        serde_saphyr::from_str(text).map_err(|_| CredentialsError::NotMapping)?
     };
     let token = (!entry.aws_session_token.is_empty()).then(|| entry.aws_session_token.to_string());
     Ok(StaticCredentials(AwsCredentials::new(
@@ -97,7 +167,7 @@ pub async fn decrypt(
 ) -> Result<Zeroizing<Vec<u8>>, KeyServiceError> {
     let key = KmsKey::parse(arn)?;
     let blob = STANDARD.decode(enc).map_err(|_| {
-        KeyServiceError::InvalidKey(format!("the encrypted data key of {arn} is not base64"))
+        KeyServiceError::invalid_key(format!("the encrypted data key of {arn} is not base64"))
     })?;
     let credentials = credentials(services, &key, role).await?;
     let endpoint = endpoint(services, "KMS", "kms", &key);
@@ -132,13 +202,13 @@ pub async fn decrypt(
 /// Sends `request` and returns the body of a 200 answer; another status is `failure`'s.
 async fn send_ok(
     services: &KeyServices,
-    request: Result<Request<Full<Bytes>>, String>,
+    request: Result<Request<Full<Bytes>>, RequestError>,
     failure: impl Fn(StatusCode, &[u8]) -> Failure,
 ) -> Result<Bytes, Failure> {
     let response = services
         .http
         .send(
-            request.map_err(Failure::Permanent)?,
+            request.map_err(|e| Failure::Permanent(e.to_string()))?,
             services.policy.timeout,
         )
         .await?;
@@ -158,7 +228,7 @@ struct KmsKey {
 impl KmsKey {
     /// sops' rule: `arn:aws[-partition]:kms:REGION:ACCOUNT:(key|alias)/ID`.
     fn parse(arn: &str) -> Result<KmsKey, KeyServiceError> {
-        let invalid = || KeyServiceError::InvalidKey(format!("no valid ARN found in '{arn}'"));
+        let invalid = || KeyServiceError::invalid_key(format!("no valid ARN found in '{arn}'"));
         let mut parts = arn.splitn(6, ':');
         let (Some("arn"), Some(partition), Some("kms"), Some(region), Some(account), Some(rest)) = (
             parts.next(),
@@ -283,14 +353,14 @@ fn signed(
     credentials: &AwsCredentials,
     headers: &[(&str, &str)],
     body: Bytes,
-) -> Result<Request<Full<Bytes>>, String> {
+) -> Result<Request<Full<Bytes>>, RequestError> {
     let uri: http::Uri = format!("{url}/")
         .parse()
-        .map_err(|_| format!("the endpoint '{url}' is not a URL"))?;
+        .map_err(|_| RequestError::NotUrl(url.to_owned()))?;
     let host = uri
         .authority()
         .map(|a| a.as_str().to_owned())
-        .ok_or_else(|| format!("the endpoint '{url}' has no host"))?;
+        .ok_or_else(|| RequestError::NoHost(url.to_owned()))?;
     let mut all: Vec<(&str, &str)> = vec![("host", host.as_str())];
     all.extend_from_slice(headers);
     let identity = credentials.clone().into();
@@ -301,7 +371,7 @@ fn signed(
         .time(SystemTime::now())
         .settings(SigningSettings::default())
         .build()
-        .map_err(|e| format!("cannot sign the request: {e}"))?;
+        .map_err(|e| RequestError::Sign(e.to_string()))?;
     let params = SigningParams::V4(params);
     let signable = SignableRequest::new(
         "POST",
@@ -309,9 +379,9 @@ fn signed(
         all.iter().copied(),
         SignableBody::Bytes(&body),
     )
-    .map_err(|e| format!("cannot sign the request: {e}"))?;
+    .map_err(|e| RequestError::Sign(e.to_string()))?;
     let (instructions, _) = aws_sigv4::http_request::sign(signable, &params)
-        .map_err(|e| format!("cannot sign the request: {e}"))?
+        .map_err(|e| RequestError::Sign(e.to_string()))?
         .into_parts();
     let mut request = Request::builder().method(Method::POST).uri(uri);
     for (name, value) in all.iter().copied().chain(instructions.headers()) {
@@ -319,7 +389,7 @@ fn signed(
     }
     request
         .body(Full::new(body))
-        .map_err(|e| format!("cannot build the request: {e}"))
+        .map_err(|e| RequestError::Build(e.to_string()))
 }
 
 /// The credentials to call KMS for `key` with: the base ones, then the key's role.
@@ -371,7 +441,7 @@ async fn base_credentials(
     }
     let resolved = if let Some(identity) = &services.credentials.identity {
         let role = identity.annotation(ROLE_ARN_ANNOTATION).ok_or_else(|| {
-            KeyServiceError::Credentials(format!(
+            KeyServiceError::credentials(format!(
                 "decryption service account '{}/{}' has no {ROLE_ARN_ANNOTATION} annotation naming the IAM role to assume",
                 identity.namespace(),
                 identity.name()
@@ -399,8 +469,8 @@ async fn base_credentials(
         match session {
             CachedToken::Aws(credentials) => credentials,
             CachedToken::Bearer(_) => {
-                return Err(KeyServiceError::Credentials(
-                    "the token cache holds another kind of credential".into(),
+                return Err(KeyServiceError::credentials(
+                    "the token cache holds another kind of credential",
                 ));
             }
         }
@@ -443,9 +513,10 @@ async fn environment_credentials(
             .await
             .map(Zeroizing::new)
             .map_err(|e| {
-                KeyServiceError::Credentials(format!(
-                    "cannot read the web identity token file {file}: {e}"
-                ))
+                KeyServiceError::credentials_because(
+                    Some(&format!("cannot read the web identity token file {file}")),
+                    e,
+                )
             })?;
         let session = env
             .get("AWS_ROLE_SESSION_NAME")
@@ -461,11 +532,14 @@ async fn environment_credentials(
         .get("AWS_EC2_METADATA_DISABLED")
         .is_some_and(|v| v.eq_ignore_ascii_case("true"))
     {
-        return Err(KeyServiceError::Credentials(no_credentials.to_owned()));
+        return Err(KeyServiceError::credentials(no_credentials.to_owned()));
     }
-    instance_credentials(services).await.map_err(|e| {
-        KeyServiceError::Credentials(format!("{no_credentials} (EC2 instance metadata: {e})"))
-    })
+    instance_credentials(services)
+        .await
+        .map_err(|e| KeyServiceError::Credentials {
+            message: format!("{no_credentials} (EC2 instance metadata: {e})"),
+            source: Some(Box::new(e)),
+        })
 }
 
 /// `AssumeRoleWithWebIdentity`: a role's credentials for a web identity token.
@@ -497,7 +571,9 @@ async fn container_credentials(
         Some(file) => Some(Zeroizing::new(
             tokio::fs::read_to_string(file)
                 .await
-                .map_err(|e| KeyServiceError::Credentials(format!("cannot read {file}: {e}")))?
+                .map_err(|e| {
+                    KeyServiceError::credentials_because(Some(&format!("cannot read {file}")), e)
+                })?
                 .trim()
                 .to_owned(),
         )),
@@ -531,9 +607,9 @@ async fn container_credentials(
         }
     })
     .await
-    .map_err(|e| KeyServiceError::Credentials(e.to_string()))?;
+    .map_err(|e| KeyServiceError::credentials_because(None, e))?;
     parse_credentials_document(&body).ok_or_else(|| {
-        KeyServiceError::Credentials(
+        KeyServiceError::credentials(
             "the container credentials endpoint's answer is not credentials".to_owned(),
         )
     })
@@ -542,7 +618,9 @@ async fn container_credentials(
 /// The EC2 instance profile's credentials from the instance metadata service (IMDSv2: a
 /// session token, the role's name, its credentials). Off EC2 nothing answers: one attempt
 /// with a short deadline, as the AWS SDKs make.
-async fn instance_credentials(services: &KeyServices) -> Result<AwsCredentials, String> {
+async fn instance_credentials(
+    services: &KeyServices,
+) -> Result<AwsCredentials, InstanceMetadataError> {
     let base = services
         .environment
         .get("AWS_EC2_METADATA_SERVICE_ENDPOINT")
@@ -555,16 +633,15 @@ async fn instance_credentials(services: &KeyServices) -> Result<AwsCredentials, 
             .uri(format!("{base}{path}"))
             .header(header.0, header.1)
             .body(Full::new(Bytes::new()))
-            .map_err(|_| format!("'{base}{path}' is not a URL"));
+            .map_err(|_| InstanceMetadataError::NotUrl(format!("{base}{path}")));
         async move {
-            let response = services
-                .http
-                .send(request?, IMDS_TIMEOUT)
-                .await
-                .map_err(|e| e.to_string())?;
+            let response = services.http.send(request?, IMDS_TIMEOUT).await?;
             match response.status {
                 StatusCode::OK => Ok(response.body),
-                status => Err(format!("{path} answered HTTP {}", status.as_u16())),
+                status => Err(InstanceMetadataError::Status {
+                    path,
+                    status: status.as_u16(),
+                }),
             }
         }
     };
@@ -582,11 +659,10 @@ async fn instance_credentials(services: &KeyServices) -> Result<AwsCredentials, 
         .next()
         .map(str::trim)
         .filter(|r| !r.is_empty())
-        .ok_or_else(|| "the instance has no IAM role".to_owned())?
+        .ok_or(InstanceMetadataError::NoRole)?
         .to_owned();
     let body = call(Method::GET, format!("{IMDS_CREDENTIALS}{role}"), header()).await?;
-    parse_credentials_document(&body)
-        .ok_or_else(|| format!("the credentials of instance role '{role}' are not readable"))
+    parse_credentials_document(&body).ok_or(InstanceMetadataError::Unreadable(role))
 }
 
 /// The path listing the instance's role, and with the role's name, its credentials.
@@ -647,7 +723,7 @@ async fn sts_call(
                 .uri(format!("{endpoint}/"))
                 .header("content-type", content_type)
                 .body(Full::new(body.clone()))
-                .map_err(|_| format!("the endpoint '{endpoint}' is not a URL")),
+                .map_err(|_| RequestError::NotUrl(endpoint.clone())),
         };
         send_ok(services, request, xml_failure)
     })
@@ -658,15 +734,14 @@ async fn sts_call(
     })?;
     parse_sts_credentials(&answer).map_err(|message| KeyServiceError::Response {
         context: context.to_owned(),
-        message,
+        message: message.to_string(),
     })
 }
 
 /// The credentials of an STS answer; the error says what is missing from it.
-fn parse_sts_credentials(body: &[u8]) -> Result<AwsCredentials, String> {
-    let text = std::str::from_utf8(body).map_err(|_| "STS answered with non-text".to_owned())?;
-    let field =
-        |name: &str| xml_text(text, name).ok_or_else(|| format!("STS's answer has no {name}"));
+fn parse_sts_credentials(body: &[u8]) -> Result<AwsCredentials, StsAnswerError> {
+    let text = std::str::from_utf8(body).map_err(|_| StsAnswerError::NotText)?;
+    let field = |name: &'static str| xml_text(text, name).ok_or(StsAnswerError::Missing(name));
     let id = field("AccessKeyId")?;
     let secret = Zeroizing::new(field("SecretAccessKey")?);
     let token = Zeroizing::new(field("SessionToken")?);
@@ -754,7 +829,7 @@ mod tests {
             "arn:gcp:kms:eu-west-1:111122223333:key/x",
         ] {
             let err = KmsKey::parse(bad).unwrap_err();
-            assert!(matches!(err, KeyServiceError::InvalidKey(_)));
+            assert!(matches!(err, KeyServiceError::InvalidKey { .. }));
             assert_eq!(err.to_string(), format!("no valid ARN found in '{bad}'"));
         }
     }
@@ -772,7 +847,9 @@ mod tests {
         let without_token =
             parse_static_credentials(b"aws_access_key_id: A\naws_secret_access_key: B\n").unwrap();
         assert_eq!(without_token.0.session_token(), None);
-        let err = parse_static_credentials(b"- not\n- a mapping: s3cr3t\n").unwrap_err();
+        let err = parse_static_credentials(b"- not\n- a mapping: s3cr3t\n")
+            .unwrap_err()
+            .to_string();
         assert!(
             err.starts_with("failed to unmarshal AWS credentials file"),
             "{err}"
@@ -935,9 +1012,9 @@ mod tests {
     fn services(env: &[(&str, &str)]) -> KeyServices {
         KeyServices::new(
             tokio::runtime::Handle::current(),
-            crate::keyservice::HttpClient::new().unwrap(),
-            crate::keyservice::Credentials::default(),
-            crate::keyservice::Environment::from_pairs(env.iter().copied()),
+            crate::HttpClient::new().unwrap(),
+            crate::Credentials::default(),
+            crate::Environment::from_pairs(env.iter().copied()),
         )
     }
 
