@@ -194,7 +194,10 @@ async fn a_remote_base_that_hangs_is_given_up_on_at_its_timeout() {
     let client = support::client().await;
     let ns = TestNamespace::new(&client, "remote-hangs").await;
     let hanging = git_server::hanging_server(Duration::from_secs(120));
-    let kustomization = format!("resources:\n- http://{hanging}/repo//base?timeout=2s\n");
+    let kustomization = format!(
+        "resources:\n- http://{}/repo//base?timeout=2s\n",
+        hanging.addr
+    );
     create_git_repository(&client, ns.name(), "repo").await;
     let (url, digest) = serve(tarball(&[("deploy/kustomization.yaml", &kustomization)]));
     publish_artifact(&client, ns.name(), "repo", &revision(1), &url, &digest).await;
@@ -209,4 +212,6 @@ async fn a_remote_base_that_hangs_is_given_up_on_at_its_timeout() {
     .await;
     assert_eq!(reason, "BuildFailed");
     assert!(message.contains("timed out after 2s"), "{message}");
+    // Given up on while the server was still silent: by the timeout, not a hang-up.
+    assert!(hanging.still_silent(), "{message}");
 }
