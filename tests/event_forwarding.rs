@@ -324,11 +324,11 @@ fn an_attempt_without_answer_times_out_and_is_retried() {
         2,
         "the stalled attempt, then the retry"
     );
-    // The first attempt was cut at the timeout, not waited out.
-    assert!(
-        took >= FAST.attempt_timeout + FAST.wait_min && took < FAST.attempt_timeout * 3,
-        "{took:?}"
-    );
+    // The first attempt was cut at the timeout, not waited out: the stalled request is
+    // answered 202 once its stall ends, so a forwarder that waited it out would have been
+    // delivered by it, with no second request. Between the two, the attempt's timeout and at
+    // least the shortest wait passed (sleeps never end early).
+    assert!(took >= FAST.attempt_timeout + FAST.wait_min, "{took:?}");
 }
 
 #[test]
