@@ -220,17 +220,15 @@ fn https_receivers_are_verified_with_the_given_roots() {
     let stranger = TestCa::new();
     let forwarder = Forwarder::with_tls(&receiver.url("localhost"), FAST, stranger.client_config())
         .expect("forwarder");
-    let started = Instant::now();
+    let before = receiver.connections();
     let refused = block_on(forwarder.post(&payload(None)));
     assert!(
         matches!(refused, Err(ForwardError::NotTrusted { .. })),
         "{refused:?}"
     );
-    assert!(
-        started.elapsed() < FAST.wait_min * 4,
-        "{:?}",
-        started.elapsed()
-    );
+    // The server's certificate reached the forwarder over a connection the receiver had
+    // accepted: one connection is one attempt, and a retry would be another.
+    assert_eq!(receiver.connections() - before, 1, "one attempt, no retry");
     assert_eq!(receiver.received().len(), 2, "nothing reached the receiver");
 }
 
@@ -324,11 +322,11 @@ fn an_attempt_without_answer_times_out_and_is_retried() {
         2,
         "the stalled attempt, then the retry"
     );
-    // The first attempt was cut at the timeout, not waited out.
-    assert!(
-        took >= FAST.attempt_timeout + FAST.wait_min && took < FAST.attempt_timeout * 3,
-        "{took:?}"
-    );
+    // The first attempt was cut at the timeout, not waited out: the stalled request is
+    // answered 202 once its stall ends, so a forwarder that waited it out would have been
+    // delivered by it, with no second request. Between the two, the attempt's timeout and at
+    // least the shortest wait passed (sleeps never end early).
+    assert!(took >= FAST.attempt_timeout + FAST.wait_min, "{took:?}");
 }
 
 #[test]

@@ -230,4 +230,6 @@ async fn a_remote_base_that_hangs_is_given_up_on_at_its_timeout() {
     .await;
     assert_eq!(reason, "BuildFailed");
     assert!(message.contains("timed out after 2s"), "{message}");
+    // Given up on while the server was still silent: by the timeout, not a hang-up.
+    assert!(hanging.still_silent(), "{message}");
 }

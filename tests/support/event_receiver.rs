@@ -12,6 +12,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -303,6 +304,8 @@ pub struct Receiver {
     tls: bool,
     script: Arc<Mutex<VecDeque<Answer>>>,
     received: Arc<Mutex<Vec<Received>>>,
+    /// Connections accepted so far (a TLS handshake that fails still counts).
+    connections: Arc<AtomicUsize>,
 }
 
 impl Receiver {
@@ -324,11 +327,14 @@ impl Receiver {
             tls: tls.is_some(),
             script: Arc::default(),
             received: Arc::default(),
+            connections: Arc::default(),
         };
         let (script, received) = (receiver.script.clone(), receiver.received.clone());
+        let connections = receiver.connections.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
+                connections.fetch_add(1, Ordering::SeqCst);
                 let (script, received, tls) = (script.clone(), received.clone(), tls.clone());
                 std::thread::spawn(move || serve(stream, tls, &script, &received));
             }
@@ -345,6 +351,12 @@ impl Receiver {
     /// Queues answers for the next requests; after them, every request gets 202.
     pub fn answer(&self, answers: &[Answer]) {
         self.script.lock().expect("script").extend(answers);
+    }
+
+    /// How many connections were accepted so far: a client's attempts, whether or not one
+    /// got as far as a request.
+    pub fn connections(&self) -> usize {
+        self.connections.load(Ordering::SeqCst)
     }
 
     /// Everything received so far.
