@@ -220,14 +220,15 @@ pub(super) async fn create_source(
 }
 
 /// Asks source-controller to fetch GitRepository `name` now, as `flux reconcile source git`
-/// does.
-pub(super) async fn request_fetch(client: &kube::Client, ns: &str, name: &str) {
+/// does, and returns the request's token.
+pub(super) async fn request_fetch(client: &kube::Client, ns: &str, name: &str) -> String {
     let token = format!("{:?}", std::time::SystemTime::now());
     let patch = json!({"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": token}}});
     git_repository_api(client, ns)
         .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .expect("annotate GitRepository");
+    token
 }
 
 /// A namespace and a source name.
@@ -274,15 +275,10 @@ pub(super) async fn publish<P: AsRef<str>, C: AsRef<str>>(
     let published = match repo {
         Some(repo) => {
             let commit = repo.commit_tree(&format!("publication {n}"), files);
-            request_fetch(client, ns, name).await;
+            let token = request_fetch(client, ns, name).await;
             let revision = format!("main@sha1:{commit}");
-            wait_source_artifact(
-                &git_repository_api(client, ns),
-                name,
-                &format!("source-controller stores GitRepository {ns}/{name} at {revision}"),
-                |stored| stored == revision,
-            )
-            .await
+            wait_fetch_finished(client, ns, name, &token, &revision).await;
+            revision
         }
         None => {
             let (url, digest) = serve(tarball(files));
@@ -295,6 +291,42 @@ pub(super) async fn publish<P: AsRef<str>, C: AsRef<str>>(
         .expect("published lock")
         .insert((key(ns, name), n), published.clone());
     published
+}
+
+/// Waits until source-controller has finished the fetch requested with `token`: the artifact
+/// of `revision` stored, Ready, and the request marked handled. Its last status write is then
+/// behind it, so nothing more of this fetch reaches the Kustomizations of the source.
+async fn wait_fetch_finished(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+    token: &str,
+    revision: &str,
+) {
+    let api = git_repository_api(client, ns);
+    wait_for(
+        WAIT,
+        &format!("source-controller stores GitRepository {ns}/{name} at {revision}"),
+        async || {
+            let source = api.get(name).await.map_err(|e| e.to_string())?;
+            let status = &source.data["status"];
+            let ready = status["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True");
+            let finished = status["artifact"]["revision"] == revision
+                && status["lastHandledReconcileAt"] == token
+                && status["observedGeneration"] == source.metadata.generation.unwrap_or(-1)
+                && ready;
+            if finished {
+                Ok(())
+            } else {
+                Err(format!("status: {status}"))
+            }
+        },
+    )
+    .await;
 }
 
 /// The revision of publication `n` of GitRepository `name` in `ns`.
