@@ -9,7 +9,6 @@
 //! build, substitution and `commonMetadata` after it).
 
 pub mod api;
-pub mod apply;
 pub mod client;
 pub mod cluster;
 pub mod controller;
@@ -18,9 +17,7 @@ pub mod flags;
 pub mod health;
 pub mod http;
 pub mod keyservice;
-pub mod labels;
 pub mod leader;
-pub mod manifest;
 pub mod metrics;
 pub mod render;
 pub mod source;

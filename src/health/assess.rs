@@ -6,7 +6,7 @@ use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
 
 use super::cel::HealthCheckExprs;
-use super::kstatus::{Assessment, compute, compute_flux_job, parse_group, top_level_string};
+use apply::kstatus::{Assessment, compute, compute_flux_job, parse_group, top_level_string};
 
 /// Judges one live object as Flux does: Flux's Job rule for batch/Job first, then a matching
 /// healthCheckExprs entry, then kstatus' `compute`. An error from a rule becomes status Unknown with
@@ -27,7 +27,7 @@ pub fn assess(object: &Value, exprs: &HealthCheckExprs, now: Timestamp) -> Asses
 mod tests {
     use super::*;
     use crate::api::kustomization::CustomHealthCheck;
-    use crate::health::kstatus::Status;
+    use apply::kstatus::Status;
     use serde_json::json;
 
     fn expr(api_version: &str, kind: Option<&str>, current: &str) -> CustomHealthCheck {

@@ -23,8 +23,8 @@ use cel::objects::{Key, Map};
 use cel::{Context, DeclarationError, Env, ExecutionError, Program, Value as CelValue};
 use serde_json::Value;
 
-use super::kstatus::{Assessment, Status, nested_int64, parse_group, top_level_string};
 use crate::api::kustomization::CustomHealthCheck;
+use apply::kstatus::{Assessment, Status, nested_int64, parse_group, top_level_string};
 
 pub use predicate::{CompileError, Predicate};
 

@@ -1,12 +1,11 @@
 //! Stage `health`: the readiness of objects, as Flux's kustomize-controller judges it.
 //!
-//! - [`kstatus`]: kstatus' rules (sigs.k8s.io/cli-utils `pkg/kstatus/status`), object in,
-//!   status out; no client.
+//! - `apply::kstatus` (in the apply engine's crate): kstatus' rules (sigs.k8s.io/cli-utils
+//!   `pkg/kstatus/status`), object in, status out; no client.
 //! - [`cel`]: `spec.healthCheckExprs`, CEL expressions per apiVersion+kind; no client.
 //! - [`assess`]: which rule judges an object, in Flux's order of precedence.
 //! - [`wait`]: waiting on a set of live objects through shared watches.
 
 pub mod assess;
 pub mod cel;
-pub mod kstatus;
 pub mod wait;

@@ -23,8 +23,8 @@ use tokio::sync::Notify;
 
 use super::assess::assess;
 use super::cel::HealthCheckExprs;
-use super::kstatus::{Assessment, Status};
-use crate::apply::{ObjectId, ResolveError, Resolver};
+use apply::kstatus::{Assessment, Status};
+use apply::{ObjectId, ResolveError, Resolver};
 
 /// How often a wait re-assesses without a watch event: kstatus' Pod rule depends on the
 /// clock, and kinds the cluster did not serve yet are looked up again. No request is made

@@ -18,15 +18,20 @@ mod applied;
 mod ca_bundle;
 pub mod ignore;
 mod inventory;
+pub mod kstatus;
 mod live_versions;
 pub mod managed_fields;
+pub mod names;
 mod normalize;
+mod object;
 mod order;
 mod plan;
 mod preview;
 mod prune;
 mod resolve;
+mod spec;
 mod stage_wait;
+pub mod watch;
 
 use std::fmt;
 use std::sync::Mutex;
@@ -40,13 +45,22 @@ pub use applied::AppliedObjects;
 pub use ignore::{IgnoreRuleError, IgnoreRules};
 pub use inventory::{InvalidInventoryId, ObjectId, inventory_of};
 pub use live_versions::LiveVersions;
+pub use object::Object;
 pub use order::{sort_for_apply, stage, stage_of_kind};
 pub use preview::Preview;
 pub use resolve::{ResolveError, Resolver};
+pub use spec::{IgnoreRule, ResourceRef, Selector};
 
-use crate::client::api_message;
-use crate::manifest::Object;
 use plan::Planned;
+
+/// The API server's message (`secrets "kubeconfig" not found`), without the Rust error
+/// around it; other errors as they display.
+pub fn api_message(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) => status.message.clone(),
+        other => other.to_string(),
+    }
+}
 
 /// The Kustomization that owns applied objects; written as the two owner labels.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,6 +1,5 @@
-//! Kubernetes label selectors as `k8s.io/apimachinery/pkg/labels.Parse` reads them
-//! (`app=web,tier in (a,b),!legacy,count>3`): used for `spec.ignore` targets and for the
-//! `--watch-label-selector` and `--watch-configs-label-selector` flags.
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
 
 use std::collections::BTreeMap;
 
@@ -74,9 +73,9 @@ impl Requirement {
         })
     }
 
-    fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        let value = labels.get(&self.key);
-        let listed = |value: &String| self.values.iter().any(|candidate| candidate == value);
+    fn matches<'a>(&self, lookup: &impl Fn(&str) -> Option<&'a str>) -> bool {
+        let value = lookup(&self.key);
+        let listed = |value: &str| self.values.iter().any(|candidate| candidate == value);
         match self.operator {
             Operator::In | Operator::Equals | Operator::DoubleEquals => value.is_some_and(listed),
             Operator::NotIn | Operator::NotEquals => !value.is_some_and(listed),
@@ -102,6 +101,19 @@ impl Requirement {
     }
 }
 
+/// Why a selector does not parse: `labels.Parse`'s reason, such as `unable to parse
+/// requirement: found '', expected: identifier`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ParseError(String);
+
+impl ParseError {
+    /// The reason, as `labels.Parse` words it.
+    pub fn reason(&self) -> &str {
+        &self.0
+    }
+}
+
 /// A parsed label selector: every requirement must match.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LabelSelector {
@@ -110,22 +122,33 @@ pub struct LabelSelector {
 
 impl LabelSelector {
     /// Parses `expression` as `labels.Parse` does; the error is its reason, such as
-    /// `found '', expected: identifier`.
-    pub fn parse(expression: &str) -> Result<LabelSelector, String> {
+    /// `found '', expected: identifier`. An empty expression selects everything.
+    pub fn parse(expression: &str) -> Result<LabelSelector, ParseError> {
         let mut parser = SelectorParser {
             items: lex_selector(expression),
             position: 0,
         };
-        let mut requirements = parser.parse()?;
+        let mut requirements = parser.parse().map_err(ParseError)?;
         requirements.sort_by(|a, b| a.key.cmp(&b.key));
         Ok(LabelSelector { requirements })
     }
 
     /// Whether `labels` meet every requirement.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.matches_with(|key| labels.get(key).map(String::as_str))
+    }
+
+    /// Whether the labels that `lookup` finds by key meet every requirement; for labels
+    /// held as something other than a map, such as pairs in an object's order.
+    pub fn matches_with<'a>(&self, lookup: impl Fn(&str) -> Option<&'a str>) -> bool {
         self.requirements
             .iter()
-            .all(|requirement| requirement.matches(labels))
+            .all(|requirement| requirement.matches(&lookup))
+    }
+
+    /// Whether the selector has no requirement, and so selects everything.
+    pub fn is_empty(&self) -> bool {
+        self.requirements.is_empty()
     }
 }
 
