@@ -28,12 +28,12 @@ use crate::api::{ConditionStatus, Kustomization, KustomizationStatus};
 use crate::client::api_message;
 use crate::cluster::TargetCluster;
 use crate::health::cel::HealthCheckExprs;
-use crate::health::wait::{Target, WaitError, WaitOptions};
 use crate::render::keys::ClusterKeys;
 use crate::render::variables::ClusterVariables;
 use crate::render::{self, Rendered, SecretValues};
 use crate::source::{DigestError, FetchError, PathError, resolve_path};
 use apply::Object;
+use apply::wait::{Target, WaitError, WaitOptions};
 use apply::{
     Action, AppliedObjects, Applier, ApplyError, ApplyOptions, ChangeSet, IgnoreRules, ObjectId,
     Owner, stale_objects,

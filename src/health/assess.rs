@@ -23,6 +23,13 @@ pub fn assess(object: &Value, exprs: &HealthCheckExprs, now: Timestamp) -> Asses
     compute(object, now).unwrap_or_else(|e| Assessment::unknown(&e))
 }
 
+/// The apply engine's health wait judges objects as [`assess`] does.
+impl apply::wait::Assessor for HealthCheckExprs {
+    fn assess(&self, object: &Value, now: Timestamp) -> Assessment {
+        assess(object, self, now)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

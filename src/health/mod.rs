@@ -4,8 +4,8 @@
 //!   `pkg/kstatus/status`), object in, status out; no client.
 //! - [`cel`]: `spec.healthCheckExprs`, CEL expressions per apiVersion+kind; no client.
 //! - [`assess`]: which rule judges an object, in Flux's order of precedence.
-//! - [`wait`]: waiting on a set of live objects through shared watches.
+//! - `apply::wait` (in the apply engine's crate): waiting on a set of live objects through
+//!   shared watches, judged by [`assess`].
 
 pub mod assess;
 pub mod cel;
-pub mod wait;

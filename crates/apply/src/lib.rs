@@ -4,7 +4,7 @@
 //! Within a stage every object is validated before any is applied, as Flux's controller does:
 //! a server-side dry-run per object, compared with the live object to tell `configured` from
 //! `unchanged`. An object whose configuration was applied (or found unchanged) by this
-//! controller before, and that nobody wrote since, skips that: see [`applied`].
+//! controller before, and that nobody wrote since, skips that: see [`AppliedObjects`].
 //!
 //! Each object is first normalized as Flux normalizes a build (see `normalize`: a Secret's
 //! `stringData` applied as `data`, ports given `TCP`, built-in kinds through their typed form),
@@ -13,6 +13,9 @@
 //!
 //! Everything goes through kube's dynamic API with an injected client, so that
 //! impersonation or a remote cluster is only another client.
+
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
 
 mod applied;
 mod ca_bundle;
@@ -31,6 +34,7 @@ mod prune;
 mod resolve;
 mod spec;
 mod stage_wait;
+pub mod wait;
 pub mod watch;
 
 use std::fmt;
