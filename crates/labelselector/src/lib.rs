@@ -541,3 +541,92 @@ fn is_dns1123_subdomain(value: &str) -> bool {
             }
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn selects(expression: &str, pairs: &[(&str, &str)]) -> bool {
+        match LabelSelector::parse(expression) {
+            Ok(selector) => selector.matches(&labels(pairs)),
+            Err(error) => panic!("{expression:?} does not parse: {error}"),
+        }
+    }
+
+    #[test]
+    fn every_operator_matches_as_in_apimachinery() {
+        let web = [("app", "web"), ("tier", "front"), ("replicas", "3")];
+        assert!(selects("app=web", &web));
+        assert!(selects("app==web", &web));
+        assert!(!selects("app!=web", &web));
+        assert!(selects("missing!=web", &web));
+        assert!(selects("tier in (front,back)", &web));
+        assert!(!selects("tier notin (front)", &web));
+        assert!(selects("missing notin (front)", &web));
+        assert!(selects("app", &web));
+        assert!(!selects("!app", &web));
+        assert!(selects("!missing", &web));
+        assert!(selects("replicas>2", &web));
+        assert!(!selects("replicas<3", &web));
+        assert!(!selects("app>1", &web));
+        assert!(!selects("missing>1", &web));
+        assert!(selects("app=web, tier in (front), !legacy", &web));
+        assert!(!selects("app=web,tier=back", &web));
+    }
+
+    #[test]
+    fn an_empty_selector_selects_everything() {
+        let selector = LabelSelector::parse("").expect("parses");
+        assert!(selector.is_empty());
+        assert!(selector.matches(&BTreeMap::new()));
+        assert!(selects("  ", &[]));
+    }
+
+    #[test]
+    fn in_and_notin_are_keywords_only_after_a_key() {
+        assert!(selects("in=notin", &[("in", "notin")]));
+        assert!(selects("x in (in,notin)", &[("x", "notin")]));
+    }
+
+    #[test]
+    fn a_nul_byte_where_a_token_starts_ends_the_input() {
+        assert!(selects("app=web \0,this is ignored", &[("app", "web")]));
+    }
+
+    #[test]
+    fn lookups_match_labels_held_as_pairs() {
+        let selector = LabelSelector::parse("app=web,!legacy").expect("parses");
+        let pairs = [("app", "web")];
+        assert!(
+            selector.matches_with(|key| pairs.iter().find(|(k, _)| *k == key).map(|(_, v)| *v))
+        );
+        assert!(!selector.matches_with(|_| Some("web")));
+    }
+
+    #[test]
+    fn invalid_selectors_are_refused_with_apimachinery_reasons() {
+        let reason = |expression: &str| match LabelSelector::parse(expression) {
+            Ok(_) => panic!("{expression:?} parsed"),
+            Err(error) => error.reason().to_string(),
+        };
+        assert_eq!(
+            reason("a in b"),
+            "unable to parse requirement: found 'b' expected: '('"
+        );
+        assert!(reason("a,,b").contains("expected: identifier after ','"));
+        assert!(reason("=a").contains("expected: !, identifier, or 'end of string'"));
+        assert!(reason("a>b").contains("the value must be an integer"));
+        assert!(reason("a=hello world").contains("expected: ',' or 'end of string'"));
+        assert!(reason("a=-b").contains("a valid label must be an empty string"));
+        assert!(reason("a/b/c").contains("a valid label key must consist of"));
+        assert!(reason(&format!("{}=x", "k".repeat(64))).contains("no more than 63 characters"));
+        assert!(reason(&format!("k={}", "v".repeat(64))).contains("Invalid value"));
+    }
+}
