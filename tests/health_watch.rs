@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use apply::wait::{HealthWatches, Target, WaitError, WaitOptions};
 use apply::{ObjectId, Resolver};
+use fluxcel::HealthCheckExprs;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, PostParams};
-use kustomize_controller::health::cel::HealthCheckExprs;
 use support::{TestNamespace, wait_for};
 
 fn deployment_target(ns: &str, name: &str) -> Target {

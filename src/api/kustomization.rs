@@ -13,6 +13,8 @@ use super::condition::Condition;
 // The fields the apply engine reads (ignore rules and their selector, inventory entries) are
 // defined once, in its crate, with the same schema.
 pub use apply::{IgnoreRule, ResourceRef, Selector};
+// The health check expressions are defined with the CEL engine that evaluates them.
+pub use fluxcel::CustomHealthCheck;
 
 /// The Go duration pattern Flux validates `interval`, `retryInterval` and `timeout` with.
 pub const DURATION_PATTERN: &str = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$";
@@ -481,28 +483,6 @@ pub enum BuildMetadataOption {
     /// Annotate each resource with the transformers that changed it.
     #[serde(rename = "transformerAnnotations")]
     TransformerAnnotations,
-}
-
-/// CustomHealthCheck defines the health check for custom resources, as CEL expressions.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CustomHealthCheck {
-    /// APIVersion of the custom resource under evaluation.
-    pub api_version: String,
-    /// Kind of the custom resource under evaluation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
-    /// Current is the CEL expression that determines if the status of the custom resource
-    /// has reached the desired state.
-    pub current: String,
-    /// InProgress is the CEL expression that determines if the status of the custom
-    /// resource has not yet reached the desired state.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub in_progress: Option<String>,
-    /// Failed is the CEL expression that determines if the status of the custom resource
-    /// has failed to reach the desired state.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failed: Option<String>,
 }
 
 /// KustomizationStatus defines the observed state of a kustomization.

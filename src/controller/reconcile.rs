@@ -27,7 +27,6 @@ use crate::api::source::{Artifact, artifact_of, source_version};
 use crate::api::{ConditionStatus, Kustomization, KustomizationStatus};
 use crate::client::api_message;
 use crate::cluster::TargetCluster;
-use crate::health::cel::HealthCheckExprs;
 use crate::render::keys::ClusterKeys;
 use crate::render::variables::ClusterVariables;
 use crate::render::{self, Rendered, SecretValues};
@@ -38,6 +37,7 @@ use apply::{
     Action, AppliedObjects, Applier, ApplyError, ApplyOptions, ChangeSet, IgnoreRules, ObjectId,
     Owner, stale_objects,
 };
+use fluxcel::HealthCheckExprs;
 
 /// Errors that end a reconcile without a verdict on the Kustomization (the API server was
 /// unreachable, a status write conflicted, ...). They are retried with backoff.

@@ -5,7 +5,7 @@
 use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
 
-use super::cel::HealthCheckExprs;
+use super::HealthCheckExprs;
 use apply::kstatus::{Assessment, compute, compute_flux_job, parse_group, top_level_string};
 
 /// Judges one live object as Flux does: Flux's Job rule for batch/Job first, then a matching
@@ -33,7 +33,7 @@ impl apply::wait::Assessor for HealthCheckExprs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::kustomization::CustomHealthCheck;
+    use crate::CustomHealthCheck;
     use apply::kstatus::Status;
     use serde_json::json;
 
