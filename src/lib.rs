@@ -6,8 +6,9 @@
 //! kustomize engine), `sops` (decryption), `envsubst` (post-build variables), all on the
 //! `goyaml` crate. The apply engine (`apply`: staged server-side apply, prune, kstatus, the
 //! watch-driven health wait) and Flux's CEL expressions (`fluxcel`) are crates too.
-//! [`render`] joins them the way Flux does: it is the build stage of the pipeline (Flux's generated kustomization, the spec's overlay fields, decryption around the
-//! build, substitution and `commonMetadata` after it).
+//! [`render`] joins them the way Flux does: it is the build stage of the pipeline (Flux's
+//! generated kustomization, the spec's overlay fields, decryption around the build,
+//! substitution and `commonMetadata` after it).
 
 pub mod api;
 pub mod client;
