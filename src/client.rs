@@ -125,14 +125,9 @@ where
     }
 }
 
-/// The API server's message (`secrets "kubeconfig" not found`), without the Rust error
-/// around it; other errors as they display.
-pub fn api_message(error: &kube::Error) -> String {
-    match error {
-        kube::Error::Api(status) => status.message.clone(),
-        other => other.to_string(),
-    }
-}
+/// The API server's message, without the Rust error around it: defined once, in the apply
+/// engine that words its errors with it.
+pub use apply::api_message;
 
 /// Response header the API server sets when API Priority and Fairness handled a request.
 const FLOW_SCHEMA_HEADER: &str = "X-Kubernetes-PF-FlowSchema-UID";

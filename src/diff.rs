@@ -11,10 +11,10 @@ use kube::{Client, ResourceExt};
 use serde_json::Value;
 
 use crate::api::Kustomization;
-use crate::apply::{AppliedObjects, Applier, ApplyOptions, IgnoreRules, ObjectId, Owner, Preview};
 use crate::render::keys::ClusterKeys;
 use crate::render::variables::ClusterVariables;
 use crate::render::{self, RenderError, SecretValues};
+use apply::{AppliedObjects, Applier, ApplyOptions, IgnoreRules, ObjectId, Owner, Preview};
 
 /// What to compare with the cluster.
 pub struct DiffInput {

@@ -8,8 +8,7 @@ use std::process::ExitCode;
 use clap::Args;
 use kube::api::Api;
 use kube::config::{KubeConfigOptions, Kubeconfig};
-use kustomize_controller::api::Kustomization;
-use kustomize_controller::apply::inventory_of;
+use kustomize_controller::api::{Kustomization, KustomizationStatus};
 use kustomize_controller::diff::{self, DiffInput};
 use kustomize_controller::flags::FeatureGates;
 use kustomize_controller::render;
@@ -101,7 +100,7 @@ async fn diff_text(args: &DiffArgs) -> Result<String, String> {
     let inventory = live
         .as_ref()
         .and_then(|ks| ks.status.as_ref())
-        .map(inventory_of)
+        .map(KustomizationStatus::inventory_objects)
         .unwrap_or_default();
     let mut kustomization = match (from_file, live) {
         (Some(ks), _) => ks,

@@ -4,22 +4,20 @@
 //! source -> decrypt -> build -> substitute -> apply -> health -> prune -> status.
 //! The pure stages are crates of their own, with no Kubernetes client: `kustomize` (the
 //! kustomize engine), `sops` (decryption), `envsubst` (post-build variables), all on the
-//! `goyaml` crate. [`render`] joins them the way Flux does: it is the build stage of the
-//! pipeline (Flux's generated kustomization, the spec's overlay fields, decryption around the
-//! build, substitution and `commonMetadata` after it).
+//! `goyaml` crate. The apply engine (`apply`: staged server-side apply, prune, kstatus, the
+//! watch-driven health wait) and Flux's CEL expressions (`fluxcel`) are crates too.
+//! [`render`] joins them the way Flux does: it is the build stage of the pipeline (Flux's
+//! generated kustomization, the spec's overlay fields, decryption around the build,
+//! substitution and `commonMetadata` after it).
 
 pub mod api;
-pub mod apply;
 pub mod client;
 pub mod cluster;
 pub mod controller;
 pub mod diff;
 pub mod flags;
-pub mod health;
 pub mod http;
-pub mod labels;
 pub mod leader;
-pub mod manifest;
 pub mod metrics;
 pub mod render;
 pub mod source;

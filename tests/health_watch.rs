@@ -6,11 +6,11 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
+use apply::wait::{HealthWatches, Target, WaitError, WaitOptions};
+use apply::{ObjectId, Resolver};
+use fluxcel::HealthCheckExprs;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, PostParams};
-use kustomize_controller::apply::{ObjectId, Resolver};
-use kustomize_controller::health::cel::HealthCheckExprs;
-use kustomize_controller::health::wait::{HealthWatches, Target, WaitError, WaitOptions};
 use support::{TestNamespace, wait_for};
 
 fn deployment_target(ns: &str, name: &str) -> Target {

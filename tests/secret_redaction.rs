@@ -6,9 +6,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use apply::Object;
 use kustomize_controller::api::KustomizationSpec;
 use kustomize_controller::api::kustomization::SubstituteStrategy;
-use kustomize_controller::manifest::Object;
 use kustomize_controller::render::{self, SecretValues};
 use sops::Keyring;
 

@@ -10,6 +10,12 @@ use serde::{Deserialize, Serialize};
 
 use super::condition::Condition;
 
+// The fields the apply engine reads (ignore rules and their selector, inventory entries) are
+// defined once, in its crate, with the same schema.
+pub use apply::{IgnoreRule, ResourceRef, Selector};
+// The health check expressions are defined with the CEL engine that evaluates them.
+pub use fluxcel::CustomHealthCheck;
+
 /// The Go duration pattern Flux validates `interval`, `retryInterval` and `timeout` with.
 pub const DURATION_PATTERN: &str = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$";
 
@@ -417,39 +423,6 @@ pub struct Patch {
     pub target: Option<Selector>,
 }
 
-/// Selector specifies a set of resources. Any resource that matches intersection of all
-/// conditions is included in this set.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct Selector {
-    /// Group is the API group to select resources from. Together with Version and Kind it
-    /// is capable of unambiguously identifying and/or selecting resources.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub group: Option<String>,
-    /// Version of the API Group to select resources from.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
-    /// Kind of the API Group to select resources from.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
-    /// Namespace to select resources from.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub namespace: Option<String>,
-    /// Name to match resources with.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub name: Option<String>,
-    /// AnnotationSelector is a string that follows the label selection expression
-    /// https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#api It
-    /// matches with the resource annotations.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotation_selector: Option<String>,
-    /// LabelSelector is a string that follows the label selection expression
-    /// https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#api It
-    /// matches with the resource labels.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub label_selector: Option<String>,
-}
-
 /// Image contains an image name, a new name, a new tag or digest, which will replace the
 /// original name and tag.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
@@ -512,42 +485,6 @@ pub enum BuildMetadataOption {
     TransformerAnnotations,
 }
 
-/// CustomHealthCheck defines the health check for custom resources, as CEL expressions.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct CustomHealthCheck {
-    /// APIVersion of the custom resource under evaluation.
-    pub api_version: String,
-    /// Kind of the custom resource under evaluation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
-    /// Current is the CEL expression that determines if the status of the custom resource
-    /// has reached the desired state.
-    pub current: String,
-    /// InProgress is the CEL expression that determines if the status of the custom
-    /// resource has not yet reached the desired state.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub in_progress: Option<String>,
-    /// Failed is the CEL expression that determines if the status of the custom resource
-    /// has failed to reach the desired state.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub failed: Option<String>,
-}
-
-/// IgnoreRule defines a rule to selectively disregard specific changes during the drift
-/// detection process.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
-pub struct IgnoreRule {
-    /// Paths is a list of JSON Pointer (RFC 6901) paths to be excluded from consideration in
-    /// a Kubernetes object.
-    pub paths: Vec<String>,
-    /// Target is a selector for specifying Kubernetes objects to which this rule applies.
-    /// If Target is not set, the Paths will be ignored for all Kubernetes objects within the
-    /// manifest of the Helm release.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub target: Option<Selector>,
-}
-
 /// KustomizationStatus defines the observed state of a kustomization.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -593,22 +530,23 @@ pub struct KustomizationStatus {
     pub history: Option<Vec<Snapshot>>,
 }
 
+impl KustomizationStatus {
+    /// The objects of `status.inventory`, in its order; entries not in Flux's format are
+    /// left out.
+    pub fn inventory_objects(&self) -> Vec<apply::ObjectId> {
+        self.inventory
+            .as_ref()
+            .map(|inventory| apply::inventory_of(&inventory.entries))
+            .unwrap_or_default()
+    }
+}
+
 /// ResourceInventory contains a list of Kubernetes resource object references that have
 /// been applied by a Kustomization.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 pub struct ResourceInventory {
     /// Entries of Kubernetes resource object references.
     pub entries: Vec<ResourceRef>,
-}
-
-/// ResourceRef contains the information necessary to locate a resource within a cluster.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
-pub struct ResourceRef {
-    /// ID is the string representation of the Kubernetes resource object's metadata, in the
-    /// format '<namespace>_<name>_<group>_<kind>'.
-    pub id: String,
-    /// Version is the API version of the Kubernetes resource object's kind.
-    pub v: String,
 }
 
 /// Snapshot represents a point-in-time record of a group of resources reconciliation,

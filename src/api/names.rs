@@ -2,27 +2,21 @@
 //! managers, condition types and reasons. A cluster can switch between this controller and
 //! Flux's only while these stay byte-for-byte the same.
 
+// The names the apply engine writes and reads are defined once, in its crate.
+pub use apply::names::{
+    APPLY_FIELD_MANAGER, DISABLED_VALUE, ENABLED_VALUE, FORCE_ANNOTATION,
+    KUBECTL_LAST_APPLIED_ANNOTATION, OWNER_NAME_LABEL, OWNER_NAMESPACE_LABEL, PRUNE_ANNOTATION,
+    RECONCILE_ANNOTATION, SSA_ANNOTATION,
+};
+
 /// The API group of Kustomizations.
 pub const GROUP: &str = "kustomize.toolkit.fluxcd.io";
 
 /// The finalizer that guards pruning on deletion.
 pub const FINALIZER: &str = "finalizers.fluxcd.io";
 
-/// Field manager for applied objects.
-pub const APPLY_FIELD_MANAGER: &str = "kustomize-controller";
-
 /// Field manager for the Kustomization's own status and finalizers.
 pub const STATUS_FIELD_MANAGER: &str = "gotk-kustomize-controller";
-
-/// Owner label carrying the Kustomization's name.
-pub const OWNER_NAME_LABEL: &str = "kustomize.toolkit.fluxcd.io/name";
-
-/// Owner label carrying the Kustomization's namespace.
-pub const OWNER_NAMESPACE_LABEL: &str = "kustomize.toolkit.fluxcd.io/namespace";
-
-/// `kubectl apply`'s copy of the whole object it last applied.
-pub const KUBECTL_LAST_APPLIED_ANNOTATION: &str =
-    "kubectl.kubernetes.io/last-applied-configuration";
 
 /// Annotation whose changing value asks for an immediate reconcile.
 pub const RECONCILE_REQUESTED_AT_ANNOTATION: &str = "reconcile.fluxcd.io/requestedAt";
@@ -33,24 +27,6 @@ pub const RECONCILE_WATCH_LABEL: &str = "reconcile.fluxcd.io/watch";
 
 /// The value of [`RECONCILE_WATCH_LABEL`] that enables the watch.
 pub const RECONCILE_WATCH_ENABLED: &str = "Enabled";
-
-/// Label or annotation that excludes an object from apply and prune (`disabled`).
-pub const RECONCILE_ANNOTATION: &str = "kustomize.toolkit.fluxcd.io/reconcile";
-
-/// Label or annotation that protects an object from pruning (`disabled`).
-pub const PRUNE_ANNOTATION: &str = "kustomize.toolkit.fluxcd.io/prune";
-
-/// Label or annotation that selects the server-side apply policy of an object.
-pub const SSA_ANNOTATION: &str = "kustomize.toolkit.fluxcd.io/ssa";
-
-/// Label or annotation that lets an object be recreated on immutable field changes.
-pub const FORCE_ANNOTATION: &str = "kustomize.toolkit.fluxcd.io/force";
-
-/// The value that switches a behaviour off, compared case-insensitively.
-pub const DISABLED_VALUE: &str = "disabled";
-
-/// The value that switches a behaviour on, compared case-insensitively.
-pub const ENABLED_VALUE: &str = "enabled";
 
 /// Group of Flux's source kinds.
 pub const SOURCE_GROUP: &str = "source.toolkit.fluxcd.io";

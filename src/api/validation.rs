@@ -395,7 +395,7 @@ impl Check {
 fn evaluate(rule: &str, value: &Value) -> Result<bool, String> {
     let program = cel::Program::compile(rule).map_err(|e| e.to_string())?;
     let mut context = cel::Context::default();
-    context.add_variable_from_value("self", crate::health::cel::to_cel(value));
+    context.add_variable_from_value("self", fluxcel::to_cel(value));
     match program.execute(&context) {
         Ok(cel::Value::Bool(result)) => Ok(result),
         Ok(_) => Err("the rule did not evaluate to a bool".to_string()),

@@ -29,8 +29,8 @@ use sha2::{Digest, Sha256};
 pub use kubeconfig::{KubeConfigError, KubeConfigPolicy};
 
 use crate::api::Kustomization;
-use crate::apply::LiveVersions;
-use crate::health::wait::HealthWatches;
+use apply::LiveVersions;
+use apply::wait::HealthWatches;
 
 /// The client a Kustomization's objects are handled with, and the watches made with it.
 #[derive(Clone)]

@@ -12,10 +12,10 @@ use tokio::sync::Semaphore;
 use super::events::EventSink;
 use super::interrupts::Interrupts;
 use crate::api::Kustomization;
-use crate::apply::AppliedObjects;
 use crate::cluster::{ClusterKey, Clusters};
 use crate::metrics::Metrics;
 use crate::source::ArtifactCache;
+use apply::AppliedObjects;
 
 use super::sources::SourceReader;
 

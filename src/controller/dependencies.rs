@@ -22,7 +22,7 @@ use crate::api::condition::find_condition;
 use crate::api::kustomization::DependencyReference;
 use crate::api::names::condition;
 use crate::api::{ConditionStatus, Kustomization};
-use crate::health::cel::{CompileError, Predicate};
+use fluxcel::{CompileError, Predicate};
 
 /// Why a Kustomization may not proceed yet, or ever.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -29,19 +29,19 @@ use crate::api::kustomization::{DeletionPolicy, SourceKind};
 use crate::api::names::{FINALIZER, GROUP, reason};
 use crate::api::source::{Artifact, artifact_of, source_version};
 use crate::api::{ConditionStatus, Kustomization, KustomizationStatus};
-use crate::apply::{
-    Action, AppliedObjects, Applier, ApplyError, ApplyOptions, ChangeSet, IgnoreRules, ObjectId,
-    Owner, inventory_of, stale_objects,
-};
 use crate::client::api_message;
 use crate::cluster::TargetCluster;
-use crate::health::cel::HealthCheckExprs;
-use crate::health::wait::{Target, WaitError, WaitOptions};
-use crate::manifest::Object;
 use crate::render::keys::ClusterKeys;
 use crate::render::variables::ClusterVariables;
 use crate::render::{self, Rendered, SecretValues};
 use crate::source::{DigestError, Extraction, FetchError, PathError, resolve_path};
+use apply::Object;
+use apply::wait::{Target, WaitError, WaitOptions};
+use apply::{
+    Action, AppliedObjects, Applier, ApplyError, ApplyOptions, ChangeSet, IgnoreRules, ObjectId,
+    Owner, stale_objects,
+};
+use fluxcel::HealthCheckExprs;
 
 /// Errors that end a reconcile without a verdict on the Kustomization (the API server was
 /// unreachable, a status write conflicted, ...). They are retried with backoff.
@@ -406,7 +406,7 @@ async fn apply_prune_and_check(
         }) => {
             // The intent goes; what this run did apply stays known.
             status.inventory = inventory_before;
-            let previous = inventory_of(status);
+            let previous = status.inventory_objects();
             let additions = stale_objects(&applied, &previous);
             if !additions.is_empty() {
                 let known: Vec<ObjectId> = previous.into_iter().chain(additions).collect();
@@ -429,7 +429,7 @@ async fn apply_prune_and_check(
             .await;
     }
     let inventory: Vec<ObjectId> = changes.0.iter().map(|c| c.id.clone()).collect();
-    let previous = inventory_of(status);
+    let previous = status.inventory_objects();
     let stale = stale_objects(&previous, &inventory);
     // Until the prune is done, the stale objects stay in the inventory: a failed prune or a
     // crash leaves them to be pruned by the next reconcile, never orphaned.
@@ -546,7 +546,7 @@ async fn record_intent(
     status: &mut KustomizationStatus,
     objects: &[Object],
 ) -> Result<(), Failure> {
-    let previous = inventory_of(status);
+    let previous = status.inventory_objects();
     let planned: Vec<ObjectId> = objects.iter().map(ObjectId::of).collect();
     let additions = stale_objects(&planned, &previous);
     if additions.is_empty() {
@@ -1118,7 +1118,7 @@ async fn finalize(
         DeletionPolicy::Orphan => false,
     };
     let status = ks.status.clone().unwrap_or_default();
-    let inventory = inventory_of(&status);
+    let inventory = status.inventory_objects();
     // As Flux decides it: with nothing in the inventory, no client is made (a Kustomization
     // whose kubeconfig Secret never existed can still go).
     if delete && ks.spec.suspend != Some(true) && !inventory.is_empty() {
@@ -1175,7 +1175,7 @@ async fn finalize(
                 let deleted: Vec<ObjectId> = changes
                     .0
                     .iter()
-                    .filter(|c| c.action == crate::apply::Action::Deleted)
+                    .filter(|c| c.action == apply::Action::Deleted)
                     .map(|c| c.id.clone())
                     .collect();
                 // As Flux: a wait that times out is reported, and the Kustomization goes.
@@ -1294,8 +1294,8 @@ mod tests {
         assert!(refuse_encrypted_secrets(&[opted_out]).is_ok());
     }
 
-    fn change(kind: &str, name: &str, action: Action) -> crate::apply::Change {
-        crate::apply::Change {
+    fn change(kind: &str, name: &str, action: Action) -> apply::Change {
+        apply::Change {
             id: ObjectId {
                 namespace: "apps".into(),
                 name: name.into(),

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use clap::{ArgAction, Args, ValueEnum};
 
-use crate::labels::LabelSelector;
+use labelselector::LabelSelector;
 
 /// Log output format (`--log-encoding`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]

@@ -11,7 +11,7 @@ use serde_json::Value;
 use zeroize::Zeroizing;
 
 use super::redact::SecretValues;
-use crate::manifest::Object;
+use apply::Object;
 use kustomize::kustfile::Kustomization;
 use kustomize::loader::{Entry, InMemoryFiles, LoadError, Loader};
 use kustomize::target;

@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 use crate::api::KustomizationSpec;
 use crate::api::kustomization::BuildMetadataOption;
-use crate::manifest::Object;
+use apply::Object;
 use kustomize::kustfile::{self, KUSTOMIZATION_FILE_NAMES, Kustomization};
 use kustomize::loader::{LoadRestrictions, Loader};
 use kustomize::{self, RemoteFetcher, target};

@@ -22,7 +22,7 @@ use super::keys::KeysError;
 use super::variables::VariablesError;
 use super::{BuildError, Built, PostBuildError, SecretValues};
 use crate::api::Kustomization;
-use crate::manifest::Object;
+use apply::Object;
 
 /// Where the SOPS keys of a Kustomization come from: the cluster for the controller and
 /// `diff` ([`super::keys::ClusterKeys`]), local files for the offline build ([`LocalKeys`]).

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use super::redact::SecretValues;
 use crate::api::kustomization::SubstituteStrategy;
-use crate::manifest::Object;
+use apply::Object;
 use envsubst::SubstituteError;
 
 /// Why substitution failed. Messages name the object and the variable, never a value.

@@ -1,7 +1,9 @@
 //! Resource selection for patch and replacement targets: anchored regexes over group,
 //! version, kind, name and namespace (matched against the original and the current id),
-//! plus Kubernetes label and annotation selectors.
+//! plus Kubernetes label and annotation selectors (apimachinery's `labels.Parse`, from the
+//! `labelselector` crate).
 
+use labelselector::LabelSelector;
 use regex::Regex;
 
 use super::kustfile::Selector;
@@ -40,8 +42,8 @@ pub struct CompiledSelector {
     kind: Option<Regex>,
     name: Option<Regex>,
     namespace: Option<Regex>,
-    labels: Vec<Requirement>,
-    annotations: Vec<Requirement>,
+    labels: LabelSelector,
+    annotations: LabelSelector,
 }
 
 /// `pattern` anchored at both ends, with Go's meaning ([`crate::goregex`]); `None` for an
@@ -110,8 +112,7 @@ impl CompiledSelector {
         }
         let labels = resource.labels();
         let annotations = resource.annotations();
-        self.labels.iter().all(|r| r.matches(&labels))
-            && self.annotations.iter().all(|r| r.matches(&annotations))
+        selects(&self.labels, &labels) && selects(&self.annotations, &annotations)
     }
 }
 
@@ -126,104 +127,20 @@ pub fn select(resmap: &ResMap, selector: &Selector) -> Result<Vec<usize>, Select
         .collect())
 }
 
-/// One requirement of a Kubernetes label selector.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Requirement {
-    Exists(String),
-    NotExists(String),
-    In(String, Vec<String>),
-    NotIn(String, Vec<String>),
+/// Parses a label or annotation selector with apimachinery's `labels.Parse` grammar, as
+/// kustomize does; an empty one selects everything.
+fn parse_label_selector(text: &str) -> Result<LabelSelector, String> {
+    LabelSelector::parse(text).map_err(|e| e.to_string())
 }
 
-impl Requirement {
-    fn matches(&self, pairs: &[(String, String)]) -> bool {
-        let value = |key: &str| {
-            pairs
-                .iter()
-                .find(|(k, _)| k == key)
-                .map(|(_, v)| v.as_str())
-        };
-        match self {
-            Requirement::Exists(key) => value(key).is_some(),
-            Requirement::NotExists(key) => value(key).is_none(),
-            Requirement::In(key, values) => {
-                value(key).is_some_and(|v| values.iter().any(|x| x == v))
-            }
-            Requirement::NotIn(key, values) => {
-                value(key).is_none_or(|v| !values.iter().any(|x| x == v))
-            }
-        }
-    }
-}
-
-/// Splits on commas that are not inside parentheses.
-fn split_requirements(text: &str) -> Vec<&str> {
-    let mut parts = Vec::new();
-    let mut depth = 0i32;
-    let mut start = 0;
-    for (i, c) in text.char_indices() {
-        match c {
-            '(' => depth += 1,
-            ')' => depth -= 1,
-            ',' if depth == 0 => {
-                parts.push(&text[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(&text[start..]);
-    parts
-}
-
-fn parse_set(text: &str) -> Result<Vec<String>, String> {
-    let inner = text
-        .trim()
-        .strip_prefix('(')
-        .and_then(|t| t.strip_suffix(')'))
-        .ok_or_else(|| format!("expected a parenthesised set of values, found {text:?}"))?;
-    Ok(inner
-        .split(',')
-        .map(|v| v.trim().to_string())
-        .filter(|v| !v.is_empty())
-        .collect())
-}
-
-fn checked_key(key: &str) -> Result<String, String> {
-    let key = key.trim();
-    if key.is_empty() || key.contains(char::is_whitespace) {
-        return Err(format!("invalid key {key:?}"));
-    }
-    Ok(key.to_string())
-}
-
-/// Parses the Kubernetes label selector syntax (`a=b,c!=d,e in (f,g),h notin (i),j,!k`).
-fn parse_label_selector(text: &str) -> Result<Vec<Requirement>, String> {
-    if text.trim().is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut requirements = Vec::new();
-    for part in split_requirements(text) {
-        let part = part.trim();
-        if part.is_empty() {
-            return Err("empty requirement".to_string());
-        }
-        let requirement = if let Some(key) = part.strip_prefix('!') {
-            Requirement::NotExists(checked_key(key)?)
-        } else if let Some((key, value)) = part.split_once("!=") {
-            Requirement::NotIn(checked_key(key)?, vec![value.trim().to_string()])
-        } else if let Some((key, value)) = part.split_once("==").or_else(|| part.split_once('=')) {
-            Requirement::In(checked_key(key)?, vec![value.trim().to_string()])
-        } else if let Some((key, set)) = part.split_once(" notin ") {
-            Requirement::NotIn(checked_key(key)?, parse_set(set)?)
-        } else if let Some((key, set)) = part.split_once(" in ") {
-            Requirement::In(checked_key(key)?, parse_set(set)?)
-        } else {
-            Requirement::Exists(checked_key(part)?)
-        };
-        requirements.push(requirement);
-    }
-    Ok(requirements)
+/// Whether the pairs meet every requirement of `selector`.
+fn selects(selector: &LabelSelector, pairs: &[(String, String)]) -> bool {
+    selector.matches_with(|key| {
+        pairs
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    })
 }
 
 #[cfg(test)]

@@ -24,8 +24,8 @@ use std::collections::BTreeMap;
 use regex::Regex;
 use serde_json::{Map, Value};
 
-use crate::api::kustomization::{IgnoreRule, Selector};
-use crate::labels::LabelSelector;
+use super::spec::{IgnoreRule, Selector};
+use labelselector::LabelSelector;
 
 /// An ignore rule that cannot be compiled.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -449,7 +449,7 @@ impl CompiledSelector {
                     index,
                     field,
                     pattern: pattern.clone().unwrap_or_default(),
-                    reason,
+                    reason: reason.to_string(),
                 }
             })
         };
@@ -464,7 +464,7 @@ impl CompiledSelector {
                     index,
                     field,
                     selector: expression.to_string(),
-                    reason,
+                    reason: reason.to_string(),
                 }),
         };
         Ok(CompiledSelector {

@@ -1,7 +1,7 @@
 //! Object identities in Flux's inventory format: `<namespace>_<name>_<group>_<kind>`.
 
-use crate::api::ResourceRef;
-use crate::manifest::Object;
+use super::Object;
+use super::spec::ResourceRef;
 
 const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 
@@ -20,20 +20,13 @@ pub struct ObjectId {
     pub version: String,
 }
 
-/// The objects of a Kustomization's status inventory, in its order; entries not in Flux's
-/// format are left out.
-pub fn inventory_of(status: &crate::api::KustomizationStatus) -> Vec<ObjectId> {
-    status
-        .inventory
-        .as_ref()
-        .map(|inventory| {
-            inventory
-                .entries
-                .iter()
-                .filter_map(|entry| ObjectId::from_ref(entry).ok())
-                .collect()
-        })
-        .unwrap_or_default()
+/// The objects of a Kustomization's status inventory (`status.inventory.entries`), in its
+/// order; entries not in Flux's format are left out.
+pub fn inventory_of(entries: &[ResourceRef]) -> Vec<ObjectId> {
+    entries
+        .iter()
+        .filter_map(|entry| ObjectId::from_ref(entry).ok())
+        .collect()
 }
 
 /// An inventory entry that is not in Flux's format.

@@ -10,8 +10,8 @@ use futures::StreamExt;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
 
+use super::kstatus::{self, Assessment, Status};
 use super::{Applier, ApplyError, Change, ObjectId};
-use crate::health::kstatus::{self, Assessment, Status};
 
 /// How long a stage's objects are waited for (Flux's `DefaultApplyOptions().WaitTimeout`).
 pub(super) const STAGE_WAIT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -126,7 +126,7 @@ impl Applier {
             .api(namespace, &resource.api_resource)
             .get_opt(&id.name)
             .await
-            .map_err(|e| crate::client::api_message(&e))?;
+            .map_err(|e| super::api_message(&e))?;
         Ok(found.and_then(|o| serde_json::to_value(o).ok()))
     }
 }

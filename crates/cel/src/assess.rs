@@ -5,8 +5,8 @@
 use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
 
-use super::cel::HealthCheckExprs;
-use super::kstatus::{Assessment, compute, compute_flux_job, parse_group, top_level_string};
+use super::HealthCheckExprs;
+use apply::kstatus::{Assessment, compute, compute_flux_job, parse_group, top_level_string};
 
 /// Judges one live object as Flux does: Flux's Job rule for batch/Job first, then a matching
 /// healthCheckExprs entry, then kstatus' `compute`. An error from a rule becomes status Unknown with
@@ -23,11 +23,18 @@ pub fn assess(object: &Value, exprs: &HealthCheckExprs, now: Timestamp) -> Asses
     compute(object, now).unwrap_or_else(|e| Assessment::unknown(&e))
 }
 
+/// The apply engine's health wait judges objects as [`assess`] does.
+impl apply::wait::Assessor for HealthCheckExprs {
+    fn assess(&self, object: &Value, now: Timestamp) -> Assessment {
+        assess(object, self, now)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::kustomization::CustomHealthCheck;
-    use crate::health::kstatus::Status;
+    use crate::CustomHealthCheck;
+    use apply::kstatus::Status;
     use serde_json::json;
 
     fn expr(api_version: &str, kind: Option<&str>, current: &str) -> CustomHealthCheck {

@@ -13,10 +13,10 @@ use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
 use kube::api::{ApiResource, DynamicObject, PartialObjectMeta};
-use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
 
-use crate::api::names::OWNER_NAME_LABEL;
+use super::names::OWNER_NAME_LABEL;
+use super::watch::{Event, WatchConfig, watch};
 
 /// Versions of managed objects, by kind.
 pub struct LiveVersions {
@@ -91,8 +91,8 @@ impl LiveVersions {
 
 /// Keeps `kind` in step with the watch until the process ends.
 async fn follow(api: Api<PartialObjectMeta<DynamicObject>>, kind: Arc<KindVersions>) {
-    let config = watcher::Config::default().labels(OWNER_NAME_LABEL);
-    let mut events = std::pin::pin!(watcher(api, config).default_backoff());
+    let config = WatchConfig::default().labels(OWNER_NAME_LABEL);
+    let mut events = std::pin::pin!(watch(api, config));
     let mut listing: HashMap<(String, String), String> = HashMap::new();
     let key = |object: &PartialObjectMeta<DynamicObject>| {
         (object.namespace().unwrap_or_default(), object.name_any())
@@ -102,28 +102,28 @@ async fn follow(api: Api<PartialObjectMeta<DynamicObject>>, kind: Arc<KindVersio
             return;
         };
         match event {
-            Ok(watcher::Event::Init) => {
+            Ok(Event::Init) => {
                 kind.synced.store(false, Ordering::Release);
                 listing.clear();
             }
-            Ok(watcher::Event::InitApply(object)) => {
+            Ok(Event::InitApply(object)) => {
                 if let Some(version) = object.resource_version() {
                     listing.insert(key(&object), version);
                 }
             }
-            Ok(watcher::Event::InitDone) => {
+            Ok(Event::InitDone) => {
                 *versions = std::mem::take(&mut listing);
                 kind.synced.store(true, Ordering::Release);
                 tracing::debug!(kind = %kind.name, objects = versions.len(), "watching managed objects");
             }
-            Ok(watcher::Event::Apply(object)) => {
+            Ok(Event::Apply(object)) => {
                 match object.resource_version() {
                     Some(version) => versions.insert(key(&object), version),
                     None => versions.remove(&key(&object)),
                 };
                 kind.synced.store(true, Ordering::Release);
             }
-            Ok(watcher::Event::Delete(object)) => {
+            Ok(Event::Delete(object)) => {
                 versions.remove(&key(&object));
                 kind.synced.store(true, Ordering::Release);
             }

@@ -28,7 +28,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-use crate::manifest::Object;
+use super::Object;
 
 /// Normalizes one object in place (see the module documentation).
 pub fn normalize(object: &mut Object) {

@@ -6,7 +6,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::api::names::KUBECTL_LAST_APPLIED_ANNOTATION;
+use super::names::KUBECTL_LAST_APPLIED_ANNOTATION;
 
 /// An operation type of a `metadata.managedFields` entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

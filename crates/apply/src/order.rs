@@ -1,6 +1,6 @@
 //! Apply order: Flux's stages, then its kind order, then namespace and name.
 
-use crate::manifest::Object;
+use super::Object;
 
 /// Kinds applied first and waited for (stage 1).
 const CLUSTER_DEFINITION_KINDS: [&str; 3] =

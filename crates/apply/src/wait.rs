@@ -16,20 +16,34 @@ use futures::StreamExt;
 use k8s_openapi::jiff::Timestamp;
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject};
-use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher::{self, Event, watcher};
 use serde_json::Value;
 use tokio::sync::Notify;
 
-use super::assess::assess;
-use super::cel::HealthCheckExprs;
-use super::kstatus::{Assessment, Status};
-use crate::apply::{ObjectId, ResolveError, Resolver};
+use super::kstatus::{self, Assessment, Status};
+use super::watch::{Event, WatchConfig, watch};
+use super::{ObjectId, ResolveError, Resolver};
 
 /// How often a wait re-assesses without a watch event: kstatus' Pod rule depends on the
 /// clock, and kinds the cluster did not serve yet are looked up again. No request is made
 /// for objects already watched.
 const TICK: Duration = Duration::from_secs(2);
+
+/// What judges an object's health: kstatus' rules ([`Kstatus`]), or a caller's rules on top
+/// of them (the controller's `spec.healthCheckExprs`).
+pub trait Assessor: Sync {
+    /// The status of `object` at `now`.
+    fn assess(&self, object: &Value, now: Timestamp) -> Assessment;
+}
+
+/// kstatus' rules alone; an object they cannot read is Unknown with the error.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Kstatus;
+
+impl Assessor for Kstatus {
+    fn assess(&self, object: &Value, now: Timestamp) -> Assessment {
+        kstatus::compute(object, now).unwrap_or_else(|e| Assessment::unknown(&e))
+    }
+}
 
 /// One object to assess.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -237,11 +251,11 @@ impl HealthWatches {
     /// Waits until every target is Current, as Flux's `WaitForSetWithContext` decides it,
     /// within `options.timeout`. `cancelled` resolves (with the reason) when the wait must
     /// stop early.
-    pub async fn wait(
+    pub async fn wait<A: Assessor + ?Sized>(
         &self,
         resolver: &Resolver,
         targets: &[Target],
-        exprs: &HealthCheckExprs,
+        exprs: &A,
         options: &WaitOptions,
         cancelled: impl Future<Output = String>,
     ) -> Result<(), WaitError> {
@@ -391,9 +405,7 @@ async fn run_watch(
     key: WatchKey,
 ) {
     tracing::debug!(api_version = %key.api_version, resource = %key.plural, namespace = ?key.namespace, "health watch started");
-    let mut events = watcher(api, watcher::Config::default().any_semantic())
-        .default_backoff()
-        .boxed();
+    let mut events = watch(api, WatchConfig::default().any_semantic()).boxed();
     while let Some(event) = events.next().await {
         let mut state = lock(&state);
         match event {
@@ -448,10 +460,10 @@ async fn run_watch(
 }
 
 /// The status of one target now, or None when it cannot be told yet.
-fn current_status(
+fn current_status<A: Assessor + ?Sized>(
     target: &Target,
     slot: &Slot,
-    exprs: &HealthCheckExprs,
+    exprs: &A,
     now: Timestamp,
 ) -> Option<Assessment> {
     let registration = match slot {
@@ -478,7 +490,7 @@ fn current_status(
                 error: None,
             });
         }
-        return Some(assess(object, exprs, now));
+        return Some(exprs.assess(object, now));
     }
     if state.synced || state.absent.contains_key(&registration.name) {
         return Some(Assessment {
@@ -704,9 +716,8 @@ mod tests {
         let value = object_value(&item, &jobs).unwrap();
         assert_eq!(value["apiVersion"], "batch/v1");
         assert_eq!(value["kind"], "Job");
-        let exprs = HealthCheckExprs::new(&[]).unwrap();
         assert_eq!(
-            assess(&value, &exprs, Timestamp::now()).status,
+            Kstatus.assess(&value, Timestamp::now()).status,
             Status::InProgress
         );
     }

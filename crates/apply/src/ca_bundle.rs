@@ -10,7 +10,7 @@ use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 use serde_json::Value;
 
-use crate::manifest::Object;
+use super::Object;
 
 /// Removes `spec.conversion.webhook.clientConfig.caBundle` from a CRD when it is set, not
 /// empty, and not base64 of a PEM bundle with at least one certificate. Other objects, and

@@ -4,7 +4,7 @@
 //! Within a stage every object is validated before any is applied, as Flux's controller does:
 //! a server-side dry-run per object, compared with the live object to tell `configured` from
 //! `unchanged`. An object whose configuration was applied (or found unchanged) by this
-//! controller before, and that nobody wrote since, skips that: see [`applied`].
+//! controller before, and that nobody wrote since, skips that: see [`AppliedObjects`].
 //!
 //! Each object is first normalized as Flux normalizes a build (see `normalize`: a Secret's
 //! `stringData` applied as `data`, ports given `TCP`, built-in kinds through their typed form),
@@ -14,19 +14,28 @@
 //! Everything goes through kube's dynamic API with an injected client, so that
 //! impersonation or a remote cluster is only another client.
 
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+
 mod applied;
 mod ca_bundle;
 pub mod ignore;
 mod inventory;
+pub mod kstatus;
 mod live_versions;
 pub mod managed_fields;
+pub mod names;
 mod normalize;
+mod object;
 mod order;
 mod plan;
 mod preview;
 mod prune;
 mod resolve;
+mod spec;
 mod stage_wait;
+pub mod wait;
+pub mod watch;
 
 use std::fmt;
 use std::sync::Mutex;
@@ -40,13 +49,22 @@ pub use applied::AppliedObjects;
 pub use ignore::{IgnoreRuleError, IgnoreRules};
 pub use inventory::{InvalidInventoryId, ObjectId, inventory_of};
 pub use live_versions::LiveVersions;
+pub use object::Object;
 pub use order::{sort_for_apply, stage, stage_of_kind};
 pub use preview::Preview;
 pub use resolve::{ResolveError, Resolver};
+pub use spec::{IgnoreRule, ResourceRef, Selector};
 
-use crate::client::api_message;
-use crate::manifest::Object;
 use plan::Planned;
+
+/// The API server's message (`secrets "kubeconfig" not found`), without the Rust error
+/// around it; other errors as they display.
+pub fn api_message(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) => status.message.clone(),
+        other => other.to_string(),
+    }
+}
 
 /// The Kustomization that owns applied objects; written as the two owner labels.
 #[derive(Clone, Debug, PartialEq, Eq)]

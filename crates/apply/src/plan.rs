@@ -7,17 +7,17 @@ use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PropagationPolicy};
 use serde_json::Value;
 
+use super::Object;
 use super::applied::{AppliedRecord, configuration_hash};
 use super::managed_fields::{
     before_dry_run_managers, cleanup_managers, has_switch, migrate_api_version, owned_fields,
     remove_stale_metadata, take_over,
 };
-use super::{Action, Applier, ApplyError, Change, ObjectId, ignore};
-use crate::api::names::{
+use super::names::{
     APPLY_FIELD_MANAGER, DISABLED_VALUE, ENABLED_VALUE, FORCE_ANNOTATION, OWNER_NAME_LABEL,
     OWNER_NAMESPACE_LABEL, RECONCILE_ANNOTATION, SSA_ANNOTATION,
 };
-use crate::manifest::Object;
+use super::{Action, Applier, ApplyError, Change, ObjectId, ignore};
 
 /// An object ready to be sent: its configuration and where it goes.
 pub(super) struct Target {

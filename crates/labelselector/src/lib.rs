@@ -1,6 +1,5 @@
-//! Kubernetes label selectors as `k8s.io/apimachinery/pkg/labels.Parse` reads them
-//! (`app=web,tier in (a,b),!legacy,count>3`): used for `spec.ignore` targets and for the
-//! `--watch-label-selector` and `--watch-configs-label-selector` flags.
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
 
 use std::collections::BTreeMap;
 
@@ -74,9 +73,9 @@ impl Requirement {
         })
     }
 
-    fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
-        let value = labels.get(&self.key);
-        let listed = |value: &String| self.values.iter().any(|candidate| candidate == value);
+    fn matches<'a>(&self, lookup: &impl Fn(&str) -> Option<&'a str>) -> bool {
+        let value = lookup(&self.key);
+        let listed = |value: &str| self.values.iter().any(|candidate| candidate == value);
         match self.operator {
             Operator::In | Operator::Equals | Operator::DoubleEquals => value.is_some_and(listed),
             Operator::NotIn | Operator::NotEquals => !value.is_some_and(listed),
@@ -102,6 +101,19 @@ impl Requirement {
     }
 }
 
+/// Why a selector does not parse: `labels.Parse`'s reason, such as `unable to parse
+/// requirement: found '', expected: identifier`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ParseError(String);
+
+impl ParseError {
+    /// The reason, as `labels.Parse` words it.
+    pub fn reason(&self) -> &str {
+        &self.0
+    }
+}
+
 /// A parsed label selector: every requirement must match.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LabelSelector {
@@ -110,22 +122,33 @@ pub struct LabelSelector {
 
 impl LabelSelector {
     /// Parses `expression` as `labels.Parse` does; the error is its reason, such as
-    /// `found '', expected: identifier`.
-    pub fn parse(expression: &str) -> Result<LabelSelector, String> {
+    /// `found '', expected: identifier`. An empty expression selects everything.
+    pub fn parse(expression: &str) -> Result<LabelSelector, ParseError> {
         let mut parser = SelectorParser {
             items: lex_selector(expression),
             position: 0,
         };
-        let mut requirements = parser.parse()?;
+        let mut requirements = parser.parse().map_err(ParseError)?;
         requirements.sort_by(|a, b| a.key.cmp(&b.key));
         Ok(LabelSelector { requirements })
     }
 
     /// Whether `labels` meet every requirement.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.matches_with(|key| labels.get(key).map(String::as_str))
+    }
+
+    /// Whether the labels that `lookup` finds by key meet every requirement; for labels
+    /// held as something other than a map, such as pairs in an object's order.
+    pub fn matches_with<'a>(&self, lookup: impl Fn(&str) -> Option<&'a str>) -> bool {
         self.requirements
             .iter()
-            .all(|requirement| requirement.matches(labels))
+            .all(|requirement| requirement.matches(&lookup))
+    }
+
+    /// Whether the selector has no requirement, and so selects everything.
+    pub fn is_empty(&self) -> bool {
+        self.requirements.is_empty()
     }
 }
 
@@ -517,4 +540,93 @@ fn is_dns1123_subdomain(value: &str) -> bool {
                 _ => false,
             }
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    fn selects(expression: &str, pairs: &[(&str, &str)]) -> bool {
+        match LabelSelector::parse(expression) {
+            Ok(selector) => selector.matches(&labels(pairs)),
+            Err(error) => panic!("{expression:?} does not parse: {error}"),
+        }
+    }
+
+    #[test]
+    fn every_operator_matches_as_in_apimachinery() {
+        let web = [("app", "web"), ("tier", "front"), ("replicas", "3")];
+        assert!(selects("app=web", &web));
+        assert!(selects("app==web", &web));
+        assert!(!selects("app!=web", &web));
+        assert!(selects("missing!=web", &web));
+        assert!(selects("tier in (front,back)", &web));
+        assert!(!selects("tier notin (front)", &web));
+        assert!(selects("missing notin (front)", &web));
+        assert!(selects("app", &web));
+        assert!(!selects("!app", &web));
+        assert!(selects("!missing", &web));
+        assert!(selects("replicas>2", &web));
+        assert!(!selects("replicas<3", &web));
+        assert!(!selects("app>1", &web));
+        assert!(!selects("missing>1", &web));
+        assert!(selects("app=web, tier in (front), !legacy", &web));
+        assert!(!selects("app=web,tier=back", &web));
+    }
+
+    #[test]
+    fn an_empty_selector_selects_everything() {
+        let selector = LabelSelector::parse("").expect("parses");
+        assert!(selector.is_empty());
+        assert!(selector.matches(&BTreeMap::new()));
+        assert!(selects("  ", &[]));
+    }
+
+    #[test]
+    fn in_and_notin_are_keywords_only_after_a_key() {
+        assert!(selects("in=notin", &[("in", "notin")]));
+        assert!(selects("x in (in,notin)", &[("x", "notin")]));
+    }
+
+    #[test]
+    fn a_nul_byte_where_a_token_starts_ends_the_input() {
+        assert!(selects("app=web \0,this is ignored", &[("app", "web")]));
+    }
+
+    #[test]
+    fn lookups_match_labels_held_as_pairs() {
+        let selector = LabelSelector::parse("app=web,!legacy").expect("parses");
+        let pairs = [("app", "web")];
+        assert!(
+            selector.matches_with(|key| pairs.iter().find(|(k, _)| *k == key).map(|(_, v)| *v))
+        );
+        assert!(!selector.matches_with(|_| Some("web")));
+    }
+
+    #[test]
+    fn invalid_selectors_are_refused_with_apimachinery_reasons() {
+        let reason = |expression: &str| match LabelSelector::parse(expression) {
+            Ok(_) => panic!("{expression:?} parsed"),
+            Err(error) => error.reason().to_string(),
+        };
+        assert_eq!(
+            reason("a in b"),
+            "unable to parse requirement: found 'b' expected: '('"
+        );
+        assert!(reason("a,,b").contains("expected: identifier after ','"));
+        assert!(reason("=a").contains("expected: !, identifier, or 'end of string'"));
+        assert!(reason("a>b").contains("the value must be an integer"));
+        assert!(reason("a=hello world").contains("expected: ',' or 'end of string'"));
+        assert!(reason("a=-b").contains("a valid label must be an empty string"));
+        assert!(reason("a/b/c").contains("a valid label key must consist of"));
+        assert!(reason(&format!("{}=x", "k".repeat(64))).contains("no more than 63 characters"));
+        assert!(reason(&format!("k={}", "v".repeat(64))).contains("Invalid value"));
+    }
 }

@@ -4,8 +4,8 @@
 
 use serde_json::Value;
 
+use super::Object;
 use super::{Applier, ApplyError, ObjectId, ignore, plan, sort_for_apply};
-use crate::manifest::Object;
 
 /// What applying one object would do.
 #[derive(Debug, Clone, PartialEq)]

@@ -6,11 +6,11 @@ use futures::{StreamExt, TryStreamExt};
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, DynamicObject, PropagationPolicy};
 
+use super::names::{
+    DISABLED_VALUE, OWNER_NAME_LABEL, OWNER_NAMESPACE_LABEL, PRUNE_ANNOTATION, RECONCILE_ANNOTATION,
+};
 use super::{
     Action, Applier, ApplyError, Change, ChangeSet, ObjectId, ResolveError, stage_of_kind,
-};
-use crate::api::names::{
-    DISABLED_VALUE, OWNER_NAME_LABEL, OWNER_NAMESPACE_LABEL, PRUNE_ANNOTATION, RECONCILE_ANNOTATION,
 };
 
 impl Applier {

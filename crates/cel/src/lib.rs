@@ -10,7 +10,12 @@
 //! in cel-go: strings, encoders (`base64.encode`/`base64.decode`) and sets (`sets.contains`,
 //! `sets.equivalent`, `sets.intersects`, written here).
 
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+
+mod assess;
 mod predicate;
+mod spec;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -23,10 +28,11 @@ use cel::objects::{Key, Map};
 use cel::{Context, DeclarationError, Env, ExecutionError, Program, Value as CelValue};
 use serde_json::Value;
 
-use super::kstatus::{Assessment, Status, nested_int64, parse_group, top_level_string};
-use crate::api::kustomization::CustomHealthCheck;
+use apply::kstatus::{Assessment, Status, nested_int64, parse_group, top_level_string};
 
+pub use assess::assess;
 pub use predicate::{CompileError, Predicate};
+pub use spec::CustomHealthCheck;
 
 /// Why `spec.healthCheckExprs` could not be compiled, or an expression not evaluated. The texts are
 /// Flux's.
@@ -383,7 +389,7 @@ fn sets_intersects<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Result<CowVal<'b, 'v>, 
 
 /// A JSON value as CEL sees the Go unstructured value Flux passes: integers that fit an int64
 /// are `int`, other numbers `double`.
-pub(crate) fn to_cel(value: &Value) -> CelValue {
+pub fn to_cel(value: &Value) -> CelValue {
     match value {
         Value::Null => CelValue::Null,
         Value::Bool(b) => CelValue::Bool(*b),

@@ -224,7 +224,7 @@ pub(crate) fn kstatus_group_kind(object: &Value) -> (&str, &str) {
 
 /// The group of an apiVersion as apimachinery's `ParseGroupVersion` reads it; None when it is not
 /// a valid group/version (more than one `/`).
-pub(crate) fn parse_group(api_version: &str) -> Option<&str> {
+pub fn parse_group(api_version: &str) -> Option<&str> {
     if api_version.is_empty() || api_version == "/" {
         return Some("");
     }
@@ -236,13 +236,13 @@ pub(crate) fn parse_group(api_version: &str) -> Option<&str> {
 }
 
 /// A top-level string field (`kind`, `apiVersion`), empty when absent or not a string.
-pub(crate) fn top_level_string<'a>(object: &'a Value, field: &str) -> &'a str {
+pub fn top_level_string<'a>(object: &'a Value, field: &str) -> &'a str {
     object.get(field).and_then(Value::as_str).unwrap_or("")
 }
 
 /// The integer at `fields`, as apimachinery's `NestedInt64`: absent is None, present but not an
 /// integer is an error.
-pub(crate) fn nested_int64(object: &Value, fields: &[&str]) -> Result<Option<i64>, AccessorError> {
+pub fn nested_int64(object: &Value, fields: &[&str]) -> Result<Option<i64>, AccessorError> {
     match nested(object, fields)? {
         None => Ok(None),
         Some(value) => match value.as_i64() {
