@@ -378,7 +378,7 @@ async fn missing_path_has_fluxs_status_and_events() {
     assert_same_outcome(
         "parity-missing-path",
         two_config_maps,
-        json!({"path": "./absent"}),
+        json!({"retryInterval": "1h", "path": "./absent"}),
         |status| ready_condition(status) == Some(("False", "ArtifactFailed")),
     )
     .await;
@@ -660,7 +660,7 @@ async fn forbidden_object_of_a_tenant_has_fluxs_status_and_events() {
     let status = assert_same_outcome_after(
         "parity-forbidden",
         one_config_map_outside,
-        json!({"serviceAccountName": "tenant"}),
+        json!({"retryInterval": "1h", "serviceAccountName": "tenant"}),
         |status| ready_condition(status) == Some(("False", "ReconciliationFailed")),
         async |client, ns| super::tenancy::grant(client, ns, "tenant", &["*"]).await,
     )
@@ -682,7 +682,7 @@ async fn missing_kubeconfig_secret_has_fluxs_status_and_events() {
     assert_same_outcome(
         "parity-kubeconfig-missing",
         two_config_maps,
-        json!({"kubeConfig": {"secretRef": {"name": "absent"}}}),
+        json!({"retryInterval": "1h", "kubeConfig": {"secretRef": {"name": "absent"}}}),
         |status| ready_condition(status) == Some(("False", "ReconciliationFailed")),
     )
     .await;
@@ -693,7 +693,7 @@ async fn kubeconfig_secret_without_its_key_has_fluxs_status_and_events() {
     assert_same_outcome_after(
         "parity-kubeconfig-key",
         two_config_maps,
-        json!({"kubeConfig": {"secretRef": {"name": "spoke"}}}),
+        json!({"retryInterval": "1h", "kubeConfig": {"secretRef": {"name": "spoke"}}}),
         |status| ready_condition(status) == Some(("False", "ReconciliationFailed")),
         async |client, ns| {
             super::tenancy::kubeconfig_secret(client, ns, "spoke", "config", "apiVersion: v1").await
