@@ -115,24 +115,11 @@ fn handle(stream: TcpStream, files: &Mutex<HashMap<String, Arc<Vec<u8>>>>, downl
 
 /// A tar.gz holding the given (path, content) files.
 pub fn tarball(files: &[(String, String)]) -> Vec<u8> {
-    let mut builder = tar::Builder::new(flate2::write::GzEncoder::new(
-        Vec::new(),
-        flate2::Compression::fast(),
-    ));
-    for (path, content) in files {
-        let mut header = tar::Header::new_gnu();
-        header.set_size(content.len() as u64);
-        header.set_mode(0o644);
-        header.set_cksum();
-        builder
-            .append_data(&mut header, path, content.as_bytes())
-            .expect("append a file to the tarball");
-    }
-    builder
-        .into_inner()
-        .expect("finish the tar stream")
-        .finish()
-        .expect("finish the gzip stream")
+    let files: Vec<(String, Vec<u8>)> = files
+        .iter()
+        .map(|(path, content)| (path.clone(), content.clone().into_bytes()))
+        .collect();
+    binary_tarball(&files)
 }
 
 /// The kind of the object at `position` in an artifact.
