@@ -9,6 +9,8 @@
 
 use std::collections::HashMap;
 
+use futures::FutureExt;
+use futures::future::{BoxFuture, Shared};
 use kube::api::{Api, DynamicObject};
 use kube::runtime::reflector::{ObjectRef, Store};
 
@@ -33,6 +35,9 @@ pub struct SourceReader {
     /// The watch caches of the source kinds at [`DEFAULT_SOURCE_VERSION`]; empty with
     /// `DirectSourceFetch`.
     caches: HashMap<SourceKind, Store<DynamicObject>>,
+    /// Per cache, whether its first list is in (false: its writer is gone). Shared, because
+    /// `Store::wait_until_ready` wakes only the last of several tasks waiting at once.
+    listed: HashMap<SourceKind, Shared<BoxFuture<'static, bool>>>,
     /// The one namespace a namespace-scoped controller watches.
     namespace: Option<String>,
 }
@@ -45,9 +50,18 @@ impl SourceReader {
         caches: HashMap<SourceKind, Store<DynamicObject>>,
         namespace: Option<String>,
     ) -> SourceReader {
+        let listed = caches
+            .iter()
+            .map(|(kind, cache)| {
+                let cache = cache.clone();
+                let listed = async move { cache.wait_until_ready().await.is_ok() };
+                (*kind, listed.boxed().shared())
+            })
+            .collect();
         SourceReader {
             client,
             caches,
+            listed,
             namespace,
         }
     }
@@ -70,10 +84,13 @@ impl SourceReader {
         {
             // Before the first list the cache knows nothing: wait for it, as Flux's workers
             // wait for their caches to sync.
-            cache
-                .wait_until_ready()
-                .await
-                .map_err(|_| SourceReadError::NotFound(not_found(kind.as_str(), name)))?;
+            let listed = match self.listed.get(&kind) {
+                Some(listed) => listed.clone().await,
+                None => false,
+            };
+            if !listed {
+                return Err(SourceReadError::NotFound(not_found(kind.as_str(), name)));
+            }
             let key = ObjectRef::new_with(name, resource).within(namespace);
             return match cache.get(&key) {
                 Some(source) => Ok(source.as_ref().clone()),
@@ -102,7 +119,55 @@ fn not_found(resource: &str, name: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
+    use kube::runtime::reflector::store::Writer;
+    use kube::runtime::watcher;
+    use serde_json::json;
+
     use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn every_read_waiting_for_the_first_list_is_woken_by_it() {
+        let kind = SourceKind::GitRepository;
+        let mut writer = Writer::new(kind.api_resource(DEFAULT_SOURCE_VERSION));
+        let caches = HashMap::from([(kind, writer.as_reader())]);
+        let config = kube::Config::new("http://127.0.0.1:9".parse().expect("url"));
+        let client = kube::Client::try_from(config).expect("client");
+        let reader = std::sync::Arc::new(SourceReader::new(client, caches, None));
+        // Reconciles are tasks of their own: each waits with its own waker.
+        let reads: Vec<_> = (0..5)
+            .map(|_| {
+                let reader = reader.clone();
+                tokio::spawn(async move {
+                    reader
+                        .get(kind, DEFAULT_SOURCE_VERSION, "apps", "repo")
+                        .await
+                        .map(|source| source.metadata.name)
+                })
+            })
+            .collect();
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        let repo: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+            "metadata": {"name": "repo", "namespace": "apps"},
+        }))
+        .expect("source");
+        writer.apply_watcher_event(&watcher::Event::Init);
+        writer.apply_watcher_event(&watcher::Event::InitApply(repo));
+        writer.apply_watcher_event(&watcher::Event::InitDone);
+        for read in reads {
+            // On the paused clock a read never woken ends the wait at once.
+            let name = tokio::time::timeout(Duration::from_secs(60), read)
+                .await
+                .expect("every waiting read is woken by the first list")
+                .expect("the read task")
+                .expect("the source, from the cache");
+            assert_eq!(name.as_deref(), Some("repo"));
+        }
+    }
 
     #[test]
     fn not_found_names_the_kind_from_the_cache_and_the_resource_from_the_api_server() {
