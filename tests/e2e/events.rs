@@ -97,14 +97,6 @@ async fn events_reach_an_https_receiver_with_fluxs_action_and_related_source() {
     let ns = ns.name();
     create_git_source(&client, ns, "repo").await;
     let repo_uid = uid_of_repo(&client, ns).await;
-    let revision = publish(
-        &client,
-        ns,
-        "repo",
-        1,
-        &[("deploy/cm.yaml", config_map(ns, "a", "1"))],
-    )
-    .await;
     create_labelled_kustomization(
         &client,
         ns,
@@ -123,6 +115,15 @@ async fn events_reach_an_https_receiver_with_fluxs_action_and_related_source() {
         )
         .await
         .expect("annotate the Kustomization");
+    // Published once the token is on the Kustomization: the run it starts carries it.
+    let revision = publish(
+        &client,
+        ns,
+        "repo",
+        1,
+        &[("deploy/cm.yaml", config_map(ns, "a", "1"))],
+    )
+    .await;
 
     let related = |event: &FluxEvent| {
         let related = event
