@@ -21,13 +21,7 @@ const PATCHED_ARGS: [&str; 6] = [
 
 /// Starts `binary` for shard `shard` of this run with [`PATCHED_ARGS`].
 fn start_patched(shard: &str, binary: &std::path::Path) -> ControllerProcess {
-    let selector = format!(
-        "--watch-label-selector={RUN_LABEL}={},{SHARD_LABEL}={shard}",
-        run_id()
-    );
-    let mut args = vec![selector.as_str()];
-    args.extend(PATCHED_ARGS);
-    start_controller_binary(shard, binary, &args)
+    start_shard_binary(shard, binary, &PATCHED_ARGS)
 }
 
 /// A Secret `name` holding the age key file `key`, with `labels`.

@@ -8,14 +8,6 @@ use super::*;
 /// Kustomizations reading the one source.
 const APPS: usize = 12;
 
-fn start_shard(shard: &str, binary: &std::path::Path) -> ControllerProcess {
-    let selector = format!(
-        "--watch-label-selector={RUN_LABEL}={},{SHARD_LABEL}={shard}",
-        run_id()
-    );
-    start_controller_binary(shard, binary, &[&selector])
-}
-
 /// Publishes revision `n` of the monorepo `mono`: one ConfigMap per app, of value `n`.
 /// Returns the artifact's URL.
 async fn publish_monorepo(client: &kube::Client, ns: &str, n: u32) -> String {
@@ -74,10 +66,11 @@ async fn downloads_per_revision(shard: &str, controller: &ControllerProcess) -> 
 
 #[tokio::test]
 async fn a_monorepo_read_by_many_kustomizations_is_downloaded_once_per_revision() {
-    let flux = start_shard("fanout-flux", flux_parity::flux_binary());
-    let ours = start_shard(
+    let flux = start_shard_binary("fanout-flux", flux_parity::flux_binary(), &[]);
+    let ours = start_shard_binary(
         "fanout-ours",
         std::path::Path::new(env!("CARGO_BIN_EXE_kustomize-controller")),
+        &[],
     );
     let (flux_downloads, our_downloads) = tokio::join!(
         downloads_per_revision("fanout-flux", &flux),

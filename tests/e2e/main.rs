@@ -99,11 +99,23 @@ fn strict_controller() -> &'static ControllerProcess {
 /// Starts a controller for the Kustomizations of this run labelled with shard `shard`, with
 /// one extra flag.
 fn start_shard_controller(shard: &str, flag: &str) -> ControllerProcess {
+    start_shard_binary(
+        shard,
+        std::path::Path::new(env!("CARGO_BIN_EXE_kustomize-controller")),
+        &[flag],
+    )
+}
+
+/// Starts `binary` (ours, or Flux's, which takes the same flags) for the Kustomizations of
+/// this run labelled with shard `shard`, with `extra` flags.
+fn start_shard_binary(shard: &str, binary: &std::path::Path, extra: &[&str]) -> ControllerProcess {
     let selector = format!(
         "--watch-label-selector={RUN_LABEL}={},{SHARD_LABEL}={shard}",
         run_id()
     );
-    start_controller(shard, &[&selector, flag])
+    let mut args = vec![selector.as_str()];
+    args.extend(extra);
+    start_controller_binary(shard, binary, &args)
 }
 
 /// Starts the controller binary. It runs under a shell that kills it when this test

@@ -766,18 +766,8 @@ async fn an_oci_artifact_that_is_not_a_tarball_is_refused_and_nothing_is_applied
     assert!(config_map_names(&f.client, ns).await.is_empty());
 }
 
-/// Starts `binary` for shard `shard` of this run with the `ExternalArtifact` feature gate on.
-fn start_with_external_artifacts(shard: &str, binary: &std::path::Path) -> ControllerProcess {
-    let selector = format!(
-        "--watch-label-selector={RUN_LABEL}={},{SHARD_LABEL}={shard}",
-        run_id()
-    );
-    start_controller_binary(
-        shard,
-        binary,
-        &[&selector, "--feature-gates=ExternalArtifact=true"],
-    )
-}
+/// The feature gate Kustomizations of ExternalArtifacts need.
+const EXTERNAL_ARTIFACT_GATE: &str = "--feature-gates=ExternalArtifact=true";
 
 /// Plays the producer of ExternalArtifact `name` (as source-watcher's ArtifactGenerator
 /// does): writes `artifact`, one that source-controller stored, into its status, Ready.
@@ -867,10 +857,15 @@ async fn external_artifact_revisions_are_applied(shard: &str) -> [String; 2] {
 
 #[tokio::test]
 async fn an_external_artifact_is_applied_as_flux_does_and_refused_without_its_gate() {
-    let _flux = start_with_external_artifacts("ea-flux", flux_parity::flux_binary());
-    let _ours = start_with_external_artifacts(
+    let _flux = start_shard_binary(
+        "ea-flux",
+        flux_parity::flux_binary(),
+        &[EXTERNAL_ARTIFACT_GATE],
+    );
+    let _ours = start_shard_binary(
         "ea-ours",
         std::path::Path::new(env!("CARGO_BIN_EXE_kustomize-controller")),
+        &[EXTERNAL_ARTIFACT_GATE],
     );
     let (flux, ours) = tokio::join!(
         external_artifact_revisions_are_applied("ea-flux"),

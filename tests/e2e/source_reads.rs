@@ -5,17 +5,6 @@
 
 use super::*;
 
-/// Starts `binary` for shard `shard` of this run with `extra` flags.
-fn start_shard(shard: &str, binary: &std::path::Path, extra: &[&str]) -> ControllerProcess {
-    let selector = format!(
-        "--watch-label-selector={RUN_LABEL}={},{SHARD_LABEL}={shard}",
-        run_id()
-    );
-    let mut args = vec![selector.as_str()];
-    args.extend(extra);
-    start_controller_binary(shard, binary, &args)
-}
-
 /// For the controller of `shard`: the Ready condition (reason, message) of a Kustomization
 /// whose source is missing, then the source created and applied.
 async fn missing_then_created(shard: &str, controller: &ControllerProcess) -> (String, String) {
@@ -53,10 +42,16 @@ async fn sources_are_read_from_the_cache_or_with_direct_source_fetch_as_flux_rea
     let flux = flux_parity::flux_binary();
     let direct = ["--feature-gates=DirectSourceFetch=true"];
     let controllers = [
-        ("cache-ours", start_shard("cache-ours", ours, &[])),
-        ("cache-flux", start_shard("cache-flux", flux, &[])),
-        ("direct-ours", start_shard("direct-ours", ours, &direct)),
-        ("direct-flux", start_shard("direct-flux", flux, &direct)),
+        ("cache-ours", start_shard_binary("cache-ours", ours, &[])),
+        ("cache-flux", start_shard_binary("cache-flux", flux, &[])),
+        (
+            "direct-ours",
+            start_shard_binary("direct-ours", ours, &direct),
+        ),
+        (
+            "direct-flux",
+            start_shard_binary("direct-flux", flux, &direct),
+        ),
     ];
     let outcomes = futures::future::join_all(
         controllers
