@@ -16,12 +16,13 @@
 mod assess;
 mod predicate;
 mod spec;
+mod walk;
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, LazyLock};
 
-use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue, operators};
+use cel::common::ast::{Expr, IdedExpr, LiteralValue, operators};
 use cel::common::types::{CelBool, LIST_TYPE};
 use cel::common::value::{CowVal, Val};
 use cel::objects::{Key, Map};
@@ -217,12 +218,8 @@ impl StatusEvaluator {
             return Ok(Assessment::new(Status::InProgress, ""));
         }
 
-        let mut context = Context::with_env(Arc::clone(env));
-        if let Some(fields) = object.as_object() {
-            for (name, value) in fields {
-                context.add_variable_from_value(name.clone(), to_cel(value));
-            }
-        }
+        let fields = object.as_object().into_iter().flatten();
+        let context = context_with(env, fields.map(|(name, value)| (name.as_str(), value)));
         let ordered = [
             (self.in_progress.as_ref(), Status::InProgress),
             (self.failed.as_ref(), Status::Failed),
@@ -240,7 +237,8 @@ impl StatusEvaluator {
     }
 }
 
-/// A parsed expression and its source.
+/// A parsed expression and its source: what `spec.healthCheckExprs` entries and
+/// [`Predicate`]s both evaluate.
 struct Expression {
     source: String,
     program: Program,
@@ -253,17 +251,29 @@ pub(crate) fn go_issues(issues: &impl std::fmt::Display) -> String {
 }
 
 impl Expression {
-    fn parse(env: &Env, source: &str, index: usize, field: &'static str) -> Result<Self, CelError> {
-        let program = env.compile(source).map_err(|issues| CelError::Parse {
-            index,
-            field,
-            expression: source.to_string(),
-            issues: go_issues(&issues),
-        })?;
+    /// Parses `source`; `refuse` turns cel-go's report of a parse error into the caller's error.
+    fn compile<E>(env: &Env, source: &str, refuse: impl FnOnce(String) -> E) -> Result<Self, E> {
+        let program = env
+            .compile(source)
+            .map_err(|issues| refuse(go_issues(&issues)))?;
         Ok(Expression {
             source: source.to_string(),
             program,
         })
+    }
+
+    fn parse(env: &Env, source: &str, index: usize, field: &'static str) -> Result<Self, CelError> {
+        Expression::compile(env, source, |issues| CelError::Parse {
+            index,
+            field,
+            expression: source.to_string(),
+            issues,
+        })
+    }
+
+    /// The parsed expression.
+    fn ast(&self) -> &IdedExpr {
+        self.program.expression()
     }
 
     fn evaluate_bool(&self, context: &Context<'_, '_>) -> Result<bool, CelError> {
@@ -273,7 +283,7 @@ impl Expression {
                 expression: self.source.clone(),
             }),
             Err(error) => {
-                let (failing, error) = failing_operand(self.program.expression(), context, error);
+                let (failing, error) = failing_operand(self.ast(), context, error);
                 Err(CelError::Evaluation {
                     expression: self.source.clone(),
                     reason: describe(&error, failing),
@@ -281,6 +291,18 @@ impl Expression {
             }
         }
     }
+}
+
+/// An evaluation context with each variable bound to its JSON value.
+fn context_with<'a>(
+    env: &Arc<Env>,
+    variables: impl IntoIterator<Item = (&'a str, &'a Value)>,
+) -> Context<'static, 'static> {
+    let mut context = Context::with_env(Arc::clone(env));
+    for (name, value) in variables {
+        context.add_variable_from_value(name.to_string(), to_cel(value));
+    }
+    context
 }
 
 /// The environment every Kustomization's expressions share: built once.
@@ -499,66 +521,10 @@ fn describe(error: &ExecutionError, expression: &IdedExpr) -> String {
 /// constant string indexes) applied to its first use, as `status.conditions` in
 /// `status.conditions.exists(...)`.
 fn missing_attribute(expression: &IdedExpr, root: &str) -> Option<String> {
-    let mut bound = Vec::new();
-    find_attribute(expression, root, &mut bound)
-}
-
-fn find_attribute<'a>(
-    expression: &'a IdedExpr,
-    root: &str,
-    bound: &mut Vec<&'a str>,
-) -> Option<String> {
-    if let Some(segments) = qualified_name(expression)
-        && segments.first() == Some(&root)
-        && !bound.contains(&root)
-    {
-        return Some(segments.join("."));
-    }
-    match &expression.expr {
-        Expr::Select(select) => find_attribute(&select.operand, root, bound),
-        Expr::Call(call) => call
-            .target
-            .iter()
-            .map(|target| target.as_ref())
-            .chain(call.args.iter())
-            .find_map(|arg| find_attribute(arg, root, bound)),
-        Expr::Comprehension(comprehension) => {
-            if let Some(found) = find_attribute(&comprehension.iter_range, root, bound)
-                .or_else(|| find_attribute(&comprehension.accu_init, root, bound))
-            {
-                return Some(found);
-            }
-            let depth = bound.len();
-            bound.push(&comprehension.iter_var);
-            if let Some(second) = &comprehension.iter_var2 {
-                bound.push(second);
-            }
-            bound.push(&comprehension.accu_var);
-            let found = [
-                &comprehension.loop_cond,
-                &comprehension.loop_step,
-                &comprehension.result,
-            ]
-            .into_iter()
-            .find_map(|e| find_attribute(e, root, bound));
-            bound.truncate(depth);
-            found
-        }
-        Expr::List(list) => list
-            .elements
-            .iter()
-            .find_map(|e| find_attribute(e, root, bound)),
-        Expr::Map(map) => map.entries.iter().find_map(|entry| match &entry.expr {
-            EntryExpr::MapEntry(e) => find_attribute(&e.key, root, bound)
-                .or_else(|| find_attribute(&e.value, root, bound)),
-            EntryExpr::StructField(f) => find_attribute(&f.value, root, bound),
-        }),
-        Expr::Struct(s) => s.entries.iter().find_map(|entry| match &entry.expr {
-            EntryExpr::MapEntry(e) => find_attribute(&e.value, root, bound),
-            EntryExpr::StructField(f) => find_attribute(&f.value, root, bound),
-        }),
-        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => None,
-    }
+    walk::find(expression, &mut Vec::new(), &mut |node, bound| {
+        let segments = qualified_name(node)?;
+        (segments.first() == Some(&root) && !bound.contains(&root)).then(|| segments.join("."))
+    })
 }
 
 /// `a.b.c` (and `a['b']`) as its segments; None for anything else.

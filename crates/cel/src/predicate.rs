@@ -11,11 +11,11 @@
 
 use std::sync::Arc;
 
+use cel::Env;
 use cel::common::ast::{Expr, IdedExpr, LiteralValue, operators};
-use cel::{Context, Env, Program, Value as CelValue};
 use serde_json::Value;
 
-use super::{CelError, describe, failing_operand, go_issues, shared_env, to_cel};
+use super::{CelError, Expression, context_with, shared_env, walk};
 
 /// Why an expression was refused before evaluation, in cel-go's words.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -42,8 +42,7 @@ pub enum CompileError {
 /// A compiled boolean expression over the declared object variables.
 pub struct Predicate {
     env: Arc<Env>,
-    source: String,
-    program: Program,
+    expression: Expression,
 }
 
 /// Names that are types, not variables (`type(x) == int`).
@@ -67,13 +66,11 @@ impl Predicate {
     /// Compiles `source` with `variables` declared as objects.
     pub fn compile(source: &str, variables: &[&str]) -> Result<Self, CompileError> {
         let env = shared_env().map_err(|e| CompileError::Environment(e.to_string()))?;
-        let program = env.compile(source).map_err(|issues| CompileError::Parse {
+        let expression = Expression::compile(&env, source, |issues| CompileError::Parse {
             expression: source.to_string(),
-            issues: go_issues(&issues),
+            issues,
         })?;
-        let expression = program.expression();
-        let mut bound: Vec<&str> = variables.to_vec();
-        if let Some(name) = undeclared_reference(expression, &mut bound) {
+        if let Some(name) = undeclared_reference(expression.ast(), variables) {
             return Err(CompileError::Parse {
                 expression: source.to_string(),
                 issues: format!(
@@ -81,7 +78,7 @@ impl Predicate {
                 ),
             });
         }
-        match result_type(expression) {
+        match result_type(expression.ast()) {
             Some(found) if found != "bool" => {
                 return Err(CompileError::OutputType {
                     found: found.to_string(),
@@ -89,83 +86,30 @@ impl Predicate {
             }
             _ => {}
         }
-        Ok(Predicate {
-            env,
-            source: source.to_string(),
-            program,
-        })
+        Ok(Predicate { env, expression })
     }
 
     /// Evaluates the expression with each variable bound to its JSON value.
     pub fn evaluate(&self, variables: &[(&str, &Value)]) -> Result<bool, CelError> {
-        let mut context = Context::with_env(Arc::clone(&self.env));
-        for (name, value) in variables {
-            context.add_variable_from_value(name.to_string(), to_cel(value));
-        }
-        match self.program.execute(&context) {
-            Ok(CelValue::Bool(b)) => Ok(b),
-            Ok(_) => Err(CelError::NotBoolean {
-                expression: self.source.clone(),
-            }),
-            Err(error) => {
-                let (failing, error) = failing_operand(self.program.expression(), &context, error);
-                Err(CelError::Evaluation {
-                    expression: self.source.clone(),
-                    reason: describe(&error, failing),
-                })
-            }
-        }
+        let context = context_with(&self.env, variables.iter().copied());
+        self.expression.evaluate_bool(&context)
     }
 }
 
 /// The first identifier that is neither declared nor bound by a macro nor a type name.
-fn undeclared_reference<'e>(expression: &'e IdedExpr, bound: &mut Vec<&'e str>) -> Option<String> {
-    match &expression.expr {
-        Expr::Ident(name) => (!bound.contains(&name.as_str())
-            && !TYPE_NAMES.contains(&name.as_str()))
-        .then(|| name.clone()),
-        Expr::Select(select) => undeclared_reference(&select.operand, bound),
-        Expr::Call(call) => call
-            .target
-            .iter()
-            .map(|target| target.as_ref())
-            .chain(call.args.iter())
-            .find_map(|operand| undeclared_reference(operand, bound)),
-        Expr::List(list) => list
-            .elements
-            .iter()
-            .find_map(|element| undeclared_reference(element, bound)),
-        Expr::Map(map) => map.entries.iter().find_map(|entry| match &entry.expr {
-            cel::common::ast::EntryExpr::MapEntry(entry) => undeclared_reference(&entry.key, bound)
-                .or_else(|| undeclared_reference(&entry.value, bound)),
-            cel::common::ast::EntryExpr::StructField(field) => {
-                undeclared_reference(&field.value, bound)
+fn undeclared_reference(expression: &IdedExpr, variables: &[&str]) -> Option<String> {
+    walk::find(
+        expression,
+        &mut Vec::new(),
+        &mut |node, bound| match &node.expr {
+            Expr::Ident(name) => {
+                let name = name.as_str();
+                let known = variables.contains(&name) || bound.contains(&name);
+                (!known && !TYPE_NAMES.contains(&name)).then(|| name.to_string())
             }
-        }),
-        Expr::Comprehension(comprehension) => {
-            if let Some(name) = undeclared_reference(&comprehension.iter_range, bound)
-                .or_else(|| undeclared_reference(&comprehension.accu_init, bound))
-            {
-                return Some(name);
-            }
-            let depth = bound.len();
-            bound.push(&comprehension.iter_var);
-            if let Some(second) = &comprehension.iter_var2 {
-                bound.push(second);
-            }
-            bound.push(&comprehension.accu_var);
-            let found = [
-                &comprehension.loop_cond,
-                &comprehension.loop_step,
-                &comprehension.result,
-            ]
-            .into_iter()
-            .find_map(|part| undeclared_reference(part, bound));
-            bound.truncate(depth);
-            found
-        }
-        Expr::Struct(_) | Expr::Literal(_) | Expr::Unspecified => None,
-    }
+            _ => None,
+        },
+    )
 }
 
 /// The result type of `expression` as cel-go would infer it over object variables, when it
