@@ -180,7 +180,6 @@ async fn a_crd_that_can_never_be_established_fails_the_stage_wait_early() {
     )
     .await;
     create_kustomization(&f.client, ns, "app", "repo", json!({})).await;
-    let started = std::time::Instant::now();
     let message = wait_for(WAIT, "the stage wait to fail", async || {
         match ready(&f.client, ns, "app").await {
             Some((ConditionStatus::False, _, message)) => Ok(message),
@@ -194,6 +193,7 @@ async fn a_crd_that_can_never_be_established_fails_the_stage_wait_early() {
             .await
             .expect("delete a CRD of the test");
     }
+    // Early, not at the timeout: a wait that runs out says "timeout waiting for: [...]".
     let mut lines = message.lines();
     let first = lines.next().unwrap_or_default();
     assert!(
@@ -208,11 +208,6 @@ async fn a_crd_that_can_never_be_established_fails_the_stage_wait_early() {
         format!("CustomResourceDefinition/widgets.{group} created"),
     ];
     assert!(applied.is_empty() || applied == created, "{message}");
-    assert!(
-        started.elapsed() < Duration::from_secs(60),
-        "failed early, not after the timeout: {:?}",
-        started.elapsed()
-    );
     let config_maps = Api::<ConfigMap>::namespaced(f.client.clone(), ns);
     assert!(
         config_maps.get_opt("after").await.expect("read").is_none(),
