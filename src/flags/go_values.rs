@@ -4,30 +4,76 @@
 
 use std::time::Duration;
 
+/// A flag value Go's parsers would refuse; clap prefixes the message with the flag's name and
+/// the value (`invalid value 'x' for '--concurrent <CONCURRENT>': ...`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FlagValueError {
+    /// Not one of `strconv.ParseBool`'s words.
+    #[error("{0:?} is not a boolean (true, false, 1, 0, t, f, TRUE or FALSE)")]
+    NotBoolean(String),
+    /// Not an integer in any base `strconv.ParseInt` reads.
+    #[error("{0:?} is not an integer")]
+    NotInteger(String),
+    /// An integer beyond 64 bits.
+    #[error("{0:?} is out of range for an integer")]
+    IntegerOverflow(String),
+    /// An integer outside the range of the flag's type.
+    #[error("{text:?} is out of range: it must be between {min} and {max}")]
+    OutOfRange {
+        /// The value as given.
+        text: String,
+        /// The smallest value the flag takes.
+        min: i128,
+        /// The largest value the flag takes.
+        max: i128,
+    },
+    /// Not a decimal number.
+    #[error("{0:?} is not a number")]
+    NotNumber(String),
+    /// A negative duration.
+    #[error("{0:?} is negative; a duration flag must be 0 or more")]
+    NegativeDuration(String),
+    /// Not a Go duration.
+    #[error("{0:?} is not a duration: expected a Go duration such as 30s, 1.5m, 1h30m or 300ms")]
+    NotDuration(String),
+    /// Not a byte size.
+    #[error("{0:?} is not a size: expected a whole number of bytes, optionally with Ki, Mi or Gi")]
+    NotByteSize(String),
+    /// A `--feature-gates` item without `=`.
+    #[error("{0:?} must be Name=true or Name=false")]
+    NotGatePair(String),
+    /// A `--feature-gates` item whose value is not a boolean.
+    #[error("feature gate {name}: {source}")]
+    GateValue {
+        /// The gate's name.
+        name: String,
+        /// Why its value was refused.
+        source: Box<FlagValueError>,
+    },
+}
+
 /// Go's `strconv.ParseBool`: `1`, `t`, `T`, `TRUE`, `true`, `True` and the false forms `0`,
 /// `f`, `F`, `FALSE`, `false`, `False`.
-pub fn parse_bool(text: &str) -> Result<bool, String> {
+pub fn parse_bool(text: &str) -> Result<bool, FlagValueError> {
     match text {
         "1" | "t" | "T" | "TRUE" | "true" | "True" => Ok(true),
         "0" | "f" | "F" | "FALSE" | "false" | "False" => Ok(false),
-        _ => Err(format!(
-            "{text:?} is not a boolean (true, false, 1, 0, t, f, TRUE or FALSE)"
-        )),
+        _ => Err(FlagValueError::NotBoolean(text.to_string())),
     }
 }
 
 /// Go's `strconv.ParseInt(text, 0, 64)`, as pflag's `IntVar` reads a value: an optional
 /// sign, then decimal, `0x` hexadecimal, `0o` or leading-`0` octal, or `0b` binary digits,
 /// with `_` allowed between digits.
-pub fn parse_int(text: &str) -> Result<i64, String> {
-    let not_an_integer = || format!("{text:?} is not an integer");
+pub fn parse_int(text: &str) -> Result<i64, FlagValueError> {
+    let not_an_integer = || FlagValueError::NotInteger(text.to_string());
     let (negative, unsigned) = match text.as_bytes().first() {
         Some(b'-') => (true, &text[1..]),
         Some(b'+') => (false, &text[1..]),
         _ => (false, text),
     };
     let magnitude = parse_unsigned(unsigned).ok_or_else(not_an_integer)?;
-    let out_of_range = || format!("{text:?} is out of range for an integer");
+    let out_of_range = || FlagValueError::IntegerOverflow(text.to_string());
     if negative {
         0i64.checked_sub_unsigned(magnitude)
             .ok_or_else(out_of_range)
@@ -37,17 +83,15 @@ pub fn parse_int(text: &str) -> Result<i64, String> {
 }
 
 /// [`parse_int`] limited to the range of `T`, naming the range when the value is outside it.
-pub fn parse_int_in<T>(text: &str) -> Result<T, String>
+pub fn parse_int_in<T>(text: &str) -> Result<T, FlagValueError>
 where
     T: TryFrom<i64> + Bounded,
 {
     let value = parse_int(text)?;
-    T::try_from(value).map_err(|_| {
-        format!(
-            "{text:?} is out of range: it must be between {} and {}",
-            T::MIN,
-            T::MAX
-        )
+    T::try_from(value).map_err(|_| FlagValueError::OutOfRange {
+        text: text.to_string(),
+        min: T::MIN,
+        max: T::MAX,
     })
 }
 
@@ -134,29 +178,44 @@ fn underscores_ok(text: &str) -> bool {
 }
 
 /// Go's `strconv.ParseFloat(text, 32)` for decimal values (`50`, `7.5`, `1e3`, `.5`, `inf`).
-pub fn parse_float32(text: &str) -> Result<f32, String> {
+pub fn parse_float32(text: &str) -> Result<f32, FlagValueError> {
     if text.contains('_') && !underscores_ok(text) {
-        return Err(format!("{text:?} is not a number"));
+        return Err(FlagValueError::NotNumber(text.to_string()));
     }
     let plain: String = text.chars().filter(|c| *c != '_').collect();
     plain
         .parse::<f32>()
-        .map_err(|_| format!("{text:?} is not a number"))
+        .map_err(|_| FlagValueError::NotNumber(text.to_string()))
 }
 
 /// Go's `time.ParseDuration` (`0`, `1h30m`, `1.5h`, `300ms`, `10us`, `10µs`, `5ns`); a
 /// negative duration is refused, as no flag of this controller has a meaning for one.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub fn parse_duration(text: &str) -> Result<Duration, FlagValueError> {
     if text.starts_with('-') && goduration::parse(&text[1..]).is_some_and(|d| !d.is_zero()) {
-        return Err(format!(
-            "{text:?} is negative; a duration flag must be 0 or more"
-        ));
+        return Err(FlagValueError::NegativeDuration(text.to_string()));
     }
-    goduration::parse(text).ok_or_else(|| {
-        format!(
-            "{text:?} is not a duration: expected a Go duration such as 30s, 1.5m, 1h30m or 300ms"
-        )
-    })
+    goduration::parse(text).ok_or_else(|| FlagValueError::NotDuration(text.to_string()))
+}
+
+/// A size in bytes: a whole number, optionally with a binary suffix (`Ki`, `Mi`, `Gi`) as in
+/// Kubernetes quantities.
+pub fn parse_byte_size(text: &str) -> Result<u64, FlagValueError> {
+    let (number, unit) = match text.find(|c: char| !c.is_ascii_digit()) {
+        Some(at) => text.split_at(at),
+        None => (text, ""),
+    };
+    let shift = match unit {
+        "" => 0,
+        "Ki" => 10,
+        "Mi" => 20,
+        "Gi" => 30,
+        _ => return Err(FlagValueError::NotByteSize(text.to_string())),
+    };
+    number
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .ok_or_else(|| FlagValueError::NotByteSize(text.to_string()))
 }
 
 #[cfg(test)]
@@ -214,7 +273,7 @@ mod tests {
     #[test]
     fn integers_outside_the_flag_range_name_it() {
         assert_eq!(parse_int_in::<u8>("99"), Ok(99));
-        let error = parse_int_in::<u8>("256").unwrap_err();
+        let error = parse_int_in::<u8>("256").unwrap_err().to_string();
         assert!(error.contains("between 0 and 255"), "{error}");
         assert!(parse_int_in::<u16>("-1").is_err());
     }
@@ -249,6 +308,9 @@ mod tests {
         for text in ["", "30", "soon", "1d", "-5s"] {
             assert!(parse_duration(text).is_err(), "{text}");
         }
-        assert!(parse_duration("-5s").unwrap_err().contains("negative"));
+        assert_eq!(
+            parse_duration("-5s"),
+            Err(FlagValueError::NegativeDuration("-5s".to_string()))
+        );
     }
 }

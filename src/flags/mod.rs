@@ -9,6 +9,8 @@
 
 pub mod go_values;
 
+pub use go_values::FlagValueError;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -155,7 +157,7 @@ pub struct ControllerFlags {
     /// extracted once for every Kustomization that reads it: bytes, or with a `Ki`, `Mi` or `Gi`
     /// suffix. 0 keeps nothing between reconciles (concurrent ones still share a download).
     /// This controller's own flag; Flux's has none.
-    #[arg(long, default_value = "256Mi", value_parser = parse_byte_size)]
+    #[arg(long, default_value = "256Mi", value_parser = go_values::parse_byte_size)]
     pub artifact_cache_max_size: u64,
 
     /// Client-side request rate to the Kubernetes API.
@@ -214,27 +216,6 @@ pub struct ControllerFlags {
     /// SPIFFE ID of the SPIFFE broker endpoint (not built yet).
     #[arg(long, value_name = "SPIFFE_ID")]
     pub spiffe_broker_id: Vec<String>,
-}
-
-/// A size in bytes: a whole number, optionally with a binary suffix (`Ki`, `Mi`, `Gi`) as in
-/// Kubernetes quantities.
-fn parse_byte_size(value: &str) -> Result<u64, String> {
-    let (number, unit) = match value.find(|c: char| !c.is_ascii_digit()) {
-        Some(at) => value.split_at(at),
-        None => (value, ""),
-    };
-    let shift = match unit {
-        "" => 0,
-        "Ki" => 10,
-        "Mi" => 20,
-        "Gi" => 30,
-        _ => return Err("expected a whole number of bytes, optionally with Ki, Mi or Gi".into()),
-    };
-    number
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(1 << shift))
-        .ok_or_else(|| "expected a whole number of bytes, optionally with Ki, Mi or Gi".into())
 }
 
 /// A flag this controller refuses at start-up: a value it cannot use, or behaviour it does
@@ -355,14 +336,18 @@ pub struct GatePairs(Vec<(String, bool)>);
 impl GatePairs {
     /// Parses `A=true,B=0`: empty items are skipped, names and values trimmed, values read
     /// as Go's `strconv.ParseBool`.
-    pub fn parse(text: &str) -> Result<GatePairs, String> {
+    pub fn parse(text: &str) -> Result<GatePairs, FlagValueError> {
         let mut pairs = Vec::new();
         for item in text.split(',').filter(|item| !item.is_empty()) {
             let (name, value) = item
                 .split_once('=')
-                .ok_or_else(|| format!("{item:?} must be Name=true or Name=false"))?;
-            let value = go_values::parse_bool(value.trim())
-                .map_err(|why| format!("feature gate {}: {why}", name.trim()))?;
+                .ok_or_else(|| FlagValueError::NotGatePair(item.to_string()))?;
+            let value = go_values::parse_bool(value.trim()).map_err(|why| {
+                FlagValueError::GateValue {
+                    name: name.trim().to_string(),
+                    source: Box::new(why),
+                }
+            })?;
             pairs.push((name.trim().to_owned(), value));
         }
         Ok(GatePairs(pairs))
