@@ -13,7 +13,8 @@ use kustomize_controller::diff::{self, DiffInput};
 use kustomize_controller::flags::FeatureGates;
 use kustomize_controller::render;
 
-use crate::offline::read_kustomization;
+use crate::command_error::CommandError;
+use crate::offline::{absolute, read_kustomization, shown};
 
 /// Arguments of `kustomize-controller diff`.
 #[derive(Args, Debug)]
@@ -54,7 +55,7 @@ pub fn run(args: &DiffArgs) -> ExitCode {
         .build()
     {
         Ok(runtime) => runtime,
-        Err(e) => return error(&format!("failed to start the async runtime: {e}")),
+        Err(e) => return error(&CommandError::Runtime(e)),
     };
     match runtime.block_on(diff_text(args)) {
         Ok(text) if text.is_empty() => ExitCode::SUCCESS,
@@ -62,16 +63,16 @@ pub fn run(args: &DiffArgs) -> ExitCode {
             print!("{text}");
             ExitCode::from(CHANGES)
         }
-        Err(message) => error(&message),
+        Err(e) => error(&e),
     }
 }
 
-fn error(message: &str) -> ExitCode {
-    eprintln!("error: {message}");
+fn error(e: &CommandError) -> ExitCode {
+    eprintln!("error: {e}");
     ExitCode::from(ERROR)
 }
 
-async fn diff_text(args: &DiffArgs) -> Result<String, String> {
+async fn diff_text(args: &DiffArgs) -> Result<String, CommandError> {
     let from_file = args
         .kustomization_file
         .as_deref()
@@ -81,7 +82,7 @@ async fn diff_text(args: &DiffArgs) -> Result<String, String> {
         (Some(name), _) => name.clone(),
         (None, Some(ks)) => ks.metadata.name.clone().unwrap_or_default(),
         (None, None) => {
-            return Err("name a Kustomization on the cluster, or give --kustomization-file".into());
+            return Err(CommandError::NoName);
         }
     };
     let namespace = from_file
@@ -91,12 +92,14 @@ async fn diff_text(args: &DiffArgs) -> Result<String, String> {
         .unwrap_or_else(|| args.namespace.clone());
     let client = client(args.kubeconfig.as_ref()).await?;
     let api: Api<Kustomization> = Api::namespaced(client.clone(), &namespace);
-    let live = api.get_opt(&name).await.map_err(|e| {
-        format!(
-            "cannot read Kustomization {namespace}/{name}: {}",
-            kustomize_controller::client::api_message(&e)
-        )
-    })?;
+    let live = api
+        .get_opt(&name)
+        .await
+        .map_err(|e| CommandError::ReadLive {
+            namespace: namespace.clone(),
+            name: name.clone(),
+            message: kustomize_controller::client::api_message(&e),
+        })?;
     let inventory = live
         .as_ref()
         .and_then(|ks| ks.status.as_ref())
@@ -106,15 +109,12 @@ async fn diff_text(args: &DiffArgs) -> Result<String, String> {
         (Some(ks), _) => ks,
         (None, Some(ks)) => ks,
         (None, None) => {
-            return Err(format!(
-                "Kustomization {namespace}/{name} not found (give --kustomization-file to diff one that does not exist yet)"
-            ));
+            return Err(CommandError::NotFound { namespace, name });
         }
     };
     kustomization.metadata.name = Some(name);
     kustomization.metadata.namespace = Some(namespace);
-    let dir =
-        std::path::absolute(&args.path).map_err(|e| format!("{}: {e}", args.path.display()))?;
+    let dir = absolute(&args.path)?;
     let input = DiffInput {
         kustomization,
         inventory,
@@ -126,25 +126,29 @@ async fn diff_text(args: &DiffArgs) -> Result<String, String> {
             allow_remote_bases: !args.no_remote_bases,
         },
     };
-    let (previews, secrets) = diff::preview(&client, input)
-        .await
-        .map_err(|e| e.to_string())?;
+    let (previews, secrets) = diff::preview(&client, input).await?;
     Ok(diff::render(&previews, &secrets))
 }
 
 /// A client from `kubeconfig`, or from the environment.
-async fn client(kubeconfig: Option<&PathBuf>) -> Result<kube::Client, String> {
+async fn client(kubeconfig: Option<&PathBuf>) -> Result<kube::Client, CommandError> {
     let config = match kubeconfig {
         Some(path) => {
-            let file = Kubeconfig::read_from(path)
-                .map_err(|e| format!("cannot read kubeconfig {}: {e}", path.display()))?;
+            let file =
+                Kubeconfig::read_from(path).map_err(|source| CommandError::ReadKubeconfig {
+                    path: shown(path),
+                    source,
+                })?;
             kube::Config::from_custom_kubeconfig(file, &KubeConfigOptions::default())
                 .await
-                .map_err(|e| format!("invalid kubeconfig {}: {e}", path.display()))?
+                .map_err(|source| CommandError::InvalidKubeconfig {
+                    path: shown(path),
+                    source,
+                })?
         }
         None => kube::Config::infer()
             .await
-            .map_err(|e| format!("no cluster configured: {e}"))?,
+            .map_err(CommandError::NoCluster)?,
     };
-    kube::Client::try_from(config).map_err(|e| format!("cannot make a client: {e}"))
+    kube::Client::try_from(config).map_err(CommandError::Client)
 }

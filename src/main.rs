@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 use kustomize_controller::flags::ControllerFlags;
 use kustomize_controller::{api, controller, telemetry};
 
+mod command_error;
 mod diff_command;
 mod offline;
 

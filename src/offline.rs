@@ -17,6 +17,8 @@ use kustomize_controller::render;
 use sops::{Format, Keyring};
 use zeroize::Zeroizing;
 
+use crate::command_error::CommandError;
+
 /// Arguments of `kustomize-controller build`.
 #[derive(Args, Debug)]
 pub struct BuildArgs {
@@ -80,8 +82,10 @@ pub fn run_decrypt(args: &DecryptArgs) -> ExitCode {
         };
         let data = read_file(&args.file, sops::MAX_ENCRYPTED_FILE_SIZE as u64)?;
         let format = Format::for_path(&args.file);
-        sops::decrypt(&data, format, format, &keys, true)
-            .map_err(|e| format!("failed to decrypt {}: {e}", shown(&args.file)))
+        sops::decrypt(&data, format, format, &keys, true).map_err(|source| CommandError::Decrypt {
+            file: shown(&args.file),
+            source,
+        })
     });
     match result {
         Ok(plain) => match std::io::stdout().write_all(&plain) {
@@ -122,7 +126,7 @@ pub fn run(args: &BuildArgs) -> ExitCode {
     }
 }
 
-fn build_yaml(args: &BuildArgs) -> Result<String, String> {
+fn build_yaml(args: &BuildArgs) -> Result<String, CommandError> {
     let kustomization = args
         .kustomization
         .as_deref()
@@ -157,16 +161,14 @@ fn build_yaml(args: &BuildArgs) -> Result<String, String> {
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
-        .map_err(|e| format!("failed to start the async runtime: {e}"))?;
+        .map_err(CommandError::Runtime)?;
     // As in the controller, no error quotes what decryption revealed.
-    let rendered = runtime
-        .block_on(render::render(
-            inputs,
-            render::LocalKeys(keys),
-            render::LocalVariables(substitution.then_some(vars)),
-            settings,
-        ))
-        .map_err(|e| e.to_string())?;
+    let rendered = runtime.block_on(render::render(
+        inputs,
+        render::LocalKeys(keys),
+        render::LocalVariables(substitution.then_some(vars)),
+        settings,
+    ))?;
     let values: Vec<serde_json::Value> = rendered
         .objects
         .into_iter()
@@ -181,7 +183,7 @@ fn build_yaml(args: &BuildArgs) -> Result<String, String> {
 fn sops_keys(
     files: &[PathBuf],
     spec: Option<&KustomizationSpec>,
-) -> Result<Option<Keyring>, String> {
+) -> Result<Option<Keyring>, CommandError> {
     let wanted = spec.is_some_and(|s| s.decryption.is_some());
     if files.is_empty() && !wanted {
         return Ok(None);
@@ -192,24 +194,23 @@ fn sops_keys(
         let imported = if is_armored_pgp(&bytes) {
             keys.import_pgp(&bytes)
         } else {
-            let text = std::str::from_utf8(&bytes).map_err(|_| {
-                format!(
-                    "{} is neither an age identity file nor an armored OpenPGP key",
-                    shown(file)
-                )
-            })?;
+            let text = std::str::from_utf8(&bytes)
+                .map_err(|_| CommandError::NotAKey { file: shown(file) })?;
             keys.import_age(text)
         };
-        imported.map_err(|e| format!("failed to import SOPS key {}: {e}", shown(file)))?;
+        imported.map_err(|source| CommandError::ImportKey {
+            file: shown(file),
+            source,
+        })?;
     }
     with_key_services(keys).map(Some)
 }
 
 /// `keys`, able to ask key services for keys they hold, with the environment's credentials
 /// (`AWS_*`, `VAULT_ADDR`/`VAULT_TOKEN`, `GOOGLE_APPLICATION_CREDENTIALS`, `AZURE_*`).
-fn with_key_services(mut keys: Keyring) -> Result<Keyring, String> {
+fn with_key_services(mut keys: Keyring) -> Result<Keyring, CommandError> {
     let services = KeyServices::standalone(Credentials::default(), Environment::from_process())
-        .map_err(|e| format!("cannot start the key service client: {e}"))?;
+        .map_err(CommandError::KeyServices)?;
     keys.set_key_services(Arc::new(services));
     Ok(keys)
 }
@@ -225,7 +226,7 @@ fn is_armored_pgp(bytes: &[u8]) -> bool {
 fn variables(
     args: &BuildArgs,
     inline: Option<&BTreeMap<String, String>>,
-) -> Result<BTreeMap<String, String>, String> {
+) -> Result<BTreeMap<String, String>, CommandError> {
     let mut vars = BTreeMap::new();
     for file in &args.var_files {
         let text = read_text(file, MAX_SMALL_FILE_SIZE)?;
@@ -234,13 +235,15 @@ fn variables(
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
-            let (name, value) = split_var(line)
-                .map_err(|e| format!("{}: line {}: {e}", shown(file), number + 1))?;
+            let (name, value) = split_var(line).ok_or_else(|| CommandError::VarFileLine {
+                file: shown(file),
+                line: number + 1,
+            })?;
             vars.insert(name, value);
         }
     }
     for var in &args.vars {
-        let (name, value) = split_var(var).map_err(|e| format!("--var: {e}"))?;
+        let (name, value) = split_var(var).ok_or(CommandError::VarFlag)?;
         vars.insert(name, value);
     }
     for (name, value) in inline.into_iter().flatten() {
@@ -252,34 +255,43 @@ fn variables(
         .collect())
 }
 
-/// Splits `NAME=VALUE`; matching quotes around the value are removed.
-fn split_var(text: &str) -> Result<(String, String), String> {
-    let (name, value) = text
-        .split_once('=')
-        .ok_or_else(|| "expected NAME=VALUE".to_string())?;
+/// Splits `NAME=VALUE`; matching quotes around the value are removed. `None` without `=`.
+fn split_var(text: &str) -> Option<(String, String)> {
+    let (name, value) = text.split_once('=')?;
     let value = value.trim();
     let unquoted = ['"', '\'']
         .iter()
         .find_map(|q| value.strip_prefix(*q).and_then(|v| v.strip_suffix(*q)))
         .unwrap_or(value);
-    Ok((name.trim().to_string(), unquoted.to_string()))
+    Some((name.trim().to_string(), unquoted.to_string()))
 }
 
-fn absolute(path: &Path) -> Result<PathBuf, String> {
-    std::path::absolute(path).map_err(|e| format!("{}: {e}", path.display()))
+pub fn absolute(path: &Path) -> Result<PathBuf, CommandError> {
+    std::path::absolute(path).map_err(|source| CommandError::Path {
+        path: shown(path),
+        source,
+    })
 }
 
 /// The Kustomization object in `file`, refused as the API server would refuse it.
-pub fn read_kustomization(file: &Path) -> Result<Kustomization, String> {
+pub fn read_kustomization(file: &Path) -> Result<Kustomization, CommandError> {
     let text = read_text(file, MAX_SMALL_FILE_SIZE)?;
-    let name = shown(file);
-    let docs = yaml::parse_documents(&text).map_err(|e| format!("{name}: {e}"))?;
+    let docs = yaml::parse_documents(&text).map_err(|source| CommandError::KustomizationYaml {
+        file: shown(file),
+        source,
+    })?;
     let doc = docs
         .into_iter()
         .find(|d| d.get("kind").and_then(|k| k.as_str()) == Some("Kustomization"))
-        .ok_or_else(|| format!("{name}: no Kustomization object found"))?;
-    validation::validate(&doc).map_err(|e| format!("{name}: {e}"))?;
-    serde_json::from_value(doc).map_err(|e| format!("{name}: invalid Kustomization: {e}"))
+        .ok_or_else(|| CommandError::NoKustomization { file: shown(file) })?;
+    validation::validate(&doc).map_err(|source| CommandError::InvalidKustomization {
+        file: shown(file),
+        source,
+    })?;
+    serde_json::from_value(doc).map_err(|source| CommandError::DecodeKustomization {
+        file: shown(file),
+        source,
+    })
 }
 
 /// The most bytes read from a key file: armored OpenPGP keyrings of many keys stay far below.
@@ -289,17 +301,22 @@ const MAX_KEY_FILE_SIZE: u64 = 1 << 20;
 const MAX_SMALL_FILE_SIZE: u64 = 4 << 20;
 
 /// Reads the regular file `file` (never a FIFO or device), at most `limit` bytes.
-fn read_file(file: &Path, limit: u64) -> Result<Vec<u8>, String> {
-    regular_file::read(file, limit).map_err(|e| format!("cannot read {}: {e}", shown(file)))
+fn read_file(file: &Path, limit: u64) -> Result<Vec<u8>, CommandError> {
+    regular_file::read(file, limit).map_err(|source| CommandError::Read {
+        file: shown(file),
+        source,
+    })
 }
 
-fn read_text(file: &Path, limit: u64) -> Result<String, String> {
-    regular_file::read_to_string(file, limit)
-        .map_err(|e| format!("cannot read {}: {e}", shown(file)))
+fn read_text(file: &Path, limit: u64) -> Result<String, CommandError> {
+    regular_file::read_to_string(file, limit).map_err(|source| CommandError::Read {
+        file: shown(file),
+        source,
+    })
 }
 
 /// A path for a message, control characters escaped so that they cannot drive the terminal.
-fn shown(path: &Path) -> String {
+pub fn shown(path: &Path) -> String {
     path.display()
         .to_string()
         .chars()

@@ -342,12 +342,11 @@ impl GatePairs {
             let (name, value) = item
                 .split_once('=')
                 .ok_or_else(|| FlagValueError::NotGatePair(item.to_string()))?;
-            let value = go_values::parse_bool(value.trim()).map_err(|why| {
-                FlagValueError::GateValue {
+            let value =
+                go_values::parse_bool(value.trim()).map_err(|why| FlagValueError::GateValue {
                     name: name.trim().to_string(),
                     source: Box::new(why),
-                }
-            })?;
+                })?;
             pairs.push((name.trim().to_owned(), value));
         }
         Ok(GatePairs(pairs))
