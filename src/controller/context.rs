@@ -17,7 +17,19 @@ use crate::metrics::Metrics;
 use crate::source::ArtifactCache;
 use apply::AppliedObjects;
 
+use super::reuse::{Inputs, LastBuild};
+
 use super::sources::SourceReader;
+
+/// What the last apply of a Kustomization recorded.
+struct Applied {
+    /// The cluster and identity it applied on.
+    cluster: ClusterKey,
+    /// The objects' records.
+    records: AppliedObjects,
+    /// Its build, when it may be reused.
+    build: Option<LastBuild>,
+}
 
 /// Settings of the reconciler, from the flags.
 #[derive(Clone, Debug)]
@@ -93,7 +105,7 @@ pub struct Context {
     /// Where source objects are read (their watch caches, or the API server).
     pub sources: SourceReader,
     failures: Mutex<HashMap<ObjectRef<Kustomization>, u32>>,
-    applied: Mutex<HashMap<ObjectRef<Kustomization>, (ClusterKey, AppliedObjects)>>,
+    applied: Mutex<HashMap<ObjectRef<Kustomization>, Applied>>,
 }
 
 impl Context {
@@ -134,20 +146,60 @@ impl Context {
             .lock()
             .ok()
             .and_then(|mut applied| applied.remove(&ObjectRef::from_obj(ks)))
-            .filter(|(key, _)| key == cluster)
-            .map(|(_, records)| records)
+            .filter(|applied| applied.cluster == *cluster)
+            .map(|applied| applied.records)
             .unwrap_or_default()
     }
 
-    /// Keeps what an apply of `ks` on `cluster` recorded, for its next reconcile.
-    pub fn put_applied(&self, ks: &Kustomization, cluster: &ClusterKey, records: AppliedObjects) {
+    /// Keeps what an apply of `ks` on `cluster` recorded, for its next reconcile, with the
+    /// build it applied when that build may be reused.
+    pub fn put_applied(
+        &self,
+        ks: &Kustomization,
+        cluster: &ClusterKey,
+        records: AppliedObjects,
+        build: Option<LastBuild>,
+    ) {
         if let Ok(mut applied) = self.applied.lock() {
             if records.is_empty() {
                 applied.remove(&ObjectRef::from_obj(ks));
             } else {
-                applied.insert(ObjectRef::from_obj(ks), (cluster.clone(), records));
+                let cluster = cluster.clone();
+                let entry = Applied {
+                    cluster,
+                    records,
+                    build,
+                };
+                applied.insert(ObjectRef::from_obj(ks), entry);
             }
         }
+    }
+
+    /// Keeps `build` as `ks`'s last successful build on `cluster`, beside what its apply
+    /// recorded.
+    pub fn keep_build(&self, ks: &Kustomization, cluster: &ClusterKey, build: LastBuild) {
+        if let Ok(mut applied) = self.applied.lock()
+            && let Some(applied) = applied.get_mut(&ObjectRef::from_obj(ks))
+            && applied.cluster == *cluster
+        {
+            applied.build = Some(build);
+        }
+    }
+
+    /// The last build of `ks` on `cluster`, when it was built from `inputs` and `unchanged`
+    /// holds for what its apply recorded.
+    pub fn reusable_build(
+        &self,
+        ks: &Kustomization,
+        cluster: &ClusterKey,
+        inputs: Inputs,
+        unchanged: impl FnOnce(&AppliedObjects) -> bool,
+    ) -> Option<LastBuild> {
+        let applied = self.applied.lock().ok()?;
+        let applied = applied.get(&ObjectRef::from_obj(ks))?;
+        let build = applied.build.as_ref()?;
+        (applied.cluster == *cluster && build.inputs == inputs && unchanged(&applied.records))
+            .then(|| build.clone())
     }
 
     /// Forgets what was recorded for `ks` (it is being deleted).

@@ -9,6 +9,7 @@ pub mod history;
 mod interrupts;
 mod outcome;
 mod reconcile;
+mod reuse;
 pub mod schedule;
 mod sources;
 pub mod status;

@@ -20,6 +20,7 @@ use super::history;
 use super::outcome::{
     self, Decision, Facts, Failure, FailureKind, Level, LogLine, Next, Outcome, Schedule,
 };
+use super::reuse::{self, Inputs, LastBuild};
 use super::schedule;
 use super::sources::SourceReadError;
 use super::status::{self, StatusWriter};
@@ -296,19 +297,53 @@ async fn run_pipeline(
     status::mark_progressing(ks, status, &with_timeout("Fetching manifests"));
     writer.report_progress_after(status::PROGRESS_REPORT_DELAY, status.clone());
 
-    let extracted = fetch(ctx, ks, &artifact).await?;
-    let dir = build_dir(ks, extracted.path())?;
-    status.last_attempted_revision = Some(revision.clone());
-    status::mark_step(ks, status, &with_timeout("Building manifests"));
-    let cluster = target_cluster(ks, ctx).await?;
-    // The render masks what it revealed out of its own errors; from here on, every failure
-    // is masked with `secrets` before it is reported.
-    let Rendered {
-        objects,
-        digest,
-        secrets,
-    } = render(ks, ctx, extracted.path(), &dir).await?;
-    drop(extracted);
+    let inputs = reuse::inputs(&ctx.client, ks, &artifact).await;
+    let (cluster, build, digest, secrets) = match reused_build(ks, ctx, status, inputs).await {
+        Some((cluster, last)) => {
+            tracing::debug!(kustomization = %ks.name_any(), namespace = ks.namespace().unwrap_or_default(), objects = status.inventory_objects().len(), %revision, "inputs unchanged and no object written since the last successful run: its build is reused, nothing is fetched, built or applied");
+            status.last_attempted_revision = Some(revision.clone());
+            status::mark_step(ks, status, &with_timeout("Building manifests"));
+            let digest = last.digest.clone();
+            (
+                cluster,
+                Build::Reused(last),
+                digest,
+                SecretValues::default(),
+            )
+        }
+        None => {
+            let extracted = fetch(ctx, ks, &artifact).await?;
+            let dir = build_dir(ks, extracted.path())?;
+            status.last_attempted_revision = Some(revision.clone());
+            status::mark_step(ks, status, &with_timeout("Building manifests"));
+            let cluster = target_cluster(ks, ctx).await?;
+            // The render masks what it revealed out of its own errors; from here on, every
+            // failure is masked with `secrets` before it is reported.
+            let Rendered {
+                objects,
+                digest,
+                secrets,
+                fetched_remote,
+            } = render(ks, ctx, extracted.path(), &dir).await?;
+            let reusable = reuse::reusable(!secrets.is_empty(), fetched_remote);
+            (cluster, Build::Fresh { objects, reusable }, digest, secrets)
+        }
+    };
+    let next_build = match (&build, inputs) {
+        (
+            Build::Fresh {
+                objects,
+                reusable: true,
+            },
+            Some(inputs),
+        ) => Some(LastBuild {
+            inputs,
+            digest: digest.clone(),
+            jobs_with_ttl: jobs_with_ttl(objects),
+        }),
+        (Build::Reused(last), _) => Some(last.clone()),
+        _ => None,
+    };
     let redact = |failure: Failure| failure.redacted(&secrets);
     status::mark_step(ks, status, &with_timeout("Detecting drift"));
     let record = |status: &mut KustomizationStatus, outcome: &'static str| {
@@ -333,7 +368,7 @@ async fn run_pipeline(
         run,
         Applying {
             cluster: &cluster,
-            objects,
+            build,
             exprs: &exprs,
             timeout,
             permit,
@@ -345,6 +380,9 @@ async fn run_pipeline(
     match applied {
         Ok(()) => {
             record(status, reason::RECONCILIATION_SUCCEEDED);
+            if let Some(build) = next_build {
+                ctx.keep_build(ks, &cluster.key, build);
+            }
             Ok(())
         }
         Err(failure) if matches!(failure.kind, FailureKind::Canceled { .. }) => Err(failure),
@@ -355,10 +393,47 @@ async fn run_pipeline(
     }
 }
 
+/// The objects a run applies: built now, or the last run's build, reused.
+enum Build {
+    /// Built by this run; `reusable` when later runs with the same inputs may reuse it.
+    Fresh {
+        /// The objects rendered.
+        objects: Vec<Object>,
+        /// See [`reuse::reusable`].
+        reusable: bool,
+    },
+    /// The last successful run's, whose inputs are this run's and whose objects nobody
+    /// wrote since: applying it again would change nothing.
+    Reused(LastBuild),
+}
+
+/// The last successful build of `ks`, with the cluster it was applied on, when this run
+/// may reuse it (see [`reuse`]): a periodic run, with the same `inputs`, none of whose
+/// inventory objects anybody wrote since they were applied, as the watches of their
+/// versions tell.
+async fn reused_build(
+    ks: &Kustomization,
+    ctx: &Context,
+    status: &KustomizationStatus,
+    inputs: Option<Inputs>,
+) -> Option<(TargetCluster, LastBuild)> {
+    let inputs = inputs?;
+    if status::reconcile_requested(ks) || ctx.settings.migrate_api_version {
+        return None;
+    }
+    let cluster = target_cluster(ks, ctx).await.ok()?;
+    let live = cluster.live_versions.clone()?;
+    let inventory = status.inventory_objects();
+    let last = ctx.reusable_build(ks, &cluster.key, inputs, |records| {
+        records.all_unchanged_since(&inventory, |id| live.version_of(id))
+    })?;
+    Some((cluster, last))
+}
+
 /// What the apply, prune and health stages work on.
 struct Applying<'a> {
     cluster: &'a TargetCluster,
-    objects: Vec<Object>,
+    build: Build,
     exprs: &'a HealthCheckExprs,
     timeout: Duration,
     permit: Option<OwnedSemaphorePermit>,
@@ -376,28 +451,56 @@ async fn apply_prune_and_check(
 ) -> Result<(), Failure> {
     let Applying {
         cluster,
-        objects,
+        build,
         exprs,
         timeout,
         permit,
         secrets,
     } = applying;
     let revision = run.revision.as_deref().unwrap_or("");
-    refuse_encrypted_secrets(&objects)?;
     let inventory_before = status.inventory.clone();
-    record_intent(writer, status, &objects).await?;
-    let jobs_with_ttl = jobs_with_ttl(&objects);
-    let applier = Applier::new(
-        cluster.client.clone(),
-        owner(ks),
-        ctx.settings.concurrent_ssa,
-        apply_options(ks, ctx, cluster, inventory_before.as_ref())?,
-        timeout,
-        ctx.take_applied(ks, &cluster.key),
-    );
-    let applied = apply(&applier, objects, timeout).await;
-    // Each record is a fact about one object, kept whether the apply succeeded or not.
-    ctx.put_applied(ks, &cluster.key, applier.take_records());
+    let options = apply_options(ks, ctx, cluster, inventory_before.as_ref())?;
+    let previous = ctx.take_applied(ks, &cluster.key);
+    let (applier, applied, jobs_with_ttl) = match build {
+        Build::Fresh { objects, .. } => {
+            refuse_encrypted_secrets(&objects)?;
+            record_intent(writer, status, &objects).await?;
+            let jobs_with_ttl = jobs_with_ttl(&objects);
+            let applier = Applier::new(
+                cluster.client.clone(),
+                owner(ks),
+                ctx.settings.concurrent_ssa,
+                options,
+                timeout,
+                previous,
+            );
+            let applied = apply(&applier, objects, timeout).await;
+            // Each record is a fact about one object, kept whether the apply succeeded or not.
+            ctx.put_applied(ks, &cluster.key, applier.take_records(), None);
+            (applier, applied, jobs_with_ttl)
+        }
+        Build::Reused(last) => {
+            let unchanged = status
+                .inventory_objects()
+                .into_iter()
+                .map(|id| apply::Change {
+                    id,
+                    action: Action::Unchanged,
+                    generation: None,
+                });
+            ctx.put_applied(ks, &cluster.key, previous.clone(), None);
+            let applier = Applier::new(
+                cluster.client.clone(),
+                owner(ks),
+                ctx.settings.concurrent_ssa,
+                options,
+                timeout,
+                previous,
+            );
+            let changes = ChangeSet(unchanged.collect());
+            (applier, Ok(changes), last.jobs_with_ttl)
+        }
+    };
     let changes = match applied {
         Ok(changes) => changes,
         Err(ApplyFailure {

@@ -13,6 +13,8 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use kustomize::LoadRestrictions;
 use sha2::{Digest, Sha256};
@@ -105,6 +107,9 @@ pub struct Rendered {
     /// What decryption and the variables read from Secrets revealed: to be masked out of
     /// every later message.
     pub secrets: SecretValues,
+    /// Whether the build asked for a remote base or file (a git repository or an http(s)
+    /// URL), which can change without the source changing.
+    pub fetched_remote: bool,
 }
 
 /// Why a render failed. No message quotes a decrypted or Secret value.
@@ -151,7 +156,9 @@ pub async fn render(
 ) -> Result<Rendered, RenderError> {
     let ks = inputs.kustomization;
     let keys = keys.keys(ks).await?;
-    let remote = Some(super::remote::fetcher(settings.allow_remote_bases));
+    let asked_remote = Arc::new(AtomicBool::new(false));
+    let fetcher = super::remote::fetcher(settings.allow_remote_bases);
+    let remote = Some(super::remote::Noted::shared(fetcher, asked_remote.clone()));
     let (root, dir, plain) = (inputs.root.to_owned(), inputs.dir.to_owned(), inputs.plain);
     let spec = ks.spec.clone();
     // The keys move to the blocking thread and are dropped there.
@@ -192,6 +199,7 @@ pub async fn render(
             objects,
             digest,
             secrets,
+            fetched_remote: asked_remote.load(Ordering::Relaxed),
         })
     })
     .await?

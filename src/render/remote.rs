@@ -3,6 +3,7 @@
 //! in time and size.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use kustomize::{ClonedRepo, RemoteError, RemoteFetcher, RepoSpec};
@@ -124,5 +125,31 @@ pub fn fetcher(allow_remote_bases: bool) -> Arc<dyn RemoteFetcher> {
         NativeRemote::shared()
     } else {
         NoRemoteBases::shared()
+    }
+}
+
+/// A fetcher that notes whether a build asked it for anything: a build that did depends on
+/// more than its source artifact.
+pub struct Noted {
+    inner: Arc<dyn RemoteFetcher>,
+    asked: Arc<AtomicBool>,
+}
+
+impl Noted {
+    /// `inner`, noting each request in `asked`.
+    pub fn shared(inner: Arc<dyn RemoteFetcher>, asked: Arc<AtomicBool>) -> Arc<dyn RemoteFetcher> {
+        Arc::new(Noted { inner, asked })
+    }
+}
+
+impl RemoteFetcher for Noted {
+    fn clone_repo(&self, spec: &RepoSpec) -> Result<ClonedRepo, RemoteError> {
+        self.asked.store(true, Ordering::Relaxed);
+        self.inner.clone_repo(spec)
+    }
+
+    fn fetch_file(&self, url: &str) -> Result<Vec<u8>, RemoteError> {
+        self.asked.store(true, Ordering::Relaxed);
+        self.inner.fetch_file(url)
     }
 }

@@ -24,6 +24,7 @@ mod normalization;
 mod post_build;
 mod progress;
 mod remote_bases;
+mod reuse;
 mod sharding;
 mod sops;
 mod source_controller;

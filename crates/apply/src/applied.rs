@@ -49,6 +49,22 @@ impl AppliedObjects {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+
+    /// Whether applying the configurations recorded for `objects` again would change
+    /// nothing: each has a record (none is missing, none extra), and each one's `version`
+    /// (the `resourceVersion` a watch sees now) is the one recorded right after it was
+    /// applied, so nobody wrote any of them since.
+    pub fn all_unchanged_since(
+        &self,
+        objects: &[ObjectId],
+        version: impl Fn(&ObjectId) -> Option<String>,
+    ) -> bool {
+        objects.len() == self.len()
+            && objects.iter().all(|id| {
+                self.get(id)
+                    .is_some_and(|record| version(id).as_deref() == Some(&record.resource_version))
+            })
+    }
 }
 
 fn key(id: &ObjectId) -> String {
@@ -91,6 +107,40 @@ mod tests {
         assert_eq!(records.get(&id("v1")), Some(&record));
         assert_eq!(records.get(&id("v2")), None);
         assert_eq!(records.len(), 1);
+    }
+
+    #[test]
+    fn unchanged_only_when_every_object_is_recorded_at_its_live_version() {
+        let named = |name: &str| ObjectId {
+            name: name.into(),
+            ..id("v1")
+        };
+        let mut records = AppliedObjects::default();
+        for (name, version) in [("a", "1"), ("b", "2")] {
+            let record = AppliedRecord {
+                configuration: 0,
+                resource_version: version.into(),
+            };
+            records.insert(&named(name), record);
+        }
+        let live = |versions: [(&'static str, &'static str); 2]| {
+            move |id: &ObjectId| {
+                versions
+                    .iter()
+                    .find(|(name, _)| *name == id.name)
+                    .map(|(_, version)| version.to_string())
+            }
+        };
+        let both = [named("a"), named("b")];
+        assert!(records.all_unchanged_since(&both, live([("a", "1"), ("b", "2")])));
+        // Somebody wrote b since.
+        assert!(!records.all_unchanged_since(&both, live([("a", "1"), ("b", "3")])));
+        // The watch does not see b (its kind is not in step, or the object is gone).
+        assert!(!records.all_unchanged_since(&both, live([("a", "1"), ("x", "2")])));
+        // An object without a record, and a record without an object.
+        let three = [named("a"), named("b"), named("c")];
+        assert!(!records.all_unchanged_since(&three, live([("a", "1"), ("b", "2")])));
+        assert!(!records.all_unchanged_since(&both[..1], live([("a", "1"), ("b", "2")])));
     }
 
     #[test]

@@ -15,6 +15,7 @@ use futures::StreamExt;
 use kube::api::{ApiResource, DynamicObject, PartialObjectMeta};
 use kube::{Api, Client, ResourceExt};
 
+use super::ObjectId;
 use super::names::OWNER_NAME_LABEL;
 use super::watch::{Event, WatchConfig, watch};
 
@@ -44,6 +45,10 @@ fn kind_key(resource: &ApiResource) -> String {
     format!("{}/{}", resource.api_version, resource.kind)
 }
 
+fn id_kind_key(id: &ObjectId) -> String {
+    format!("{}/{}", id.api_version(), id.kind)
+}
+
 impl LiveVersions {
     /// No kind watched yet; watches start with [`LiveVersions::watch`].
     pub fn new(client: Client) -> Arc<Self> {
@@ -57,7 +62,16 @@ impl LiveVersions {
     /// the watch is not in step (starting, or reconnecting after an error), or the object
     /// does not exist or lost the owner label.
     pub fn version(&self, resource: &ApiResource, namespace: &str, name: &str) -> Option<String> {
-        let kind = self.kinds.lock().ok()?.get(&kind_key(resource))?.clone();
+        self.version_by_key(&kind_key(resource), namespace, name)
+    }
+
+    /// [`LiveVersions::version`] of an applied object, at the API version it was applied at.
+    pub fn version_of(&self, id: &ObjectId) -> Option<String> {
+        self.version_by_key(&id_kind_key(id), &id.namespace, &id.name)
+    }
+
+    fn version_by_key(&self, key: &str, namespace: &str, name: &str) -> Option<String> {
+        let kind = self.kinds.lock().ok()?.get(key)?.clone();
         if !kind.synced.load(Ordering::Acquire) {
             return None;
         }
