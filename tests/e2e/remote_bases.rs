@@ -128,7 +128,8 @@ async fn remote_bases_over_file_and_smart_http_are_built_as_kustomize_builds_the
         &[("deploy/kustomization.yaml", &kustomization)],
     )
     .await;
-    create_kustomization(&client, ns.name(), "app", "repo", json!({})).await;
+    let every_two_seconds = json!({"interval": "2s"});
+    create_kustomization(&client, ns.name(), "app", "repo", every_two_seconds).await;
     wait_ready_with(
         &client,
         ns.name(),
@@ -146,6 +147,14 @@ async fn remote_bases_over_file_and_smart_http_are_built_as_kustomize_builds_the
         assert_eq!(live.data.unwrap_or_default()["value"], value, "{name}");
         assert_eq!(live.metadata.labels.unwrap_or_default()["from"], "git");
     }
+
+    // Remote bases can change without the source changing: their build is never reused.
+    super::reuse::wait_reconciles(&client, ns.name(), 2).await;
+    assert!(
+        !super::reuse::reused_in(ns.name()),
+        "{}",
+        tail(&controller().log(), 20)
+    );
 }
 
 #[tokio::test]

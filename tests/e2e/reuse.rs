@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::Secret;
 
 /// Whether the controller's log says that a periodic run of a Kustomization in `ns`
 /// reused its last build.
-fn reused_in(ns: &str) -> bool {
+pub(super) fn reused_in(ns: &str) -> bool {
     controller()
         .log()
         .lines()
@@ -23,7 +23,7 @@ async fn reconciles(client: &kube::Client, ns: &str) -> i64 {
 }
 
 /// Waits for `count` more periodic reconciles of Kustomization `app`.
-async fn wait_reconciles(client: &kube::Client, ns: &str, count: i64) {
+pub(super) async fn wait_reconciles(client: &kube::Client, ns: &str, count: i64) {
     let first = reconciles(client, ns).await;
     wait_for(WAIT, "periodic reconciles", async || {
         let now = reconciles(client, ns).await;
