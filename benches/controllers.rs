@@ -271,6 +271,7 @@ fn header(
             "ConfigMaps; a headless Service and a Deployment in every hundred"
         }
         ObjectKinds::ConfigMaps => "ConfigMaps",
+        ObjectKinds::NetworkPolicies => "NetworkPolicies after one ConfigMap",
     };
     let objects = format!("{} objects ({kinds})", args.objects());
     let (kustomizations, namespaces) = match args.scenario {

@@ -133,6 +133,8 @@ pub fn kind(kinds: ObjectKinds, position: u64) -> &'static str {
             _ => "ConfigMap",
         },
         ObjectKinds::ConfigMaps => "ConfigMap",
+        ObjectKinds::NetworkPolicies if position == 0 => "ConfigMap",
+        ObjectKinds::NetworkPolicies => "NetworkPolicy",
     }
 }
 
@@ -236,6 +238,9 @@ fn manifest(kind: &str, ns: &str, name: &str, run: &str, value: &str) -> String 
     match kind {
         "ConfigMap" => format!(
             "apiVersion: v1\nkind: ConfigMap\n{metadata}data:\n  value: \"{value}\"\n  text: |\n    some configuration for {name}\n"
+        ),
+        "NetworkPolicy" => format!(
+            "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\n{metadata}spec:\n  podSelector:\n    matchLabels:\n      app: {name}\n  policyTypes:\n  - Ingress\n  ingress:\n  - from:\n    - podSelector:\n        matchLabels:\n          role: frontend\n    ports:\n    - protocol: TCP\n      port: 8080\n"
         ),
         "Service" => format!(
             "apiVersion: v1\nkind: Service\n{metadata}spec:\n  clusterIP: None\n  selector:\n    app: {name}\n  ports:\n  - name: http\n    port: 80\n    targetPort: 8080\n"
