@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets_range};
@@ -37,6 +38,15 @@ struct LeaseLabels {
     name: String,
 }
 
+/// Flux's labels of a metric about one Kustomization.
+fn kustomization_labels(namespace: &str, name: &str) -> ReconcileLabels {
+    ReconcileLabels {
+        kind: "Kustomization".into(),
+        name: name.into(),
+        namespace: namespace.into(),
+    }
+}
+
 /// Buckets of `gotk_reconcile_duration_seconds`: Flux's ten exponential buckets from 10 ms
 /// to 30 minutes.
 fn gotk_buckets() -> impl Iterator<Item = f64> {
@@ -48,6 +58,8 @@ fn gotk_buckets() -> impl Iterator<Item = f64> {
 pub struct Metrics {
     registry: Arc<Registry>,
     reconcile_duration: Family<ReconcileLabels, Histogram>,
+    drift_detected: Family<ReconcileLabels, Counter>,
+    drift_corrections: Family<ReconcileLabels, Counter>,
     leader: Family<LeaseLabels, Gauge>,
     /// controller-runtime's reconcile and workqueue families.
     pub reconciles: Reconciles,
@@ -69,6 +81,18 @@ impl Metrics {
             "The duration in seconds of a GitOps Toolkit resource reconciliation.",
             reconcile_duration.clone(),
         );
+        let drift_detected = Family::<ReconcileLabels, Counter>::default();
+        registry.register(
+            "gotk_drift_detected",
+            "Writes by other managers to objects a Kustomization applied, seen as they happen (with prompt drift correction or detection on).",
+            drift_detected.clone(),
+        );
+        let drift_corrections = Family::<ReconcileLabels, Counter>::default();
+        registry.register(
+            "gotk_drift_corrections",
+            "Reconciles started promptly to correct drift of objects a Kustomization applied.",
+            drift_corrections.clone(),
+        );
         let leader = Family::<LeaseLabels, Gauge>::default();
         registry.register(
             "leader_election_master_status",
@@ -82,6 +106,8 @@ impl Metrics {
         Metrics {
             registry: Arc::new(registry),
             reconcile_duration,
+            drift_detected,
+            drift_corrections,
             leader,
             reconciles,
             rest_requests,
@@ -91,14 +117,24 @@ impl Metrics {
 
     /// Records how long a reconcile of a Kustomization took.
     pub fn observe_reconcile(&self, namespace: &str, name: &str, elapsed: Duration) {
-        let labels = ReconcileLabels {
-            kind: "Kustomization".into(),
-            name: name.into(),
-            namespace: namespace.into(),
-        };
+        let labels = kustomization_labels(namespace, name);
         self.reconcile_duration
             .get_or_create(&labels)
             .observe(elapsed.as_secs_f64());
+    }
+
+    /// Counts a write by another manager to an object Kustomization `namespace/name` applied.
+    pub fn count_drift(&self, namespace: &str, name: &str) {
+        self.drift_detected
+            .get_or_create(&kustomization_labels(namespace, name))
+            .inc();
+    }
+
+    /// Counts a reconcile started to correct drift of Kustomization `namespace/name`.
+    pub fn count_drift_correction(&self, namespace: &str, name: &str) {
+        self.drift_corrections
+            .get_or_create(&kustomization_labels(namespace, name))
+            .inc();
     }
 
     /// Records whether this replica holds the leader election Lease `lease`.
@@ -135,6 +171,15 @@ mod tests {
         metrics.observe_reconcile("flux-system", "apps", Duration::from_millis(300));
         let text = metrics.render();
         assert!(text.contains("gotk_reconcile_duration_seconds_count{kind=\"Kustomization\",name=\"apps\",namespace=\"flux-system\"} 1"), "{text}");
+        metrics.count_drift("flux-system", "apps");
+        metrics.count_drift_correction("flux-system", "apps");
+        let text = metrics.render();
+        for family in ["gotk_drift_detected_total", "gotk_drift_corrections_total"] {
+            let line = format!(
+                "{family}{{kind=\"Kustomization\",name=\"apps\",namespace=\"flux-system\"}} 1"
+            );
+            assert!(text.contains(&line), "{text}");
+        }
         let buckets: Vec<f64> = gotk_buckets().collect();
         assert_eq!(buckets.len(), 10);
         assert!(

@@ -19,6 +19,7 @@
 
 mod applied;
 mod ca_bundle;
+pub mod drift;
 pub mod ignore;
 mod inventory;
 pub mod kstatus;

@@ -6,7 +6,7 @@
 //! configuration again would change nothing. Only the version is kept per object (the
 //! watch decodes metadata and drops it), so memory grows by tens of bytes per object.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -16,21 +16,43 @@ use kube::api::{ApiResource, DynamicObject, PartialObjectMeta};
 use kube::{Api, Client, ResourceExt};
 
 use super::ObjectId;
-use super::names::OWNER_NAME_LABEL;
+use super::names::{OWNER_NAME_LABEL, OWNER_NAMESPACE_LABEL};
 use super::watch::{Event, WatchConfig, watch};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 
 /// Versions of managed objects, by kind.
 pub struct LiveVersions {
     client: Client,
     kinds: Mutex<HashMap<String, Arc<KindVersions>>>,
+    writes: tokio::sync::broadcast::Sender<Written>,
 }
 
 /// One kind's versions, and whether the watch behind them is in step with the API server.
 struct KindVersions {
     name: String,
+    resource: ApiResource,
     synced: AtomicBool,
     versions: Mutex<HashMap<(String, String), String>>,
 }
+
+/// A write to (or the deletion of) a managed object, seen by its kind's watch once in step.
+#[derive(Clone, Debug)]
+pub struct Written {
+    /// The object, at the API version its kind is watched at.
+    pub id: ObjectId,
+    /// The Kustomization that applied it, from the owner labels: (namespace, name).
+    pub owner: (String, String),
+    /// Its `resourceVersion` now; `None` once it was deleted.
+    pub resource_version: Option<String>,
+    /// Its annotations (`reconcile: disabled`, `ssa: Ignore` exempt it from correction).
+    pub annotations: BTreeMap<String, String>,
+    /// Its `managedFields`, which tell who wrote it (see [`crate::drift::last_write`]).
+    pub managed_fields: Vec<ManagedFieldsEntry>,
+}
+
+/// How many writes a slow reader of [`LiveVersions::writes`] may fall behind by before it
+/// misses some (it is told how many).
+const WRITES_BUFFER: usize = 1024;
 
 impl fmt::Debug for LiveVersions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -55,7 +77,15 @@ impl LiveVersions {
         Arc::new(LiveVersions {
             client,
             kinds: Mutex::new(HashMap::new()),
+            writes: tokio::sync::broadcast::channel(WRITES_BUFFER).0,
         })
+    }
+
+    /// Every write to a managed object from now on, as the watches see them (creations and
+    /// updates, the controller's own included, and deletions; not the listings a watch
+    /// starts or resumes with).
+    pub fn writes(&self) -> tokio::sync::broadcast::Receiver<Written> {
+        self.writes.subscribe()
     }
 
     /// The version the watch last saw of an object; None when its kind is not watched,
@@ -92,6 +122,7 @@ impl LiveVersions {
         }
         let kind = Arc::new(KindVersions {
             name: key.clone(),
+            resource: resource.clone(),
             synced: AtomicBool::new(false),
             versions: Mutex::new(HashMap::new()),
         });
@@ -99,12 +130,16 @@ impl LiveVersions {
         let api: Api<PartialObjectMeta<DynamicObject>> =
             Api::all_with(self.client.clone(), resource);
         tracing::debug!(kind = %kind.name, "starting a watch of managed objects");
-        tokio::spawn(follow(api, kind));
+        tokio::spawn(follow(api, kind, self.writes.clone()));
     }
 }
 
 /// Keeps `kind` in step with the watch until the process ends.
-async fn follow(api: Api<PartialObjectMeta<DynamicObject>>, kind: Arc<KindVersions>) {
+async fn follow(
+    api: Api<PartialObjectMeta<DynamicObject>>,
+    kind: Arc<KindVersions>,
+    writes: tokio::sync::broadcast::Sender<Written>,
+) {
     let config = WatchConfig::default().labels(OWNER_NAME_LABEL);
     let mut events = std::pin::pin!(watch(api, config));
     let mut listing: HashMap<(String, String), String> = HashMap::new();
@@ -136,10 +171,12 @@ async fn follow(api: Api<PartialObjectMeta<DynamicObject>>, kind: Arc<KindVersio
                     None => versions.remove(&key(&object)),
                 };
                 kind.synced.store(true, Ordering::Release);
+                announce(&writes, &kind.resource, object, false);
             }
             Ok(Event::Delete(object)) => {
                 versions.remove(&key(&object));
                 kind.synced.store(true, Ordering::Release);
+                announce(&writes, &kind.resource, object, true);
             }
             // The watcher resumes from the last version it saw (or lists again); until it
             // delivers, what is kept may be behind.
@@ -149,4 +186,45 @@ async fn follow(api: Api<PartialObjectMeta<DynamicObject>>, kind: Arc<KindVersio
             }
         }
     }
+}
+
+/// Sends the write to `object` to whoever listens (nobody, unless drift is corrected
+/// promptly: then nothing is built).
+fn announce(
+    writes: &tokio::sync::broadcast::Sender<Written>,
+    resource: &ApiResource,
+    object: PartialObjectMeta<DynamicObject>,
+    deleted: bool,
+) {
+    if writes.receiver_count() == 0 {
+        return;
+    }
+    let labels = object.labels();
+    let owner = (
+        labels
+            .get(OWNER_NAMESPACE_LABEL)
+            .cloned()
+            .unwrap_or_default(),
+        labels.get(OWNER_NAME_LABEL).cloned().unwrap_or_default(),
+    );
+    let id = ObjectId {
+        namespace: object.namespace().unwrap_or_default(),
+        name: object.name_any(),
+        group: resource.group.clone(),
+        kind: resource.kind.clone(),
+        version: resource.version.clone(),
+    };
+    let resource_version = if deleted {
+        None
+    } else {
+        object.resource_version()
+    };
+    let metadata = object.metadata;
+    let _ = writes.send(Written {
+        id,
+        owner,
+        resource_version,
+        annotations: metadata.annotations.unwrap_or_default(),
+        managed_fields: metadata.managed_fields.unwrap_or_default(),
+    });
 }
