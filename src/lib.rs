@@ -2,9 +2,10 @@
 //!
 //! The reconcile of one Kustomization is a straight pipeline:
 //! source -> decrypt -> build -> substitute -> apply -> health -> prune -> status.
-//! The pure stages are crates of their own, with no Kubernetes client: `kustomize` (the
-//! kustomize engine), `sops` (decryption), `envsubst` (post-build variables), all on the
-//! `goyaml` crate. The apply engine (`apply`: staged server-side apply, prune, kstatus, the
+//! The source stage is the `artifact` crate (download, digest verification, safe extraction,
+//! one shared extraction per digest). The pure stages are crates of their own, with no
+//! Kubernetes client: `kustomize` (the kustomize engine), `sops` (decryption), `envsubst`
+//! (post-build variables), all on the `goyaml` crate. The apply engine (`apply`: staged server-side apply, prune, kstatus, the
 //! watch-driven health wait) and Flux's CEL expressions (`fluxcel`) are crates too.
 //! [`render`] joins them the way Flux does: it is the build stage of the pipeline (Flux's
 //! generated kustomization, the spec's overlay fields, decryption around the build,
@@ -20,6 +21,5 @@ pub mod http;
 pub mod leader;
 pub mod metrics;
 pub mod render;
-pub mod source;
 pub mod telemetry;
 pub mod tls;

@@ -2,8 +2,8 @@
 
 use std::path::Path;
 
+use artifact::{Digest, ExtractLimits, extract_tar_gz_bytes};
 use kustomize::target::parse_resources;
-use kustomize_controller::source::{Digest, ExtractLimits, extract_tar_gz_bytes};
 use proptest::prelude::*;
 
 /// Path components an attacker would try, mixed with ordinary ones.

@@ -1,7 +1,7 @@
 //! Artifacts are untrusted archives: any bytes must extract inside the root or fail.
 #![no_main]
 
-use kustomize_controller::source::{ExtractLimits, extract_tar_gz_bytes};
+use artifact::{ExtractLimits, extract_tar_gz_bytes};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -14,8 +14,8 @@ use super::interrupts::Interrupts;
 use crate::api::Kustomization;
 use crate::cluster::{ClusterKey, Clusters};
 use crate::metrics::Metrics;
-use crate::source::ArtifactCache;
 use apply::AppliedObjects;
+use artifact::ArtifactCache;
 
 use super::reuse::{Inputs, LastBuild};
 

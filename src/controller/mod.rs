@@ -45,7 +45,7 @@ use crate::http::{self, Readiness};
 use crate::leader::{self, Candidate};
 use crate::metrics::{Metrics, Outcome};
 use crate::render::keys::{DecryptionSettings, GlobalAgeSecret};
-use crate::source::{ArtifactCache, ArtifactFetcher, FetchConfig, FetchError};
+use artifact::{ArtifactCache, ArtifactFetcher, FetchConfig};
 use keyservice::token_cache::TokenCache;
 
 /// Errors that stop the controller process.
@@ -57,9 +57,9 @@ pub enum RunError {
     /// The client could not be built.
     #[error("failed to create the Kubernetes client: {0}")]
     Client(#[from] kube::Error),
-    /// The artifact fetcher could not be set up.
-    #[error(transparent)]
-    Fetcher(#[from] FetchError),
+    /// The HTTPS connector of artifact downloads could not be set up.
+    #[error("failed to build the artifact HTTP client: {0}")]
+    ArtifactClient(rustls::Error),
     /// An HTTP endpoint could not be served.
     #[error(transparent)]
     Serve(#[from] http::ServeError),
@@ -124,11 +124,16 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
         leadership = Some((candidate, tokio::spawn(async move { holder.hold().await })));
     }
 
+    let connector = crate::tls::https_connector(artifact::CONNECT_TIMEOUT, "artifact downloads")
+        .map_err(RunError::ArtifactClient)?;
     let artifacts = ArtifactCache::new(
-        ArtifactFetcher::from_env(FetchConfig {
-            retries: flags.http_retry,
-            ..FetchConfig::default()
-        })?,
+        ArtifactFetcher::from_env(
+            FetchConfig {
+                retries: flags.http_retry,
+                ..FetchConfig::default()
+            },
+            connector,
+        ),
         flags.artifact_cache_max_size,
     );
     let settings = Settings {

@@ -35,13 +35,13 @@ use crate::cluster::TargetCluster;
 use crate::render::keys::ClusterKeys;
 use crate::render::variables::ClusterVariables;
 use crate::render::{self, Rendered, SecretValues};
-use crate::source::{DigestError, Extraction, FetchError, PathError, resolve_path};
 use apply::Object;
 use apply::wait::{Target, WaitError, WaitOptions};
 use apply::{
     Action, AppliedObjects, Applier, ApplyError, ApplyOptions, ChangeSet, IgnoreRules, ObjectId,
     Owner, stale_objects,
 };
+use artifact::{DigestError, Extraction, FetchError, PathError, resolve_path};
 use fluxcel::HealthCheckExprs;
 
 /// Errors that end a reconcile without a verdict on the Kustomization (the API server was
@@ -772,7 +772,7 @@ async fn get_artifact(ks: &Kustomization, ctx: &Context) -> Result<(Artifact, Re
 }
 
 /// Stage `source`: the artifact downloaded, verified and extracted, shared with every other
-/// Kustomization reading the same digest (see [`crate::source::ArtifactCache`]).
+/// Kustomization reading the same digest (see [`artifact::ArtifactCache`]).
 /// An artifact that is gone or changed since the source status was read is waited for
 /// (`--requeue-dependency`), as the source status is about to change.
 async fn fetch(
@@ -807,7 +807,7 @@ async fn fetch(
     }
 }
 
-/// The name a Kustomization reads artifacts under in the [`crate::source::ArtifactCache`].
+/// The name a Kustomization reads artifacts under in the [`artifact::ArtifactCache`].
 fn artifact_reader(ks: &Kustomization) -> String {
     format!(
         "{}/{}",

@@ -26,7 +26,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
-use hyper::http::uri::{Authority, PathAndQuery, Scheme, Uri};
+use hyper::http::uri::{Authority, InvalidUri, PathAndQuery, Scheme, Uri};
 use hyper::{Request, StatusCode, header};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
@@ -44,8 +44,15 @@ pub const SOURCE_CONTROLLER_LOCALHOST_ENV: &str = "SOURCE_CONTROLLER_LOCALHOST";
 /// Maximum number of redirects followed per attempt (Go's `net/http` default).
 const MAX_REDIRECTS: u32 = 10;
 
-/// Connect timeout for a single TCP connection (Go's default dialer value).
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// The connect timeout for one TCP connection that the caller gives the [`Connector`] it
+/// builds (Go's default dialer value, as in Flux).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The connector downloads go through: rustls over hyper's TCP connector, plain HTTP allowed
+/// (what source-controller serves in-cluster). The caller builds it, with the TLS roots it
+/// trusts and [`CONNECT_TIMEOUT`], so that every outgoing connection of a process is set up
+/// in one place.
+pub type Connector = HttpsConnector<HttpConnector>;
 
 const USER_AGENT: &str = concat!("kustomize-controller/", env!("CARGO_PKG_VERSION"));
 
@@ -156,12 +163,13 @@ pub enum FetchError {
         attempts: u32,
     },
     /// A redirect could not be followed.
-    #[error("failed to download artifact from {url}: {reason}")]
+    #[error("failed to download artifact from {url}: {source}")]
     Redirect {
         /// The URL requested.
         url: String,
         /// What went wrong.
-        reason: String,
+        #[source]
+        source: RedirectError,
     },
     /// The artifact is larger than [`FetchConfig::max_size`]. Not retried.
     #[error("artifact from {url} exceeds the maximum download size of {limit} bytes")]
@@ -208,12 +216,45 @@ pub enum FetchError {
         /// The task failure.
         reason: String,
     },
-    /// The HTTP client could not be built.
-    #[error("failed to build the artifact HTTP client: {reason}")]
-    Client {
-        /// What went wrong.
-        reason: String,
+}
+
+/// Why a redirect could not be followed.
+#[derive(Debug, thiserror::Error)]
+pub enum RedirectError {
+    /// More redirects than Go's `net/http` follows.
+    #[error("stopped after {limit} redirects")]
+    TooMany {
+        /// The number of redirects followed.
+        limit: u32,
     },
+    /// A redirect status without a `Location` header that is valid text.
+    #[error("{status} without a valid Location header")]
+    MissingLocation {
+        /// The redirect status.
+        status: StatusCode,
+    },
+    /// The `Location` header does not resolve to an http(s) URL.
+    #[error("invalid redirect location {location:?}: {problem}")]
+    InvalidLocation {
+        /// The header as received.
+        location: String,
+        /// What is wrong with it.
+        problem: LocationProblem,
+    },
+}
+
+/// What is wrong with a redirect's `Location`.
+#[derive(Debug, thiserror::Error)]
+pub enum LocationProblem {
+    /// A relative location, and the URL it is relative to has no host.
+    #[error("base URL has no host")]
+    NoBaseHost,
+    /// The resolved location is not a URI.
+    #[error("{0}")]
+    Parse(InvalidUri),
+    /// The resolved location is not an absolute http(s) URL.
+    #[error("not an http(s) URL")]
+    NotHttp,
 }
 
 fn attempts_suffix(attempts: u32) -> String {
@@ -254,7 +295,7 @@ pub fn rewrite_url(url: &str, localhost: Option<&str>) -> Result<String, FetchEr
     Ok(uri.to_string())
 }
 
-type HttpClient = Client<HttpsConnector<HttpConnector>, Empty<Bytes>>;
+type HttpClient = Client<Connector, Empty<Bytes>>;
 
 /// Downloads, verifies and extracts source artifacts. Cheap to clone; clones
 /// share the connection pool.
@@ -275,35 +316,25 @@ impl fmt::Debug for ArtifactFetcher {
 }
 
 impl ArtifactFetcher {
-    /// Creates a fetcher. `localhost`, if set and non-empty, replaces the
-    /// `host:port` of every artifact URL (see [`rewrite_url`]).
-    ///
-    /// HTTPS uses rustls with the `ring` provider and the system's native root
-    /// certificates. If none can be loaded, a warning is logged and HTTPS
-    /// downloads will fail certificate verification; plain HTTP (what
-    /// source-controller serves in-cluster) still works.
-    pub fn new(config: FetchConfig, localhost: Option<String>) -> Result<Self, FetchError> {
-        let https =
-            crate::tls::https_connector(CONNECT_TIMEOUT, "artifact downloads").map_err(|e| {
-                FetchError::Client {
-                    reason: e.to_string(),
-                }
-            })?;
+    /// Creates a fetcher that connects through `connector` (see [`Connector`]). `localhost`,
+    /// if set and non-empty, replaces the `host:port` of every artifact URL (see
+    /// [`rewrite_url`]).
+    pub fn new(config: FetchConfig, localhost: Option<String>, connector: Connector) -> Self {
         let client = Client::builder(TokioExecutor::new())
             .pool_timer(TokioTimer::new())
-            .build(https);
-        Ok(ArtifactFetcher {
+            .build(connector);
+        ArtifactFetcher {
             config: Arc::new(config),
             localhost: localhost.filter(|h| !h.is_empty()),
             client,
-        })
+        }
     }
 
     /// Creates a fetcher, reading the URL override from the
     /// `SOURCE_CONTROLLER_LOCALHOST` environment variable.
-    pub fn from_env(config: FetchConfig) -> Result<Self, FetchError> {
+    pub fn from_env(config: FetchConfig, connector: Connector) -> Self {
         let localhost = std::env::var(SOURCE_CONTROLLER_LOCALHOST_ENV).ok();
-        Self::new(config, localhost)
+        Self::new(config, localhost, connector)
     }
 
     /// The fetcher's settings.
@@ -443,7 +474,9 @@ impl ArtifactFetcher {
             if redirects > MAX_REDIRECTS {
                 return Err(Failure::Fatal(FetchError::Redirect {
                     url: url.to_string(),
-                    reason: format!("stopped after {MAX_REDIRECTS} redirects"),
+                    source: RedirectError::TooMany {
+                        limit: MAX_REDIRECTS,
+                    },
                 }));
             }
             let location = response
@@ -453,13 +486,13 @@ impl ArtifactFetcher {
                 .ok_or_else(|| {
                     Failure::Fatal(FetchError::Redirect {
                         url: url.to_string(),
-                        reason: format!("{status} without a valid Location header"),
+                        source: RedirectError::MissingLocation { status },
                     })
                 })?;
-            current = resolve_location(&current, location).map_err(|reason| {
+            current = resolve_location(&current, location).map_err(|source| {
                 Failure::Fatal(FetchError::Redirect {
                     url: url.to_string(),
-                    reason,
+                    source,
                 })
             })?;
             tracing::debug!(url = %url, location = %current, "following artifact redirect");
@@ -638,8 +671,11 @@ fn parse_uri(url: &str) -> Result<Uri, FetchError> {
 }
 
 /// Resolves a `Location` header against the URL that produced it.
-fn resolve_location(base: &Uri, location: &str) -> Result<Uri, String> {
-    let invalid = |e: &dyn fmt::Display| format!("invalid redirect location {location:?}: {e}");
+fn resolve_location(base: &Uri, location: &str) -> Result<Uri, RedirectError> {
+    let invalid = |problem: LocationProblem| RedirectError::InvalidLocation {
+        location: location.to_string(),
+        problem,
+    };
     let resolved = if location.contains("://") {
         location.to_string()
     } else {
@@ -650,7 +686,7 @@ fn resolve_location(base: &Uri, location: &str) -> Result<Uri, String> {
             let authority = base
                 .authority()
                 .map(|a| a.as_str())
-                .ok_or_else(|| invalid(&"base URL has no host"))?;
+                .ok_or_else(|| invalid(LocationProblem::NoBaseHost))?;
             if location.starts_with('/') {
                 format!("{scheme}://{authority}{location}")
             } else {
@@ -660,10 +696,12 @@ fn resolve_location(base: &Uri, location: &str) -> Result<Uri, String> {
             }
         }
     };
-    let uri: Uri = resolved.parse().map_err(|e| invalid(&e))?;
+    let uri: Uri = resolved
+        .parse()
+        .map_err(|e| invalid(LocationProblem::Parse(e)))?;
     match uri.scheme_str() {
         Some("http") | Some("https") if uri.authority().is_some() => Ok(uri),
-        _ => Err(invalid(&"not an http(s) URL")),
+        _ => Err(invalid(LocationProblem::NotHttp)),
     }
 }
 

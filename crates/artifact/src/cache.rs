@@ -21,10 +21,6 @@ use tokio::sync::OnceCell;
 
 use super::fetch::{ArtifactFetcher, FetchError};
 
-/// Default for [`ArtifactCache::new`]'s `max_bytes`: 256 MiB of extracted content, a quarter
-/// of the memory limit of Flux's Deployment, on the `/tmp` volume it mounts.
-pub const DEFAULT_MAX_BYTES: u64 = 256 << 20;
-
 /// An artifact extracted into a directory of its own, deleted when the last holder drops it.
 #[derive(Debug)]
 pub struct Extraction {
@@ -95,6 +91,10 @@ impl std::fmt::Debug for ArtifactCache {
 }
 
 impl ArtifactCache {
+    /// Default for [`ArtifactCache::new`]'s `max_bytes`: 256 MiB of extracted content, a
+    /// quarter of the memory limit of Flux's Deployment, on the `/tmp` volume it mounts.
+    pub const DEFAULT_MAX_BYTES: u64 = 256 << 20;
+
     /// A cache downloading with `fetcher` and keeping at most `max_bytes` of extracted
     /// content. With `max_bytes` 0 nothing is kept beyond the reconciles that hold it, but
     /// concurrent checkouts of one digest still share one download.

@@ -190,8 +190,27 @@ pub(crate) fn test_config() -> FetchConfig {
     }
 }
 
+/// A connector as the controller builds one, trusting no root: the tests serve plain HTTP.
+pub(crate) fn connector() -> Connector {
+    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .unwrap()
+    .with_root_certificates(rustls::RootCertStore::empty())
+    .with_no_client_auth();
+    let mut http = HttpConnector::new();
+    http.enforce_http(false);
+    http.set_connect_timeout(Some(CONNECT_TIMEOUT));
+    hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_or_http()
+        .enable_http1()
+        .wrap_connector(http)
+}
+
 pub(crate) fn fetcher(config: FetchConfig) -> ArtifactFetcher {
-    ArtifactFetcher::new(config, None).unwrap()
+    ArtifactFetcher::new(config, None, connector())
 }
 
 fn sample() -> Bytes {
@@ -519,7 +538,16 @@ async fn redirect_loop_is_an_error() {
         .fetch(&server.url("/loop"), &sha256(b""), &root)
         .await
         .unwrap_err();
-    assert!(matches!(err, FetchError::Redirect { .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            FetchError::Redirect {
+                source: RedirectError::TooMany { limit: 10 },
+                ..
+            }
+        ),
+        "{err}"
+    );
     assert_eq!(server.hits("/loop"), 11);
 }
 
@@ -532,7 +560,7 @@ async fn source_controller_localhost_rewrites_the_host() {
     )])
     .await;
     let (_outer, root) = dest();
-    let f = ArtifactFetcher::new(test_config(), Some(server.addr.to_string())).unwrap();
+    let f = ArtifactFetcher::new(test_config(), Some(server.addr.to_string()), connector());
     assert_eq!(f.localhost(), Some(server.addr.to_string().as_str()));
     f.fetch(
         "http://source-controller.flux-system.svc.cluster.local./gitrepository/flux-system/podinfo/abc.tar.gz",
@@ -678,7 +706,17 @@ fn resolves_redirect_locations() {
         resolve_location(&base, "https://s/z").unwrap().to_string(),
         "https://s/z"
     );
-    assert!(resolve_location(&base, "file:///etc/passwd").is_err());
+    assert!(matches!(
+        resolve_location(&base, "file:///etc/passwd"),
+        Err(RedirectError::InvalidLocation { .. })
+    ));
+    assert!(matches!(
+        resolve_location(&base, "ftp://h/x"),
+        Err(RedirectError::InvalidLocation {
+            problem: LocationProblem::NotHttp,
+            ..
+        })
+    ));
 }
 
 #[test]

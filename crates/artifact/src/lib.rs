@@ -1,18 +1,19 @@
-//! Source artifacts: download, digest verification and safe extraction.
+#![doc = include_str!("../README.md")]
 //!
-//! This is the "fetch" stage of the reconcile pipeline. Given a Flux source's
-//! `status.artifact` (`url` and `digest`), [`ArtifactFetcher::fetch`] downloads
-//! the tarball, verifies its digest, and extracts it into a directory;
-//! [`resolve_path`] then locates the Kustomization's `spec.path` inside it.
+//! ## Modules
 //!
 //! * [`digest`]: parsing `<algorithm>:<hex>` digests and streaming verification;
 //! * [`extract`]: safe tar.gz extraction (no path traversal, no escaping links,
 //!   size and entry limits);
 //! * [`path`]: `spec.path` resolution within the artifact root;
-//! * [`fetch`]: the HTTP download with retries, tying the others together;
+//! * [`fetch`]: the HTTP download with retries, tying the others together; the HTTPS
+//!   [`Connector`] is the caller's (its TLS roots are the process's choice);
 //! * [`cache`]: one download and extraction per artifact digest, shared by its readers.
 //!
-//! Every error of this stage corresponds to Flux's `ArtifactFailed` reason.
+//! Every error of this stage corresponds to Flux's `ArtifactFailed` reason; the variants let
+//! the caller tell the causes apart (an artifact gone or changed is waited for, not failed).
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod cache;
 pub mod digest;
@@ -26,6 +27,7 @@ pub use extract::{
     ExtractError, ExtractLimits, ExtractSummary, UnsafeReason, extract_tar_gz, extract_tar_gz_bytes,
 };
 pub use fetch::{
-    ArtifactFetcher, FetchConfig, FetchError, SOURCE_CONTROLLER_LOCALHOST_ENV, rewrite_url,
+    ArtifactFetcher, CONNECT_TIMEOUT, Connector, FetchConfig, FetchError, LocationProblem,
+    RedirectError, SOURCE_CONTROLLER_LOCALHOST_ENV, rewrite_url,
 };
 pub use path::{PathError, resolve_path};

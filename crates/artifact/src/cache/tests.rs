@@ -1,7 +1,7 @@
 use std::time::Duration;
 
 use super::*;
-use crate::source::fetch::tests::{Route, Server, fetcher, sha256, tarball, test_config};
+use crate::fetch::tests::{Route, Server, fetcher, sha256, tarball, test_config};
 
 fn app(value: &str) -> bytes::Bytes {
     tarball(&[("deploy/cm.yaml", value.as_bytes())])
@@ -22,7 +22,7 @@ async fn concurrent_readers_of_one_digest_share_one_download_and_one_tree() {
     let digest = sha256(&body);
     let (server, cache) = cache_of(
         vec![("/a.tar.gz", Route::Slow(Duration::from_millis(200), body))],
-        DEFAULT_MAX_BYTES,
+        ArtifactCache::DEFAULT_MAX_BYTES,
     )
     .await;
     let url = server.url("/a.tar.gz");
@@ -61,7 +61,7 @@ async fn a_mismatching_artifact_is_never_shared_and_is_fetched_again_next_time()
     let wrong = sha256(b"something else");
     let (server, cache) = cache_of(
         vec![("/a.tar.gz", Route::Slow(Duration::from_millis(100), body))],
-        DEFAULT_MAX_BYTES,
+        ArtifactCache::DEFAULT_MAX_BYTES,
     )
     .await;
     let url = server.url("/a.tar.gz");
@@ -75,7 +75,7 @@ async fn a_mismatching_artifact_is_never_shared_and_is_fetched_again_next_time()
             matches!(
                 &*error,
                 FetchError::Verify {
-                    source: crate::source::DigestError::Mismatch { .. },
+                    source: crate::DigestError::Mismatch { .. },
                     ..
                 }
             ),
@@ -99,7 +99,7 @@ async fn a_digest_no_reader_reads_any_more_is_let_go_and_its_tree_deleted_after_
     let (d1, d2) = (sha256(&one), sha256(&two));
     let (server, cache) = cache_of(
         vec![("/1.tar.gz", Route::Ok(one)), ("/2.tar.gz", Route::Ok(two))],
-        DEFAULT_MAX_BYTES,
+        ArtifactCache::DEFAULT_MAX_BYTES,
     )
     .await;
     let (u1, u2) = (server.url("/1.tar.gz"), server.url("/2.tar.gz"));
