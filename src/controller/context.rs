@@ -175,6 +175,13 @@ impl Context {
         }
     }
 
+    /// The `resourceVersion` recorded for object `id` after `ks` last applied it.
+    pub fn recorded_version(&self, ks: &Kustomization, id: &apply::ObjectId) -> Option<String> {
+        let applied = self.applied.lock().ok()?;
+        let record = applied.get(&ObjectRef::from_obj(ks))?.records.get(id)?;
+        Some(record.resource_version.clone())
+    }
+
     /// Keeps `build` as `ks`'s last successful build on `cluster`, beside what its apply
     /// recorded.
     pub fn keep_build(&self, ks: &Kustomization, cluster: &ClusterKey, build: LastBuild) {

@@ -4,6 +4,7 @@
 mod config_watch;
 mod context;
 pub mod dependencies;
+mod drift;
 pub mod events;
 pub mod history;
 mod interrupts;
@@ -243,7 +244,7 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
         sources,
     ));
 
-    let controller = build_controller(
+    let mut controller = build_controller(
         client,
         watch_namespace.as_deref(),
         &flags.watch_label_selector,
@@ -256,6 +257,11 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
             sources: source_writers,
         },
     );
+    if let Some(live_versions) = &context.clusters.own().live_versions {
+        let writes = live_versions.writes();
+        let corrections = drift::corrections(writes, Arc::clone(&context), flags.drift_correction);
+        controller = controller.reconcile_on(corrections);
+    }
     let (stopping, stop_requested) = tokio::sync::watch::channel(false);
     tokio::spawn(async move {
         shutdown_signal().await;

@@ -160,6 +160,14 @@ pub struct ControllerFlags {
     #[arg(long, default_value = "256Mi", value_parser = go_values::parse_byte_size)]
     pub artifact_cache_max_size: u64,
 
+    /// When drift of applied objects is corrected: `interval` (at the next `spec.interval`, as
+    /// Flux does) or `prompt` (seconds after another manager writes or deletes an object a
+    /// Kustomization applied). A Kustomization may choose for itself with the annotation
+    /// `kustomize.toolkit.fluxcd.io/drift-correction: prompt|interval`. This controller's own
+    /// flag; Flux's has none.
+    #[arg(long, value_enum, default_value_t = DriftCorrection::Interval)]
+    pub drift_correction: DriftCorrection,
+
     /// Client-side request rate to the Kubernetes API.
     #[arg(long, default_value = "50", value_parser = go_values::parse_float32)]
     pub kube_api_qps: f32,
@@ -328,6 +336,27 @@ impl ControllerFlags {
     }
 }
 
+/// When drift is corrected (`--drift-correction`, and the annotation of the same name).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum DriftCorrection {
+    /// At the next interval, as Flux does.
+    #[default]
+    Interval,
+    /// Seconds after another manager wrote or deleted an applied object.
+    Prompt,
+}
+
+impl DriftCorrection {
+    /// The annotation value (`interval`, `prompt`); `None` for anything else.
+    pub fn parse(value: &str) -> Option<Self> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "interval" => Some(DriftCorrection::Interval),
+            "prompt" => Some(DriftCorrection::Prompt),
+            _ => None,
+        }
+    }
+}
+
 /// One `--feature-gates` value: `Name=bool` pairs in order, as Kubernetes'
 /// `cliflag.MapStringBool` reads them.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -449,6 +478,7 @@ mod tests {
         assert_eq!(flags.concurrent_ssa, 4);
         assert_eq!(flags.http_retry, 9);
         assert_eq!(flags.artifact_cache_max_size, 256 << 20);
+        assert_eq!(flags.drift_correction, DriftCorrection::Interval);
         assert_eq!(flags.requeue_dependency, Duration::from_secs(30));
         assert_eq!(flags.min_retry_delay, Duration::from_millis(750));
         assert_eq!(flags.max_retry_delay, Duration::from_secs(900));

@@ -851,14 +851,18 @@ const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// One core/v1 Event of a Kustomization.
 #[derive(Debug, Clone)]
-struct KsEvent {
-    reason: String,
-    message: String,
+pub(super) struct KsEvent {
+    pub(super) reason: String,
+    pub(super) message: String,
     count: i32,
 }
 
 /// The core/v1 Events recorded on Kustomization `name`, oldest first.
-async fn kustomization_events(client: &kube::Client, ns: &str, name: &str) -> Vec<KsEvent> {
+pub(super) async fn kustomization_events(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+) -> Vec<KsEvent> {
     let mut events = Api::<Event>::namespaced(client.clone(), ns)
         .list(&ListParams::default().fields(&format!(
             "involvedObject.kind=Kustomization,involvedObject.name={name}"
@@ -976,7 +980,7 @@ pub(super) async fn reconcile_now(
 
 /// A JSON merge patch of `name` sent as field manager `manager` (an Update in
 /// `managedFields`, as `kubectl edit` and `kubectl patch` write).
-async fn merge_patch_as<K>(api: &Api<K>, name: &str, manager: &str, patch: Value)
+pub(super) async fn merge_patch_as<K>(api: &Api<K>, name: &str, manager: &str, patch: Value)
 where
     K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned,
 {

@@ -11,6 +11,7 @@ mod build;
 mod config_watch;
 mod dependencies;
 mod diff;
+mod drift;
 mod events;
 mod fanout;
 mod flux_cli;

@@ -9,8 +9,17 @@ use serde_json::{Map, Value};
 /// The last write to an object, by the newest of its `managedFields` entries.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LastWrite {
-    /// By `field_manager` itself (its apply), or at the same second as one of its writes.
+    /// By `field_manager` itself (its apply).
     Own,
+    /// By `field_manager` and another manager within the same second (times have a precision
+    /// of one second): which came last is told by the `resourceVersion` the controller
+    /// recorded after its apply.
+    Tied {
+        /// The other manager's name.
+        manager: String,
+        /// The fields it owns.
+        fields: Value,
+    },
     /// A status update (the `status` subresource), which is not drift.
     Status,
     /// By another manager: drift.
@@ -25,8 +34,8 @@ pub enum LastWrite {
 }
 
 /// Who wrote an object last, from its `managedFields`. Times have a precision of one second:
-/// when entries share the newest time, the write is taken as `field_manager`'s or a status
-/// update if any of them is one, so that the controller's own apply is never taken for drift.
+/// entries sharing the newest time are a status update if one of them is, and
+/// [`LastWrite::Tied`] when `field_manager`'s is among them with another manager's.
 pub fn last_write(entries: &[ManagedFieldsEntry], field_manager: &str) -> LastWrite {
     let Some(newest) = entries.iter().filter_map(|e| e.time.as_ref()).max() else {
         return LastWrite::Unknown;
@@ -37,26 +46,34 @@ pub fn last_write(entries: &[ManagedFieldsEntry], field_manager: &str) -> LastWr
         .collect();
     if latest
         .iter()
-        .any(|e| e.manager.as_deref() == Some(field_manager))
-    {
-        return LastWrite::Own;
-    }
-    if latest
-        .iter()
         .any(|e| e.subresource.as_deref() == Some("status"))
     {
         return LastWrite::Status;
     }
-    match latest.first() {
-        Some(entry) => LastWrite::Other {
+    let own = latest
+        .iter()
+        .any(|e| e.manager.as_deref() == Some(field_manager));
+    let other = latest
+        .iter()
+        .find(|e| e.manager.as_deref() != Some(field_manager));
+    let fields = |entry: &ManagedFieldsEntry| {
+        entry
+            .fields_v1
+            .as_ref()
+            .map(|f| f.0.clone())
+            .unwrap_or(Value::Null)
+    };
+    match (own, other) {
+        (true, None) => LastWrite::Own,
+        (true, Some(entry)) => LastWrite::Tied {
             manager: entry.manager.clone().unwrap_or_default(),
-            fields: entry
-                .fields_v1
-                .as_ref()
-                .map(|f| f.0.clone())
-                .unwrap_or(Value::Null),
+            fields: fields(entry),
         },
-        None => LastWrite::Unknown,
+        (false, Some(entry)) => LastWrite::Other {
+            manager: entry.manager.clone().unwrap_or_default(),
+            fields: fields(entry),
+        },
+        (false, None) => LastWrite::Unknown,
     }
 }
 
@@ -169,11 +186,14 @@ mod tests {
             last_write(&[reverted, edit.clone()], "kustomize-controller"),
             LastWrite::Own
         );
-        // The same second as the controller's own write: never taken for drift.
+        // The same second as the controller's own write: the recorded version tells.
         let same_second = entry("kustomize-controller", None, 5, json!({}));
         assert_eq!(
             last_write(&[same_second, edit], "kustomize-controller"),
-            LastWrite::Own
+            LastWrite::Tied {
+                manager: "kubectl-edit".into(),
+                fields: json!({"f:data": {"f:a": {}}})
+            }
         );
         assert_eq!(last_write(&[], "kustomize-controller"), LastWrite::Unknown);
     }

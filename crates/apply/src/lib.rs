@@ -49,7 +49,7 @@ use kube::api::{Api, DynamicObject};
 pub use applied::AppliedObjects;
 pub use ignore::{IgnoreRuleError, IgnoreRules};
 pub use inventory::{InvalidInventoryId, ObjectId, inventory_of};
-pub use live_versions::LiveVersions;
+pub use live_versions::{LiveVersions, Written};
 pub use object::Object;
 pub use order::{sort_for_apply, stage, stage_of_kind};
 pub use preview::Preview;

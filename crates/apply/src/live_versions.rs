@@ -44,6 +44,8 @@ pub struct Written {
     pub owner: (String, String),
     /// Its `resourceVersion` now; `None` once it was deleted.
     pub resource_version: Option<String>,
+    /// Its labels (`spec.ignore` selectors match them).
+    pub labels: BTreeMap<String, String>,
     /// Its annotations (`reconcile: disabled`, `ssa: Ignore` exempt it from correction).
     pub annotations: BTreeMap<String, String>,
     /// Its `managedFields`, which tell who wrote it (see [`crate::drift::last_write`]).
@@ -224,6 +226,7 @@ fn announce(
         id,
         owner,
         resource_version,
+        labels: metadata.labels.unwrap_or_default(),
         annotations: metadata.annotations.unwrap_or_default(),
         managed_fields: metadata.managed_fields.unwrap_or_default(),
     });

@@ -445,6 +445,10 @@ impl Applier {
     }
 
     fn remember(&self, target: &Target, resource_version: &str) {
+        // The kind is watched even when this object keeps no record: its writes are seen.
+        if let Some(live) = &self.options.live_versions {
+            live.watch(&target.resource);
+        }
         if !self
             .options
             .ignore
@@ -452,9 +456,6 @@ impl Applier {
             .is_empty()
         {
             return;
-        }
-        if let Some(live) = &self.options.live_versions {
-            live.watch(&target.resource);
         }
         if let Ok(mut recorded) = self.recorded.lock() {
             recorded.insert(
