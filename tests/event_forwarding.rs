@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use event_receiver::{Answer, EventSeverity, FluxEvent, Receiver, TestCa};
 use kustomize_controller::api::Kustomization;
 use kustomize_controller::controller::events::{
-    Action, Delivery, EventPayload, ForwardError, Forwarder, Notice, Reference, RetryPolicy,
-    Severity,
+    self, Action, Delivery, EventPayload, ForwardError, Forwarder, InvolvedObject, Notice,
+    Reference, RetryPolicy, Severity,
 };
 
 /// Flux's policy with the waits and the timeout scaled down.
@@ -51,9 +51,8 @@ fn source() -> Reference {
 }
 
 fn payload(related: Option<&Reference>) -> EventPayload {
-    let ks = kustomization();
-    let metadata =
-        kustomize_controller::controller::events::metadata(&ks, Some("main@sha1:0123"), None, true);
+    let ks = InvolvedObject::of(&kustomization());
+    let metadata = events::metadata(&ks, Some("main@sha1:0123"), None, true);
     let notice = Notice {
         severity: Severity::Info,
         action: Action::Reconcile,
@@ -62,9 +61,14 @@ fn payload(related: Option<&Reference>) -> EventPayload {
         metadata,
         related,
     };
-    EventPayload::new(&ks, &notice, "kustomize-controller-7d9f-abcde")
+    EventPayload::new(
+        &ks,
+        &notice,
+        &events::reporter("kustomize-controller-7d9f-abcde".into()),
+    )
 }
 
+/// A forwarder over plain HTTP, naming itself as the controller's does.
 fn plain_forwarder(receiver: &Receiver) -> Forwarder {
     Forwarder::with_tls(
         &receiver.url("127.0.0.1"),
@@ -72,6 +76,7 @@ fn plain_forwarder(receiver: &Receiver) -> Forwarder {
         TestCa::new().client_config(),
     )
     .expect("a forwarder")
+    .with_user_agent(events::USER_AGENT)
 }
 
 /// Runs `future` on a fresh runtime (each test is synchronous around the receiver threads).

@@ -69,7 +69,7 @@ const CLUSTER_WIDE_REQUESTS: &[(&str, &str, &str)] = &[
     ("get", "externalartifacts.source.toolkit.fluxcd.io", ""),
     ("list", "externalartifacts.source.toolkit.fluxcd.io", ""),
     ("watch", "externalartifacts.source.toolkit.fluxcd.io", ""),
-    // events.rs creates events and patches repeats of one.
+    // The events crate (EventSink) creates events and patches repeats of one.
     ("create", "events", ""),
     ("patch", "events", ""),
     // controller/mod.rs watches labelled ConfigMaps and Secrets; render/variables.rs, keys.rs

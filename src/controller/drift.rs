@@ -24,7 +24,7 @@ use tokio::sync::broadcast;
 use tokio::time::Instant;
 
 use super::context::Context;
-use super::events::{self, Action, Notice, Severity};
+use super::events::{self, Action, InvolvedObject, Notice, Severity};
 use crate::api::Kustomization;
 use crate::flags::DriftCorrection;
 use apply::drift::{LastWrite, last_write, only_ignored};
@@ -246,19 +246,16 @@ async fn schedule(
              correction; the next correction runs in {}s",
             delay.as_secs()
         );
-        ctx.events
-            .publish(
-                ks,
-                Notice {
-                    severity: Severity::Info,
-                    action: Action::Apply,
-                    reason: "DriftCorrectionThrottled",
-                    message: &message,
-                    metadata: events::metadata(ks, None, None, false),
-                    related: None,
-                },
-            )
-            .await;
+        let involved = InvolvedObject::of(ks);
+        let notice = Notice {
+            severity: Severity::Info,
+            action: Action::Apply,
+            reason: "DriftCorrectionThrottled",
+            message: &message,
+            metadata: events::metadata(&involved, None, None, false),
+            related: None,
+        };
+        ctx.events.publish(&involved, notice).await;
     }
     let (ctx, paces, mut queue) = (Arc::clone(ctx), Arc::clone(paces), queue.clone());
     tokio::spawn(async move {

@@ -184,7 +184,7 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
             .map(Arc::new),
         },
     };
-    let events = events::EventSink::new(client.clone(), host_name(), &flags.events_addr);
+    let events = events::sink(client.clone(), host_name(), &flags.events_addr);
     let interrupts = Arc::new(Interrupts::new(
         settings.cancel_health_check_on_new_revision,
     ));

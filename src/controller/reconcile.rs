@@ -15,7 +15,7 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use super::context::Context;
 use super::dependencies::{self, DependencyError};
-use super::events::{self, Action as EventAction, Notice, Reference, Severity};
+use super::events::{self, Action as EventAction, InvolvedObject, Notice, Reference, Severity};
 use super::history;
 use super::outcome::{
     self, Decision, Facts, Failure, FailureKind, Level, LogLine, Next, Outcome, Schedule,
@@ -207,20 +207,21 @@ async fn settle(
         }
     }
     if let Some(event) = event {
+        let object = InvolvedObject::of(ks);
         let notice = Notice {
             severity: event.severity,
             action: event.action,
             reason: event.reason,
             message: &event.message,
             metadata: events::metadata(
-                ks,
+                &object,
                 run.revision.as_deref(),
                 run.origin_revision.as_deref(),
                 event.commit_status,
             ),
             related: run.source.as_ref(),
         };
-        ctx.events.publish(ks, notice).await;
+        ctx.events.publish(&object, notice).await;
     }
     // A run that wrote no status (suspended) is not a reconcile the metrics count.
     if change.is_some() {
@@ -528,7 +529,10 @@ async fn apply_prune_and_check(
     if drifted {
         let summary = secrets.redact(&changes.summary());
         ctx.events
-            .publish(ks, progress(ks, run, EventAction::Apply, &summary))
+            .publish(
+                &InvolvedObject::of(ks),
+                progress(ks, run, EventAction::Apply, &summary),
+            )
             .await;
     }
     let inventory: Vec<ObjectId> = changes.0.iter().map(|c| c.id.clone()).collect();
@@ -544,7 +548,10 @@ async fn apply_prune_and_check(
             tracing::info!(kustomization = %ks.name_any(), "garbage collection completed: {}", pruned.prune_summary());
             let summary = pruned.prune_summary();
             ctx.events
-                .publish(ks, progress(ks, run, EventAction::Prune, &summary))
+                .publish(
+                    &InvolvedObject::of(ks),
+                    progress(ks, run, EventAction::Prune, &summary),
+                )
                 .await;
         }
     }
@@ -587,7 +594,7 @@ fn progress<'a>(
         reason: reason::PROGRESSING,
         message,
         metadata: events::metadata(
-            ks,
+            &InvolvedObject::of(ks),
             run.revision.as_deref(),
             run.origin_revision.as_deref(),
             false,
@@ -756,7 +763,7 @@ async fn get_artifact(ks: &Kustomization, ctx: &Context) -> Result<(Artifact, Re
             ));
         }
     };
-    let reference = Reference::to_source(source_ref.kind.as_str(), &source);
+    let reference = events::source_reference(source_ref.kind.as_str(), &source);
     let artifact = artifact_of(&source).ok_or_else(|| {
         let retry_in = ctx.settings.requeue_dependency;
         Failure::wait(
@@ -1011,20 +1018,21 @@ async fn check_health(
                 duration::format(started.elapsed())
             );
             if !was_healthy || (new_revision && check.drifted) {
+                let object = InvolvedObject::of(ks);
                 let notice = Notice {
                     severity: Severity::Info,
                     action: EventAction::HealthCheck,
                     reason: reason::PROGRESSING,
                     message: &message,
                     metadata: events::metadata(
-                        ks,
+                        &object,
                         Some(check.revision),
                         check.origin_revision,
                         false,
                     ),
                     related: check.source,
                 };
-                ctx.events.publish(ks, notice).await;
+                ctx.events.publish(&object, notice).await;
             }
             status::mark_healthy(
                 ks,
@@ -1310,8 +1318,9 @@ async fn finalize_event(
         .as_deref()
         .and_then(|c| crate::api::condition::find_condition(c, crate::api::names::condition::READY))
         .map_or(severity.as_str(), |c| c.reason.as_str());
+    let object = InvolvedObject::of(ks);
     let metadata = events::metadata(
-        ks,
+        &object,
         status.last_applied_revision.as_deref(),
         status.last_applied_origin_revision.as_deref(),
         false,
@@ -1324,7 +1333,7 @@ async fn finalize_event(
         metadata,
         related: None,
     };
-    ctx.events.publish(ks, notice).await;
+    ctx.events.publish(&object, notice).await;
 }
 
 /// Whether the account `ks` is handled as still exists (always, when it names none), read

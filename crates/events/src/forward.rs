@@ -3,9 +3,12 @@
 //! times with exponential backoff from 1 s (at most 30 s; a 503's `Retry-After` within that) on
 //! connection errors, timeouts and 5xx answers other than 501. A 429 is
 //! notification-controller saying it already has the event: delivered, not retried. A
-//! certificate that cannot be verified is not retried either. `https://` addresses are
-//! verified against the system's roots (`SSL_CERT_FILE` and `SSL_CERT_DIR` replace them, as
-//! they do for Go).
+//! certificate that cannot be verified is not retried either.
+//!
+//! The connection comes from the caller: [`Forwarder::with_connector`] takes any hyper-util
+//! connector (the controller's HTTPS connector, verified against the system's roots, which
+//! `SSL_CERT_FILE` and `SSL_CERT_DIR` replace as they do for Go), [`Forwarder::with_tls`]
+//! builds one that trusts exactly the roots it is given.
 
 use std::time::Duration;
 
@@ -14,13 +17,13 @@ use http::{StatusCode, Uri, header};
 use http_body_util::Full;
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client as HttpClient;
-use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::connect::{Connect, HttpConnector};
 use hyper_util::rt::TokioExecutor;
 
 use super::payload::EventPayload;
 
-/// The User-Agent of event posts, as the project's other outgoing requests name themselves.
-const USER_AGENT: &str = concat!("kustomize-controller/", env!("CARGO_PKG_VERSION"));
+/// The User-Agent of event posts unless [`Forwarder::with_user_agent`] names another.
+pub const DEFAULT_USER_AGENT: &str = concat!("flux-events/", env!("CARGO_PKG_VERSION"));
 
 /// How an event is retried.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -109,28 +112,21 @@ pub enum Delivery {
     Duplicate,
 }
 
-/// Posts events to one address.
+/// Posts events to one address, over connections `C` opens (by default hyper-rustls' HTTPS
+/// connector, which also speaks plain HTTP).
 #[derive(Clone)]
-pub struct Forwarder {
+pub struct Forwarder<C = HttpsConnector<HttpConnector>> {
     /// The address with any password masked, for messages.
     address: String,
     uri: Uri,
     /// Basic credentials from the address's user info, sent as Go's client sends them.
     authorization: Option<String>,
+    user_agent: String,
     policy: RetryPolicy,
-    http: HttpClient<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    http: HttpClient<C, Full<Bytes>>,
 }
 
 impl Forwarder {
-    /// A forwarder to `address` with Flux's policy and the system's roots.
-    pub fn new(address: &str) -> Result<Self, ForwardError> {
-        let connector = crate::tls::https_connector(
-            RetryPolicy::FLUX.attempt_timeout,
-            "event forwarding (--events-addr)",
-        )?;
-        Self::with_connector(address, RetryPolicy::FLUX, connector)
-    }
-
     /// A forwarder that trusts exactly `tls`'s roots, with `policy` (tests use short waits).
     pub fn with_tls(
         address: &str,
@@ -147,11 +143,16 @@ impl Forwarder {
             .wrap_connector(http);
         Self::with_connector(address, policy, connector)
     }
+}
 
-    fn with_connector(
+impl<C: Connect + Clone + Send + Sync + 'static> Forwarder<C> {
+    /// A forwarder to `address` with `policy` over `connector`'s connections. The connector
+    /// bounds connecting itself (the controller's gives it the policy's attempt timeout);
+    /// each attempt is bounded by the policy as well.
+    pub fn with_connector(
         address: &str,
         policy: RetryPolicy,
-        connector: HttpsConnector<HttpConnector>,
+        connector: C,
     ) -> Result<Self, ForwardError> {
         let invalid = || ForwardError::InvalidAddress {
             address: redacted(address),
@@ -168,9 +169,21 @@ impl Forwarder {
             address: redacted(address),
             uri,
             authorization,
+            user_agent: DEFAULT_USER_AGENT.to_string(),
             policy,
             http: HttpClient::builder(TokioExecutor::new()).build(connector),
         })
+    }
+
+    /// The same forwarder, naming itself `user_agent` (`kustomize-controller/1.2.3`).
+    pub fn with_user_agent(mut self, user_agent: impl Into<String>) -> Self {
+        self.user_agent = user_agent.into();
+        self
+    }
+
+    /// The User-Agent the posts carry.
+    pub fn user_agent(&self) -> &str {
+        &self.user_agent
     }
 
     /// The address events go to, any password in it masked.
@@ -203,7 +216,7 @@ impl Forwarder {
     async fn attempt(&self, body: Bytes) -> Result<Attempt, ForwardError> {
         let mut request = hyper::Request::post(self.uri.clone())
             .header(header::CONTENT_TYPE, "application/json")
-            .header(header::USER_AGENT, USER_AGENT);
+            .header(header::USER_AGENT, self.user_agent.as_str());
         if let Some(authorization) = &self.authorization {
             request = request.header(header::AUTHORIZATION, authorization);
         }
@@ -373,6 +386,173 @@ fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::VecDeque;
+    use std::convert::Infallible;
+    use std::pin::Pin;
+    use std::sync::{Arc, Mutex};
+    use std::task::{Context, Poll};
+
+    use hyper_util::client::legacy::connect::{Connected, Connection};
+    use hyper_util::rt::TokioIo;
+    use tokio::io::DuplexStream;
+    use tokio::sync::mpsc;
+    use tokio::time::Instant;
+
+    /// A forwarder with Flux's policy over a connector that trusts no root.
+    fn forwarder(address: &str) -> Result<Forwarder, ForwardError> {
+        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()?
+        .with_root_certificates(rustls::RootCertStore::empty())
+        .with_no_client_auth();
+        Forwarder::with_tls(address, RetryPolicy::FLUX, tls)
+    }
+
+    /// Flux's policy with the waits and the timeout scaled down.
+    const FAST: RetryPolicy = RetryPolicy {
+        max_retries: 4,
+        wait_min: Duration::from_millis(50),
+        wait_max: Duration::from_millis(1500),
+        attempt_timeout: Duration::from_millis(700),
+    };
+
+    /// The forwarder's end of an in-memory connection: with nothing but tasks of one runtime
+    /// on either end, the runtime idles (and a paused clock moves) only while every task
+    /// waits on a timer, so the clock measures the forwarder's own waits exactly.
+    struct Pipe(TokioIo<DuplexStream>);
+
+    impl hyper::rt::Read for Pipe {
+        fn poll_read(
+            self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: hyper::rt::ReadBufCursor<'_>,
+        ) -> Poll<std::io::Result<()>> {
+            Pin::new(&mut self.get_mut().0).poll_read(cx, buf)
+        }
+    }
+
+    impl hyper::rt::Write for Pipe {
+        fn poll_write(
+            self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+            buf: &[u8],
+        ) -> Poll<std::io::Result<usize>> {
+            Pin::new(&mut self.get_mut().0).poll_write(cx, buf)
+        }
+        fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            Pin::new(&mut self.get_mut().0).poll_flush(cx)
+        }
+        fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+            Pin::new(&mut self.get_mut().0).poll_shutdown(cx)
+        }
+    }
+
+    impl Connection for Pipe {
+        fn connected(&self) -> Connected {
+            Connected::new()
+        }
+    }
+
+    /// Connects each new connection to the receiver of [`receiver`].
+    #[derive(Clone)]
+    struct InMemory(mpsc::UnboundedSender<DuplexStream>);
+
+    impl tower_service::Service<Uri> for InMemory {
+        type Response = Pipe;
+        type Error = std::io::Error;
+        type Future = std::future::Ready<Result<Pipe, std::io::Error>>;
+
+        fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+            Poll::Ready(Ok(()))
+        }
+
+        fn call(&mut self, _: Uri) -> Self::Future {
+            let (ours, theirs) = tokio::io::duplex(64 * 1024);
+            let connected = self.0.send(theirs).map(|()| Pipe(TokioIo::new(ours)));
+            std::future::ready(connected.map_err(|_| std::io::ErrorKind::ConnectionRefused.into()))
+        }
+    }
+
+    /// A receiver on the test's runtime that answers with `answers` in turn (a status and a
+    /// `Retry-After`), then 202, and notes when (on the runtime's clock) each request came.
+    fn receiver(answers: &[(u16, Option<&'static str>)]) -> (InMemory, Arc<Mutex<Vec<Instant>>>) {
+        let (connections, mut accepted) = mpsc::unbounded_channel::<DuplexStream>();
+        let times: Arc<Mutex<Vec<Instant>>> = Arc::default();
+        let answers = Arc::new(Mutex::new(answers.iter().copied().collect::<VecDeque<_>>()));
+        let noted = times.clone();
+        tokio::spawn(async move {
+            while let Some(connection) = accepted.recv().await {
+                let (times, answers) = (noted.clone(), answers.clone());
+                let service = hyper::service::service_fn(move |_request| {
+                    times.lock().unwrap().push(Instant::now());
+                    let (status, wait) = answers.lock().unwrap().pop_front().unwrap_or((202, None));
+                    let mut answer = hyper::Response::builder().status(status);
+                    if let Some(wait) = wait {
+                        answer = answer.header(header::RETRY_AFTER, wait);
+                    }
+                    std::future::ready(Ok::<_, Infallible>(
+                        answer.body(http_body_util::Empty::<Bytes>::new()).unwrap(),
+                    ))
+                });
+                tokio::spawn(
+                    hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(connection), service),
+                );
+            }
+        });
+        (InMemory(connections), times)
+    }
+
+    fn event() -> EventPayload {
+        EventPayload {
+            involved_object: crate::Reference::default(),
+            related_object: None,
+            severity: "info",
+            timestamp: "2026-11-26T23:40:41Z".into(),
+            message: "Reconciliation finished".into(),
+            reason: "ReconciliationSucceeded".into(),
+            action: "Reconcile",
+            metadata: Default::default(),
+            reporting_controller: "kustomize-controller".into(),
+            reporting_instance: String::new(),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_503_retry_after_sets_the_wait() {
+        let (connector, times) = receiver(&[(503, Some("1"))]);
+        let forwarder = Forwarder::with_connector("http://events.test/", FAST, connector).unwrap();
+        let delivered = forwarder.post(&event()).await;
+        assert_eq!(delivered.unwrap(), Delivery::Answered(StatusCode::ACCEPTED));
+        let times = times.lock().unwrap().clone();
+        assert_eq!(times.len(), 2, "the 503, then the retry");
+        assert_eq!(
+            times[1] - times[0],
+            Duration::from_secs(1),
+            "Retry-After: 1 sets the wait, not the 50 ms backoff"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn server_errors_are_retried_with_doubling_waits_then_given_up() {
+        let (connector, times) = receiver(&[(500, None); 5]);
+        let forwarder = Forwarder::with_connector("http://events.test/", FAST, connector).unwrap();
+        match forwarder.post(&event()).await {
+            Err(ForwardError::GaveUp { attempts, last, .. }) => {
+                assert_eq!(attempts, 5);
+                assert!(last.contains("500"), "{last}");
+            }
+            other => panic!("expected to give up after 5 attempts, got {other:?}"),
+        }
+        let times = times.lock().unwrap().clone();
+        let gaps: Vec<Duration> = times.windows(2).map(|w| w[1] - w[0]).collect();
+        assert_eq!(
+            gaps,
+            [50, 100, 200, 400].map(Duration::from_millis),
+            "1 attempt and 4 retries, each wait twice the one before"
+        );
+    }
 
     #[test]
     fn fluxs_backoff_doubles_from_one_second_up_to_thirty() {
@@ -422,13 +602,10 @@ mod tests {
         );
         // "nc:s@cret" in base64.
         assert_eq!(basic_authorization("nc:s%40cret"), "Basic bmM6c0BjcmV0");
-        let forwarder = Forwarder::new("https://nc:s%40cret@events.example/").expect("forwarder");
-        assert_eq!(forwarder.address(), "https://nc:xxxxx@events.example/");
-        assert_eq!(
-            forwarder.authorization.as_deref(),
-            Some("Basic bmM6c0BjcmV0")
-        );
-        let error = Forwarder::new("ftp://nc:secret@events.example/")
+        let masked = forwarder("https://nc:s%40cret@events.example/").expect("forwarder");
+        assert_eq!(masked.address(), "https://nc:xxxxx@events.example/");
+        assert_eq!(masked.authorization.as_deref(), Some("Basic bmM6c0BjcmV0"));
+        let error = forwarder("ftp://nc:secret@events.example/")
             .err()
             .expect("refused");
         assert!(!error.to_string().contains("secret"), "{error}");
@@ -438,17 +615,14 @@ mod tests {
     fn only_http_urls_are_addresses() {
         for address in ["notification-controller", "ftp://x/", "http://", "/events"] {
             assert!(
-                matches!(
-                    Forwarder::new(address),
-                    Err(ForwardError::InvalidAddress { .. })
-                ),
+                matches!(forwarder(address), Err(ForwardError::InvalidAddress { .. })),
                 "{address}"
             );
         }
-        let forwarder = Forwarder::new("https://notification-controller.flux-system.svc/")
+        let https = forwarder("https://notification-controller.flux-system.svc/")
             .expect("an https address");
         assert_eq!(
-            forwarder.address(),
+            https.address(),
             "https://notification-controller.flux-system.svc/"
         );
     }

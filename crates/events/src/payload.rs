@@ -9,9 +9,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::{Resource, ResourceExt};
 use serde::Serialize;
 
-use super::{Action, Severity};
-use crate::api::Kustomization;
-use crate::api::names::APPLY_FIELD_MANAGER;
+use super::{Action, EVENT_ANNOTATION_PREFIX, Reporter, Severity};
 
 /// A core/v1 `ObjectReference` as client-go's `GetReference` fills it (no `fieldPath`), with
 /// empty fields left out as Go's `omitempty` leaves them out.
@@ -39,30 +37,53 @@ pub struct Reference {
 }
 
 impl Reference {
-    /// The reference to `ks`.
-    pub fn to_kustomization(ks: &Kustomization) -> Self {
+    /// The reference to `object`, of a kind known at compile time, as client-go's
+    /// `GetReference` takes it from the scheme: the type's kind and `group/version`, the
+    /// object's name, namespace, UID and resourceVersion.
+    pub fn of<K: Resource<DynamicType = ()>>(object: &K) -> Self {
         Reference {
-            kind: Kustomization::kind(&()).into_owned(),
-            namespace: ks.namespace().unwrap_or_default(),
-            name: ks.name_any(),
-            uid: ks.uid().unwrap_or_default(),
-            api_version: Kustomization::api_version(&()).into_owned(),
-            resource_version: ks.resource_version().unwrap_or_default(),
+            kind: K::kind(&()).into_owned(),
+            namespace: object.namespace().unwrap_or_default(),
+            name: object.name_any(),
+            uid: object.uid().unwrap_or_default(),
+            api_version: K::api_version(&()).into_owned(),
+            resource_version: object.resource_version().unwrap_or_default(),
+        }
+    }
+}
+
+/// The object an event is about, as Flux's recorder reads it off the object it is given:
+/// the reference that names it, and the annotations its events carry.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct InvolvedObject {
+    /// The object's reference: the Event's `involvedObject`, the forwarded event's
+    /// `involvedObject`; its API group prefixes the revision keys of [`super::metadata`].
+    pub reference: Reference,
+    /// The object's annotations; those under `event.toolkit.fluxcd.io/` (a notification
+    /// `token`, ...) go onto its events, the rest are ignored.
+    pub annotations: BTreeMap<String, String>,
+}
+
+impl InvolvedObject {
+    /// `object`'s reference and its `event.toolkit.fluxcd.io/` annotations.
+    pub fn of<K: Resource<DynamicType = ()>>(object: &K) -> Self {
+        InvolvedObject {
+            reference: Reference::of(object),
+            annotations: object
+                .annotations()
+                .iter()
+                .filter(|(key, _)| key.starts_with(EVENT_ANNOTATION_PREFIX))
+                .map(|(key, value)| (key.clone(), value.clone()))
+                .collect(),
         }
     }
 
-    /// The reference to a source read as a dynamic object. Flux reads every source kind with
-    /// the `source.toolkit.fluxcd.io/v1` Go types, so its references name that version
-    /// whatever `sourceRef.apiVersion` says.
-    pub fn to_source(kind: &str, source: &kube::api::DynamicObject) -> Self {
-        Reference {
-            kind: kind.to_string(),
-            namespace: source.namespace().unwrap_or_default(),
-            name: source.name_any(),
-            uid: source.uid().unwrap_or_default(),
-            api_version: format!("{}/v1", crate::api::names::SOURCE_GROUP),
-            resource_version: source.resource_version().unwrap_or_default(),
-        }
+    /// The API group of the object (empty for the core group).
+    pub fn group(&self) -> &str {
+        self.reference
+            .api_version
+            .rsplit_once('/')
+            .map_or("", |(group, _)| group)
     }
 }
 
@@ -70,9 +91,10 @@ impl Reference {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EventPayload {
-    /// The Kustomization.
+    /// The object the event is about.
     pub involved_object: Reference,
-    /// The source the Kustomization was reconciled from, once it was read.
+    /// An object related to it (for a Kustomization, the source it was reconciled from,
+    /// once it was read).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub related_object: Option<Reference>,
     /// `info` or `error`.
@@ -89,8 +111,8 @@ pub struct EventPayload {
     /// annotations.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub metadata: BTreeMap<String, String>,
-    /// `kustomize-controller`.
-    pub reporting_controller: &'static str,
+    /// The controller's name ([`Reporter::controller`], `kustomize-controller`).
+    pub reporting_controller: String,
     /// The host (pod) name.
     #[serde(skip_serializing_if = "String::is_empty")]
     pub reporting_instance: String,
@@ -109,15 +131,15 @@ pub struct Notice<'a> {
     pub message: &'a str,
     /// The metadata (see [`super::metadata`]).
     pub metadata: BTreeMap<String, String>,
-    /// The source, when it was read.
+    /// A related object (the source, when it was read).
     pub related: Option<&'a Reference>,
 }
 
 impl EventPayload {
-    /// The payload of `notice` on `ks`, recorded now by `instance`.
-    pub fn new(ks: &Kustomization, notice: &Notice<'_>, instance: &str) -> Self {
+    /// The payload of `notice` on `object`, recorded now by `reporter`.
+    pub fn new(object: &InvolvedObject, notice: &Notice<'_>, reporter: &Reporter) -> Self {
         EventPayload {
-            involved_object: Reference::to_kustomization(ks),
+            involved_object: object.reference.clone(),
             related_object: notice.related.cloned(),
             severity: notice.severity.as_str(),
             timestamp: now_to_the_second(),
@@ -125,8 +147,8 @@ impl EventPayload {
             reason: notice.reason.to_string(),
             action: notice.action.as_str(),
             metadata: notice.metadata.clone(),
-            reporting_controller: APPLY_FIELD_MANAGER,
-            reporting_instance: instance.to_string(),
+            reporting_controller: reporter.controller.clone(),
+            reporting_instance: reporter.instance.clone(),
         }
     }
 }
@@ -142,14 +164,86 @@ fn now_to_the_second() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kube::api::ObjectMeta;
     use serde_json::json;
+    use std::borrow::Cow;
 
-    fn kustomization() -> Kustomization {
-        let mut ks = Kustomization::new("app", Default::default());
-        ks.metadata.namespace = Some("apps".into());
-        ks.metadata.uid = Some("ks-uid".into());
-        ks.metadata.resource_version = Some("42".into());
-        ks
+    /// A typed object of Flux's, as a controller's own type would implement `Resource`.
+    struct Kustomization {
+        metadata: ObjectMeta,
+    }
+
+    impl Resource for Kustomization {
+        type DynamicType = ();
+        type Scope = k8s_openapi::NamespaceResourceScope;
+        fn kind(_: &()) -> Cow<'_, str> {
+            "Kustomization".into()
+        }
+        fn group(_: &()) -> Cow<'_, str> {
+            "kustomize.toolkit.fluxcd.io".into()
+        }
+        fn version(_: &()) -> Cow<'_, str> {
+            "v1".into()
+        }
+        fn plural(_: &()) -> Cow<'_, str> {
+            "kustomizations".into()
+        }
+        fn meta(&self) -> &ObjectMeta {
+            &self.metadata
+        }
+        fn meta_mut(&mut self) -> &mut ObjectMeta {
+            &mut self.metadata
+        }
+    }
+
+    fn kustomization() -> InvolvedObject {
+        InvolvedObject::of(&Kustomization {
+            metadata: ObjectMeta {
+                name: Some("app".into()),
+                namespace: Some("apps".into()),
+                uid: Some("ks-uid".into()),
+                resource_version: Some("42".into()),
+                ..ObjectMeta::default()
+            },
+        })
+    }
+
+    fn reporter(instance: &str) -> Reporter {
+        Reporter {
+            controller: "kustomize-controller".into(),
+            instance: instance.into(),
+        }
+    }
+
+    #[test]
+    fn involved_objects_keep_their_event_annotations_and_group() {
+        let object = InvolvedObject::of(&Kustomization {
+            metadata: ObjectMeta {
+                name: Some("app".into()),
+                annotations: Some(
+                    [
+                        ("event.toolkit.fluxcd.io/token", "abc"),
+                        ("other.io/x", "y"),
+                    ]
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+                ),
+                ..ObjectMeta::default()
+            },
+        });
+        let keys: Vec<&str> = object.annotations.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["event.toolkit.fluxcd.io/token"]);
+        assert_eq!(object.group(), "kustomize.toolkit.fluxcd.io");
+        assert_eq!(object.reference.namespace, "", "no namespace, none written");
+        let core = InvolvedObject {
+            reference: Reference {
+                api_version: "v1".into(),
+                ..Reference::default()
+            },
+            ..InvolvedObject::default()
+        };
+        assert_eq!(core.group(), "");
     }
 
     #[test]
@@ -162,7 +256,9 @@ mod tests {
             metadata: BTreeMap::new(),
             related: None,
         };
-        let value = serde_json::to_value(EventPayload::new(&kustomization(), &notice, "")).unwrap();
+        let value =
+            serde_json::to_value(EventPayload::new(&kustomization(), &notice, &reporter("")))
+                .unwrap();
         let keys: Vec<&str> = value
             .as_object()
             .unwrap()
@@ -193,14 +289,14 @@ mod tests {
 
     #[test]
     fn related_source_and_metadata_are_written() {
-        let source: kube::api::DynamicObject = serde_json::from_value(json!({
-            "apiVersion": "source.toolkit.fluxcd.io/v1beta2",
-            "kind": "GitRepository",
-            "metadata": {"name": "repo", "namespace": "flux-system", "uid": "src-uid",
-                         "resourceVersion": "7"},
-        }))
-        .unwrap();
-        let related = Reference::to_source("GitRepository", &source);
+        let related = Reference {
+            kind: "GitRepository".into(),
+            namespace: "flux-system".into(),
+            name: "repo".into(),
+            uid: "src-uid".into(),
+            api_version: "source.toolkit.fluxcd.io/v1".into(),
+            resource_version: "7".into(),
+        };
         let notice = Notice {
             severity: Severity::Error,
             action: Action::Apply,
@@ -213,8 +309,12 @@ mod tests {
             .into(),
             related: Some(&related),
         };
-        let value =
-            serde_json::to_value(EventPayload::new(&kustomization(), &notice, "pod-0")).unwrap();
+        let value = serde_json::to_value(EventPayload::new(
+            &kustomization(),
+            &notice,
+            &reporter("pod-0"),
+        ))
+        .unwrap();
         assert_eq!(
             value["relatedObject"],
             json!({"kind": "GitRepository", "namespace": "flux-system", "name": "repo",

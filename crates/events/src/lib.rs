@@ -1,18 +1,20 @@
-//! Kubernetes Events on the Kustomization, and their forwarding to Flux's
-//! notification-controller (`--events-addr`).
+#![doc = include_str!("../README.md")]
+//!
+//! ## Why not kube's recorder
 //!
 //! A thin recorder of its own rather than `kube::runtime::events::Recorder`: kube's writes
-//! `events.k8s.io/v1` Events (event time, reporting instance, action), while Flux's controller
-//! writes core/v1 Events through client-go's recorder (`source.component`, no event time,
-//! repeats counted on one object) with its revision annotations, and `flux events`,
-//! `kubectl describe` and the parity tests against Flux read exactly those fields. The same
-//! event is also forwarded to notification-controller in Flux's format.
+//! `events.k8s.io/v1` Events (event time, reporting instance, action), while Flux's
+//! controllers write core/v1 Events through client-go's recorder (`source.component`, no
+//! event time, repeats counted on one object) with their revision annotations, and `flux
+//! events`, `kubectl describe` and the parity tests against Flux read exactly those fields.
+//! The same event is also forwarded to notification-controller in Flux's format.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, ObjectMeta, Patch, PatchParams, PostParams};
-use kube::{Resource, ResourceExt};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
@@ -20,53 +22,66 @@ pub mod forward;
 pub mod payload;
 
 pub use forward::{Delivery, ForwardError, Forwarder, RetryPolicy};
-pub use payload::{EventPayload, Notice, Reference};
-
-use crate::api::Kustomization;
-use crate::api::names::APPLY_FIELD_MANAGER;
+pub use payload::{EventPayload, InvolvedObject, Notice, Reference};
 
 /// The longest message an Event carries here: core/v1 Events without an event time are not
 /// held to the API server's 1 KiB note limit, and Flux's recorder writes them whole; this
 /// only bounds what a runaway message costs.
 const MAX_NOTE_LEN: usize = 32 * 1024;
 
-/// The group prefix of the revision annotations on Flux's events.
-const REVISION_KEY: &str = "kustomize.toolkit.fluxcd.io/revision";
-const ORIGIN_REVISION_KEY: &str = "kustomize.toolkit.fluxcd.io/originRevision";
+/// The revision annotations on Flux's events, each under the involved object's API group
+/// (`kustomize.toolkit.fluxcd.io/revision`), as fluxcd/pkg `apis/event` names them.
+const REVISION_KEY: &str = "revision";
+const ORIGIN_REVISION_KEY: &str = "originRevision";
 /// Marks the success event that notification-controller turns into a Git commit status.
-const COMMIT_STATUS_KEY: &str = "kustomize.toolkit.fluxcd.io/commit_status";
-/// Annotations of the Kustomization copied onto its events (e.g. a notification `token`).
-const EVENT_ANNOTATION_PREFIX: &str = "event.toolkit.fluxcd.io/";
+const COMMIT_STATUS_KEY: &str = "commit_status";
+/// Annotations of the involved object copied onto its events (e.g. a notification `token`).
+pub const EVENT_ANNOTATION_PREFIX: &str = "event.toolkit.fluxcd.io/";
 
-/// The metadata of an event on `ks`, as Flux's recorder writes it: the revision and origin
-/// revision it is about (when known), the Kustomization's own `event.toolkit.fluxcd.io/*`
-/// annotations, and for the success event the commit status marker.
+/// The metadata of an event on `object`, as Flux's recorder writes it: the revision and
+/// origin revision it is about (when known), the object's own `event.toolkit.fluxcd.io/*`
+/// annotations, and for the success event the commit status marker. The revision keys are
+/// under the object's API group (`<group>/revision`, `<group>/originRevision`,
+/// `<group>/commit_status`).
 pub fn metadata(
-    ks: &Kustomization,
+    object: &InvolvedObject,
     revision: Option<&str>,
     origin_revision: Option<&str>,
     commit_status: bool,
 ) -> BTreeMap<String, String> {
-    let mut metadata: BTreeMap<String, String> = ks
-        .annotations()
+    let mut metadata: BTreeMap<String, String> = object
+        .annotations
         .iter()
         .filter(|(key, _)| key.starts_with(EVENT_ANNOTATION_PREFIX))
         .map(|(key, value)| (key.clone(), value.clone()))
         .collect();
+    let group = object.group();
+    let key = |name: &str| format!("{group}/{name}");
     let non_empty = |value: Option<&str>| value.filter(|v| !v.is_empty()).map(str::to_string);
     if let Some(revision) = non_empty(revision) {
-        metadata.insert(REVISION_KEY.into(), revision);
+        metadata.insert(key(REVISION_KEY), revision);
     }
     if let Some(origin) = non_empty(origin_revision) {
-        metadata.insert(ORIGIN_REVISION_KEY.into(), origin);
+        metadata.insert(key(ORIGIN_REVISION_KEY), origin);
     }
     if commit_status {
-        metadata.insert(COMMIT_STATUS_KEY.into(), "update".into());
+        metadata.insert(key(COMMIT_STATUS_KEY), "update".into());
     }
     metadata
 }
 
-/// Publishes events for Kustomizations as core/v1 Events, as Flux's controller does.
+/// Who records events, as Flux's recorder is created with it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reporter {
+    /// The controller's name (`kustomize-controller`): the Event's `source.component` and
+    /// `reportingComponent`, and the forwarded event's `reportingController`.
+    pub controller: String,
+    /// The instance (the pod's host name, as Flux reports it): the forwarded event's
+    /// `reportingInstance`, left out when empty.
+    pub instance: String,
+}
+
+/// Publishes events on objects as core/v1 Events, as Flux's controllers do.
 ///
 /// Repeats of the same event (same object, type, reason and message) within ten minutes
 /// update the existing Event's count instead of creating another, like client-go's event
@@ -74,13 +89,14 @@ pub fn metadata(
 #[derive(Clone)]
 pub struct EventSink {
     client: kube::Client,
+    reporter: Reporter,
     recent: Arc<Mutex<HashMap<EventKey, Recorded>>>,
-    /// Where events are posted, and the instance name they carry.
-    forwarder: Option<(Forwarder, String)>,
+    /// Where events are posted.
+    forwarder: Option<Forwarder>,
 }
 
 /// What makes two events repeats of one another. The message is kept as a hash: change-set
-/// messages run to kilobytes, and thousands of Kustomizations each have a few recent ones.
+/// messages run to kilobytes, and thousands of objects each have a few recent ones.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct EventKey {
     uid: String,
@@ -165,57 +181,47 @@ impl Action {
 }
 
 impl EventSink {
-    /// A sink that records Events as `kustomize-controller` and, when `events_addr` is not
-    /// empty, also posts them there as `instance` (the host name, as Flux reports it). An
-    /// address that is not an http(s) URL is reported once and nothing is posted, as every
-    /// post to it would fail.
-    pub fn new(client: kube::Client, instance: String, events_addr: &str) -> Self {
-        let forwarder = if events_addr.is_empty() {
-            None
-        } else {
-            match Forwarder::new(events_addr) {
-                Ok(forwarder) => Some(forwarder),
-                Err(err) => {
-                    tracing::error!(error = %err, "events are not forwarded");
-                    None
-                }
-            }
-        };
+    /// A sink that records Events as `reporter` and, with a `forwarder`, also posts them to
+    /// notification-controller.
+    pub fn new(client: kube::Client, reporter: Reporter, forwarder: Option<Forwarder>) -> Self {
         EventSink {
             client,
+            reporter,
             recent: Arc::default(),
-            forwarder: forwarder.map(|forwarder| (forwarder, instance)),
+            forwarder,
         }
     }
 
-    /// Records `notice` as an Event on `ks` and forwards it. Failures are logged, never
+    /// Records `notice` as an Event on `object` and forwards it. Failures are logged, never
     /// fatal. As in Flux, the post is awaited (events reach notification-controller in
     /// order) and bounded by the retry policy.
-    pub async fn publish(&self, ks: &Kustomization, notice: Notice<'_>) {
-        if let Err(err) = self.record(ks, &notice).await {
-            tracing::warn!(kustomization = %ks.name_any(), error = %err, "failed to record event");
+    pub async fn publish(&self, object: &InvolvedObject, notice: Notice<'_>) {
+        let (name, namespace) = (&object.reference.name, &object.reference.namespace);
+        if let Err(err) = self.record(object, &notice).await {
+            tracing::warn!(name, namespace, error = %err, "failed to record event");
         }
-        let Some((forwarder, instance)) = &self.forwarder else {
+        let Some(forwarder) = &self.forwarder else {
             return;
         };
-        let payload = EventPayload::new(ks, &notice, instance);
+        let payload = EventPayload::new(object, &notice, &self.reporter);
         match forwarder.post(&payload).await {
             Ok(Delivery::Duplicate) => {}
             Ok(Delivery::Answered(status)) if status.is_success() => {}
             Ok(Delivery::Answered(status)) => tracing::warn!(
-                kustomization = %ks.name_any(),
+                name,
+                namespace,
                 status = %status,
                 "the events receiver refused the event"
             ),
-            Err(err) => tracing::error!(
-                kustomization = %ks.name_any(),
-                error = %err,
-                "unable to record event"
-            ),
+            Err(err) => tracing::error!(name, namespace, error = %err, "unable to record event"),
         }
     }
 
-    async fn record(&self, ks: &Kustomization, notice: &Notice<'_>) -> Result<(), kube::Error> {
+    async fn record(
+        &self,
+        object: &InvolvedObject,
+        notice: &Notice<'_>,
+    ) -> Result<(), kube::Error> {
         let Notice {
             severity,
             reason,
@@ -224,12 +230,13 @@ impl EventSink {
             ..
         } = notice;
         let severity = *severity;
-        let namespace = ks.namespace().unwrap_or_default();
+        let reference = &object.reference;
+        let namespace = reference.namespace.clone();
         let api: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
         let now = Timestamp::now();
         let message = truncate(message, MAX_NOTE_LEN);
         let key = EventKey {
-            uid: ks.uid().unwrap_or_default(),
+            uid: reference.uid.clone(),
             severity,
             reason: reason.to_string(),
             message_hash: message_hash(&message),
@@ -255,7 +262,7 @@ impl EventSink {
                 Err(err) => return Err(err),
             }
         }
-        let name = format!("{}.{:x}", ks.name_any(), now.as_nanosecond());
+        let name = format!("{}.{:x}", reference.name, now.as_nanosecond());
         // As client-go's core/v1 recorder writes them (Flux's default): the metadata as
         // annotations, no event time, action or reporting instance.
         let event = Event {
@@ -266,12 +273,12 @@ impl EventSink {
                 ..Default::default()
             },
             involved_object: ObjectReference {
-                api_version: Some(Kustomization::api_version(&()).into_owned()),
-                kind: Some("Kustomization".into()),
-                name: Some(ks.name_any()),
-                namespace: ks.namespace(),
-                uid: ks.uid(),
-                resource_version: ks.resource_version(),
+                api_version: Some(reference.api_version.clone()),
+                kind: Some(reference.kind.clone()),
+                name: Some(reference.name.clone()),
+                namespace: non_empty(&reference.namespace),
+                uid: non_empty(&reference.uid),
+                resource_version: non_empty(&reference.resource_version),
                 ..Default::default()
             },
             reason: Some(reason.to_string()),
@@ -283,9 +290,9 @@ impl EventSink {
             count: Some(1),
             first_timestamp: Some(Time(now)),
             last_timestamp: Some(Time(now)),
-            reporting_component: Some(APPLY_FIELD_MANAGER.into()),
+            reporting_component: Some(self.reporter.controller.clone()),
             source: Some(EventSource {
-                component: Some(APPLY_FIELD_MANAGER.into()),
+                component: Some(self.reporter.controller.clone()),
                 host: None,
             }),
             ..Default::default()
@@ -305,6 +312,11 @@ impl EventSink {
     }
 }
 
+/// `text`, or none when it is empty (as client-go leaves out what an object does not have).
+fn non_empty(text: &str) -> Option<String> {
+    (!text.is_empty()).then(|| text.to_string())
+}
+
 fn truncate(text: &str, max: usize) -> String {
     if text.len() <= max {
         return text.to_string();
@@ -322,9 +334,14 @@ mod tests {
 
     #[test]
     fn metadata_carries_revisions_commit_status_and_event_annotations() {
-        let mut ks = Kustomization::new("app", Default::default());
-        ks.metadata.annotations = Some(
-            [
+        let ks = InvolvedObject {
+            reference: Reference {
+                kind: "Kustomization".into(),
+                name: "app".into(),
+                api_version: "kustomize.toolkit.fluxcd.io/v1".into(),
+                ..Reference::default()
+            },
+            annotations: [
                 (
                     "event.toolkit.fluxcd.io/token".to_string(),
                     "abc".to_string(),
@@ -332,7 +349,7 @@ mod tests {
                 ("other.io/x".to_string(), "y".to_string()),
             ]
             .into(),
-        );
+        };
         let metadata = metadata(&ks, Some("main@sha1:1"), Some(""), true);
         let keys: Vec<&str> = metadata.keys().map(String::as_str).collect();
         assert_eq!(
