@@ -10,7 +10,6 @@
 //! generated kustomization, the spec's overlay fields, decryption around the build,
 //! substitution and `commonMetadata` after it).
 
-pub mod api;
 pub mod client;
 pub mod cluster;
 pub mod controller;
@@ -23,3 +22,7 @@ pub mod render;
 pub mod source;
 pub mod telemetry;
 pub mod tls;
+
+// The Kustomization API is a crate of its own (Flux ships it as a separate Go module); the
+// controller's modules and its tests name it `crate::api` / `kustomize_controller::api`.
+pub use api;
