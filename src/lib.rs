@@ -18,7 +18,6 @@ pub mod flags;
 pub mod http;
 pub mod leader;
 pub mod metrics;
-pub mod render;
 pub mod source;
 pub mod telemetry;
 pub mod tls;
@@ -26,3 +25,5 @@ pub mod tls;
 // The Kustomization API is a crate of its own (Flux ships it as a separate Go module); the
 // controller's modules and its tests name it `crate::api` / `kustomize_controller::api`.
 pub use api;
+// So is the render pipeline, which the controller, `diff` and the offline `build` call.
+pub use render;
