@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::SecretValues;
-use crate::cluster::ObjectReader;
+use crate::cluster::{ObjectReader, SourceError};
 use api::Kustomization;
 use api::kustomization::{PostBuild, SubstituteKind};
 use envsubst::strip_newlines;
@@ -72,7 +72,7 @@ pub async fn load(
         };
         let data = read_data(reader, &namespace, reference.kind, &reference.name)
             .await
-            .map_err(error)?;
+            .map_err(|e| error(e.to_string()))?;
         let from_secret = matches!(reference.kind, SubstituteKind::Secret);
         match data {
             Some(data) => {
@@ -103,25 +103,20 @@ async fn read_data(
     namespace: &str,
     kind: SubstituteKind,
     name: &str,
-) -> Result<Option<Vec<(String, String)>>, String> {
+) -> Result<Option<Vec<(String, String)>>, SourceError> {
     Ok(match kind {
         SubstituteKind::ConfigMap => reader
             .config_map(namespace, name)
-            .await
-            .map_err(|e| e.to_string())?
+            .await?
             .map(|map| map.data.unwrap_or_default().into_iter().collect()),
-        SubstituteKind::Secret => reader
-            .secret(namespace, name)
-            .await
-            .map_err(|e| e.to_string())?
-            .map(|secret| {
-                secret
-                    .data
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|(key, value)| (key, String::from_utf8_lossy(&value.0).into_owned()))
-                    .collect()
-            }),
+        SubstituteKind::Secret => reader.secret(namespace, name).await?.map(|secret| {
+            secret
+                .data
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(key, value)| (key, String::from_utf8_lossy(&value.0).into_owned()))
+                .collect()
+        }),
     })
 }
 
