@@ -1,6 +1,6 @@
 //! How long hostile inputs take to be refused: the timings that the tests of
 //! `tests/kustomize_hostile.rs`, `crates/kustomize/src/json6902/tests.rs` and
-//! `src/render/redact.rs` do not assert (they check that the refusal comes from a budget, or
+//! `crates/render/src/redact.rs` do not assert (they check that the refusal comes from a budget, or
 //! that the work is linear, which no load on the machine changes).
 //!
 //! ```text

@@ -5,12 +5,14 @@
 //! controller's field manager, and the objects a prune would delete. Nothing is written.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use kube::{Client, ResourceExt};
 use serde_json::Value;
 
 use crate::api::Kustomization;
+use crate::cluster::reads::ControllerReads;
 use crate::render::keys::ClusterKeys;
 use crate::render::variables::ClusterVariables;
 use crate::render::{self, RenderError, SecretValues};
@@ -59,11 +61,12 @@ pub async fn preview(
         dir: &input.dir,
         plain: None,
     };
+    let reads = ControllerReads(client.clone());
     let keys = ClusterKeys {
-        client,
+        reader: Arc::new(reads.clone()),
         settings: &Default::default(),
     };
-    let variables = ClusterVariables { client };
+    let variables = ClusterVariables { reader: &reads };
     let render::Rendered {
         objects, secrets, ..
     } = render::render(inputs, keys, variables, input.settings).await?;

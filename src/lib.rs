@@ -11,7 +11,6 @@
 //! generated kustomization, the spec's overlay fields, decryption around the build,
 //! substitution and `commonMetadata` after it).
 
-pub mod api;
 pub mod client;
 pub mod cluster;
 pub mod controller;
@@ -20,6 +19,11 @@ pub mod flags;
 pub mod http;
 pub mod leader;
 pub mod metrics;
-pub mod render;
 pub mod telemetry;
 pub mod tls;
+
+// The Kustomization API is a crate of its own (Flux ships it as a separate Go module); the
+// controller's modules and its tests name it `crate::api` / `kustomize_controller::api`.
+pub use api;
+// So is the render pipeline, which the controller, `diff` and the offline `build` call.
+pub use render;

@@ -72,8 +72,8 @@ const CLUSTER_WIDE_REQUESTS: &[(&str, &str, &str)] = &[
     // The events crate (EventSink) creates events and patches repeats of one.
     ("create", "events", ""),
     ("patch", "events", ""),
-    // controller/mod.rs watches labelled ConfigMaps and Secrets; render/variables.rs, keys.rs
-    // and cluster/mod.rs (kubeConfig, provider settings) get them.
+    // controller/mod.rs watches labelled ConfigMaps and Secrets; cluster/reads.rs (for the
+    // render's variables and keys) and cluster/mod.rs (kubeConfig, provider settings) get them.
     ("get", "secrets", ""),
     ("list", "secrets", ""),
     ("watch", "secrets", ""),

@@ -12,6 +12,7 @@
 
 pub mod kubeconfig;
 pub mod provider;
+pub mod reads;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -32,6 +32,7 @@ use crate::api::source::{Artifact, artifact_of, source_version};
 use crate::api::{ConditionStatus, Kustomization, KustomizationStatus};
 use crate::client::api_message;
 use crate::cluster::TargetCluster;
+use crate::cluster::reads::ControllerReads;
 use crate::render::keys::ClusterKeys;
 use crate::render::variables::ClusterVariables;
 use crate::render::{self, Rendered, SecretValues};
@@ -846,13 +847,12 @@ async fn render(
         dir,
         plain: None,
     };
+    let reads = ControllerReads(ctx.client.clone());
     let keys = ClusterKeys {
-        client: &ctx.client,
+        reader: Arc::new(reads.clone()),
         settings: &ctx.settings.decryption,
     };
-    let variables = ClusterVariables {
-        client: &ctx.client,
-    };
+    let variables = ClusterVariables { reader: &reads };
     let settings = render::Settings {
         strict_substitution: ctx.settings.strict_substitution,
         allow_remote_bases: ctx.settings.allow_remote_bases,

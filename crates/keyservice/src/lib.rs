@@ -34,8 +34,8 @@ pub use identity::{ServiceAccountTokenSource, ServiceAccountTokens, SourceError}
 pub use oauth::{PemError, SignError};
 pub use vault::ConfigMapSource;
 
-/// The Flux reasons the key services' errors are reported with (the controller's API
-/// re-exports them, so each is defined once).
+/// The Flux reasons the key services' errors are reported with (the Kustomization API crate,
+/// `kustomize-controller-api`, names the same reasons; its tests keep them equal).
 pub mod reason {
     /// Decryption happens during the build, and Flux reports its failures as `BuildFailed`.
     pub const BUILD_FAILED: &str = "BuildFailed";

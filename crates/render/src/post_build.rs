@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::redact::SecretValues;
-use crate::api::kustomization::SubstituteStrategy;
+use api::kustomization::SubstituteStrategy;
 use apply::Object;
 use envsubst::SubstituteError;
 

@@ -1,5 +1,8 @@
 //! The Kustomization API (`kustomize.toolkit.fluxcd.io/v1`), the view of Flux's source kinds,
 //! and every Flux-compatible name the controller writes.
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
 pub mod condition;
 pub mod crd;

@@ -4,13 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::api::Api;
-use kube::{Client, ResourceExt};
-
-use crate::api::Kustomization;
-use crate::api::kustomization::{PostBuild, SubstituteKind};
-use crate::render::SecretValues;
+use crate::SecretValues;
+use crate::cluster::{ObjectReader, SourceError};
+use api::Kustomization;
+use api::kustomization::{PostBuild, SubstituteKind};
 use envsubst::strip_newlines;
 
 /// A `substituteFrom` object that could not be read.
@@ -40,8 +37,8 @@ impl VariablesError {
 /// in the Kustomization's namespace, with the controller's own client (not impersonating, as
 /// Flux), and its inline `substitute` map; none when there is no `spec.postBuild`.
 pub struct ClusterVariables<'a> {
-    /// The controller's client.
-    pub client: &'a Client,
+    /// The cluster, as the controller's client reads it.
+    pub reader: &'a dyn ObjectReader,
 }
 
 impl super::VariableSource for ClusterVariables<'_> {
@@ -51,7 +48,7 @@ impl super::VariableSource for ClusterVariables<'_> {
         secrets: &mut SecretValues,
     ) -> Result<Option<BTreeMap<String, String>>, VariablesError> {
         match &ks.spec.post_build {
-            Some(post_build) => load(self.client, ks, post_build, secrets).await.map(Some),
+            Some(post_build) => load(self.reader, ks, post_build, secrets).await.map(Some),
             None => Ok(None),
         }
     }
@@ -60,12 +57,12 @@ impl super::VariableSource for ClusterVariables<'_> {
 /// Loads the variables of `post_build` for `ks`, reading each referenced object once. The
 /// values read from Secrets are added to `secrets`, to be masked out of messages.
 pub async fn load(
-    client: &Client,
+    reader: &dyn ObjectReader,
     ks: &Kustomization,
     post_build: &PostBuild,
     secrets: &mut SecretValues,
 ) -> Result<BTreeMap<String, String>, VariablesError> {
-    let namespace = ks.namespace().unwrap_or_default();
+    let namespace = ks.metadata.namespace.clone().unwrap_or_default();
     let mut vars = BTreeMap::new();
     for reference in post_build.substitute_from.iter().flatten() {
         let error = |message: String| VariablesError {
@@ -73,9 +70,9 @@ pub async fn load(
             name: reference.name.clone(),
             message,
         };
-        let data = read_data(client, &namespace, reference.kind, &reference.name)
+        let data = read_data(reader, &namespace, reference.kind, &reference.name)
             .await
-            .map_err(error)?;
+            .map_err(|e| error(e.to_string()))?;
         let from_secret = matches!(reference.kind, SubstituteKind::Secret);
         match data {
             Some(data) => {
@@ -102,29 +99,24 @@ pub async fn load(
 
 /// The data of a ConfigMap, or the decoded data of a Secret; `None` when it does not exist.
 async fn read_data(
-    client: &Client,
+    reader: &dyn ObjectReader,
     namespace: &str,
     kind: SubstituteKind,
     name: &str,
-) -> Result<Option<Vec<(String, String)>>, String> {
+) -> Result<Option<Vec<(String, String)>>, SourceError> {
     Ok(match kind {
-        SubstituteKind::ConfigMap => Api::<ConfigMap>::namespaced(client.clone(), namespace)
-            .get_opt(name)
-            .await
-            .map_err(|e| e.to_string())?
+        SubstituteKind::ConfigMap => reader
+            .config_map(namespace, name)
+            .await?
             .map(|map| map.data.unwrap_or_default().into_iter().collect()),
-        SubstituteKind::Secret => Api::<Secret>::namespaced(client.clone(), namespace)
-            .get_opt(name)
-            .await
-            .map_err(|e| e.to_string())?
-            .map(|secret| {
-                secret
-                    .data
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|(key, value)| (key, String::from_utf8_lossy(&value.0).into_owned()))
-                    .collect()
-            }),
+        SubstituteKind::Secret => reader.secret(namespace, name).await?.map(|secret| {
+            secret
+                .data
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(key, value)| (key, String::from_utf8_lossy(&value.0).into_owned()))
+                .collect()
+        }),
     })
 }
 

@@ -392,14 +392,27 @@ impl Check {
     }
 }
 
-fn evaluate(rule: &str, value: &Value) -> Result<bool, String> {
-    let program = cel::Program::compile(rule).map_err(|e| e.to_string())?;
+/// Why a CEL rule of the schema (`x-kubernetes-validations`) could not be evaluated.
+#[derive(Debug, thiserror::Error)]
+enum RuleError {
+    /// The rule does not parse.
+    #[error("{0}")]
+    Parse(#[from] cel::ParseErrors),
+    /// The rule failed while it ran.
+    #[error("{0}")]
+    Execution(#[from] cel::ExecutionError),
+    /// The rule gave a value other than a bool.
+    #[error("the rule did not evaluate to a bool")]
+    NotBool,
+}
+
+fn evaluate(rule: &str, value: &Value) -> Result<bool, RuleError> {
+    let program = cel::Program::compile(rule)?;
     let mut context = cel::Context::default();
     context.add_variable_from_value("self", fluxcel::to_cel(value));
-    match program.execute(&context) {
-        Ok(cel::Value::Bool(result)) => Ok(result),
-        Ok(_) => Err("the rule did not evaluate to a bool".to_string()),
-        Err(e) => Err(e.to_string()),
+    match program.execute(&context)? {
+        cel::Value::Bool(result) => Ok(result),
+        _ => Err(RuleError::NotBool),
     }
 }
 
@@ -630,5 +643,22 @@ spec:
                 .to_string()
                 .contains("spec.prune: Required value")
         );
+    }
+
+    #[test]
+    fn a_rule_that_cannot_be_evaluated_says_why() {
+        let value = serde_json::json!({"a": 1});
+        assert!(evaluate("self.a == 1", &value).unwrap());
+        assert!(matches!(
+            evaluate("self.a ==", &value),
+            Err(RuleError::Parse(_))
+        ));
+        assert!(matches!(
+            evaluate("self.b == 1", &value),
+            Err(RuleError::Execution(_))
+        ));
+        let not_bool = evaluate("self.a", &value).unwrap_err();
+        assert!(matches!(not_bool, RuleError::NotBool));
+        assert_eq!(not_bool.to_string(), "the rule did not evaluate to a bool");
     }
 }

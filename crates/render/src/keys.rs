@@ -6,25 +6,17 @@
 //! `--default-decryption-service-account`), else the controller's environment. Key material
 //! and credentials stay in memory.
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
-use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
-use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
-use kube::api::PostParams;
-use kube::{Api, Client};
+use k8s_openapi::api::core::v1::Secret;
 use zeroize::Zeroizing;
 
-use crate::api::Kustomization;
-use crate::api::kustomization::DecryptionProvider;
-use keyservice::identity::SourceFuture;
+use crate::cluster::{ClusterReader, ObjectReader};
+use api::Kustomization;
+use api::kustomization::DecryptionProvider;
 use keyservice::token_cache::TokenCache;
 use keyservice::vault::VaultConfigMap;
-use keyservice::{
-    ConfigMapSource, Credentials, Environment, HttpClient, KeyServices, ServiceAccountTokenSource,
-    ServiceAccountTokens, SourceError,
-};
+use keyservice::{Credentials, Environment, HttpClient, KeyServices, ServiceAccountTokens};
 use sops::{KeyError, Keyring};
 
 /// The Secret entry holding a Vault/OpenBao token.
@@ -121,22 +113,22 @@ pub enum KeysError {
 /// The keys as the controller reads them: with its own client (not impersonating, as Flux)
 /// and its decryption settings.
 pub struct ClusterKeys<'a> {
-    /// The controller's client.
-    pub client: &'a Client,
+    /// The cluster, as the controller's client reads it.
+    pub reader: Arc<dyn ClusterReader>,
     /// `--sops-age-secret`, `--default-decryption-service-account`, ...
     pub settings: &'a DecryptionSettings,
 }
 
 impl super::KeySource for ClusterKeys<'_> {
     async fn keys(self, ks: &Kustomization) -> Result<Option<Keyring>, KeysError> {
-        load(self.client, ks, self.settings).await
+        load(self.reader, ks, self.settings).await
     }
 }
 
 /// The keyring for `ks`, or `None` when it does not ask for SOPS decryption. Must be
 /// called on the tokio runtime; the keyring's key services run their calls on it.
 pub async fn load(
-    client: &Client,
+    reader: Arc<dyn ClusterReader>,
     ks: &Kustomization,
     settings: &DecryptionSettings,
 ) -> Result<Option<Keyring>, KeysError> {
@@ -150,13 +142,13 @@ pub async fn load(
     let namespace = ks.metadata.namespace.as_deref().unwrap_or("default");
     match (&decryption.secret_ref, &settings.global_age_secret) {
         (Some(reference), _) => {
-            let secret = read(client, namespace, &reference.name).await?;
+            let secret = read(&*reader, namespace, &reference.name).await?;
             let id = format!("{namespace}/{}", reference.name);
             import(&mut keys, &secret, &id, true)?;
             import_credentials(&mut credentials, &secret, &id)?;
         }
         (None, Some(global)) => {
-            let secret = read(client, &global.namespace, &global.name).await?;
+            let secret = read(&*reader, &global.namespace, &global.name).await?;
             let id = format!("{}/{}", global.namespace, global.name);
             import(&mut keys, &secret, &id, false)?;
         }
@@ -168,15 +160,14 @@ pub async fn load(
         .filter(|n| !n.is_empty())
         .or(settings.default_service_account.as_deref());
     if let Some(account) = account {
-        let source = Arc::new(ClusterSource(client.clone()));
-        let mut tokens = ServiceAccountTokens::load(source.clone(), namespace, account).await?;
+        let mut tokens = ServiceAccountTokens::load(reader.clone(), namespace, account).await?;
         if let Some(cache) = &settings.token_cache {
             let name = ks.metadata.name.as_deref().unwrap_or_default();
             tokens = tokens.with_cache(cache.clone(), name);
         }
         credentials.identity = Some(Arc::new(tokens));
         if let Some((cm_namespace, cm_name)) = &settings.vault_config_map {
-            credentials.vault_config_map = Some(VaultConfigMap::new(source, cm_namespace, cm_name));
+            credentials.vault_config_map = Some(VaultConfigMap::new(reader, cm_namespace, cm_name));
         }
     }
     let http = shared_http().clone().map_err(KeysError::Client)?;
@@ -187,77 +178,6 @@ pub async fn load(
         process_environment().clone(),
     )));
     Ok(Some(keys))
-}
-
-/// What the key services read from the cluster, with the controller's client: the
-/// decryption ServiceAccount, its tokens (TokenRequest API), the Vault ConfigMap.
-struct ClusterSource(Client);
-
-/// The API's own words for a failed request (its Status message), else the client's.
-fn api_message(error: kube::Error) -> SourceError {
-    let message = match &error {
-        kube::Error::Api(status) => status.message.clone(),
-        other => other.to_string(),
-    };
-    SourceError::with_source(message, error)
-}
-
-impl ServiceAccountTokenSource for ClusterSource {
-    fn annotations<'a>(
-        &'a self,
-        namespace: &'a str,
-        name: &'a str,
-    ) -> SourceFuture<'a, BTreeMap<String, String>> {
-        Box::pin(async move {
-            let account = Api::<ServiceAccount>::namespaced(self.0.clone(), namespace)
-                .get(name)
-                .await
-                .map_err(api_message)?;
-            Ok(account.metadata.annotations.unwrap_or_default())
-        })
-    }
-
-    fn token<'a>(
-        &'a self,
-        namespace: &'a str,
-        name: &'a str,
-        audiences: Vec<String>,
-        lifetime: Duration,
-    ) -> SourceFuture<'a, Zeroizing<String>> {
-        Box::pin(async move {
-            let request = TokenRequest {
-                spec: TokenRequestSpec {
-                    audiences,
-                    expiration_seconds: Some(i64::try_from(lifetime.as_secs()).unwrap_or(i64::MAX)),
-                    ..TokenRequestSpec::default()
-                },
-                ..TokenRequest::default()
-            };
-            let issued: TokenRequest = Api::<ServiceAccount>::namespaced(self.0.clone(), namespace)
-                .create_subresource("token", name, &PostParams::default(), &request)
-                .await
-                .map_err(api_message)?;
-            Ok(Zeroizing::new(
-                issued.status.map(|s| s.token).unwrap_or_default(),
-            ))
-        })
-    }
-}
-
-impl ConfigMapSource for ClusterSource {
-    fn data<'a>(
-        &'a self,
-        namespace: &'a str,
-        name: &'a str,
-    ) -> SourceFuture<'a, BTreeMap<String, String>> {
-        Box::pin(async move {
-            let map = Api::<ConfigMap>::namespaced(self.0.clone(), namespace)
-                .get(name)
-                .await
-                .map_err(|e| SourceError::with_source(e.to_string(), e))?;
-            Ok(map.data.unwrap_or_default())
-        })
-    }
 }
 
 /// One HTTP client for every decryption: its connection pool outlives a reconcile.
@@ -313,9 +233,9 @@ fn import_credentials(
     Ok(())
 }
 
-async fn read(client: &Client, namespace: &str, name: &str) -> Result<Secret, KeysError> {
-    Api::<Secret>::namespaced(client.clone(), namespace)
-        .get_opt(name)
+async fn read(reader: &dyn ObjectReader, namespace: &str, name: &str) -> Result<Secret, KeysError> {
+    reader
+        .secret(namespace, name)
         .await
         .map_err(|e| KeysError::Get {
             secret: format!("{namespace}/{name}"),
@@ -387,7 +307,7 @@ mod tests {
             ),
             "{err}"
         );
-        let public = include_str!("../../crates/sops/src/keys/testdata/ecc.pub.asc");
+        let public = include_str!("../../sops/src/keys/testdata/ecc.pub.asc");
         let err = import(
             &mut keys,
             &secret(&[("team.asc", public)]),
@@ -415,5 +335,86 @@ mod tests {
         )
         .unwrap();
         assert!(keys.is_empty());
+    }
+
+    /// The cluster with one Secret, `apps/sops-keys`; nothing else exists.
+    struct OneSecret(Secret);
+
+    impl ObjectReader for OneSecret {
+        fn secret<'a>(
+            &'a self,
+            namespace: &'a str,
+            name: &'a str,
+        ) -> crate::cluster::SourceFuture<'a, Option<Secret>> {
+            let found = (namespace, name) == ("apps", "sops-keys");
+            Box::pin(async move { Ok(found.then(|| self.0.clone())) })
+        }
+
+        fn config_map<'a>(
+            &'a self,
+            _: &'a str,
+            _: &'a str,
+        ) -> crate::cluster::SourceFuture<'a, Option<k8s_openapi::api::core::v1::ConfigMap>>
+        {
+            Box::pin(async { Ok(None) })
+        }
+    }
+
+    impl keyservice::ServiceAccountTokenSource for OneSecret {
+        fn annotations<'a>(
+            &'a self,
+            _: &'a str,
+            _: &'a str,
+        ) -> crate::cluster::SourceFuture<'a, std::collections::BTreeMap<String, String>> {
+            Box::pin(async { Err(crate::cluster::SourceError::new("no ServiceAccount")) })
+        }
+
+        fn token<'a>(
+            &'a self,
+            _: &'a str,
+            _: &'a str,
+            _: Vec<String>,
+            _: std::time::Duration,
+        ) -> crate::cluster::SourceFuture<'a, Zeroizing<String>> {
+            Box::pin(async { Err(crate::cluster::SourceError::new("no ServiceAccount")) })
+        }
+    }
+
+    impl keyservice::ConfigMapSource for OneSecret {
+        fn data<'a>(
+            &'a self,
+            _: &'a str,
+            _: &'a str,
+        ) -> crate::cluster::SourceFuture<'a, std::collections::BTreeMap<String, String>> {
+            Box::pin(async { Err(crate::cluster::SourceError::new("no ConfigMap")) })
+        }
+    }
+
+    fn decrypting_with(secret_name: &str) -> Kustomization {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "app", "namespace": "apps"},
+            "spec": {
+                "interval": "10m", "prune": true,
+                "sourceRef": {"kind": "GitRepository", "name": "repo"},
+                "decryption": {"provider": "sops", "secretRef": {"name": secret_name}},
+            },
+        }))
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_decryption_secret_is_read_through_the_injected_reader() {
+        let age = include_str!("../../../tests/fixtures/sops-comment-regex/test.agekey");
+        let reader = Arc::new(OneSecret(secret(&[("identity.agekey", age)])));
+        let settings = DecryptionSettings::default();
+        let keys = load(reader.clone(), &decrypting_with("sops-keys"), &settings)
+            .await
+            .unwrap()
+            .expect("a keyring");
+        assert!(!keys.is_empty());
+        let err = load(reader, &decrypting_with("absent"), &settings)
+            .await
+            .unwrap_err();
+        assert_eq!(err.to_string(), "secrets \"absent\" not found");
     }
 }

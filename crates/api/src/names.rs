@@ -55,8 +55,9 @@ pub mod reason {
     pub const RECONCILIATION_FAILED: &str = "ReconciliationFailed";
     /// The source artifact could not be fetched, verified or extracted.
     pub const ARTIFACT_FAILED: &str = "ArtifactFailed";
-    /// The manifests could not be built.
-    pub use keyservice::reason::BUILD_FAILED;
+    /// The manifests could not be built (the key services' errors carry the same reason,
+    /// `keyservice::reason::BUILD_FAILED`; a test keeps the two equal).
+    pub const BUILD_FAILED: &str = "BuildFailed";
     /// Garbage collection failed.
     pub const PRUNE_FAILED: &str = "PruneFailed";
     /// The applied objects did not become healthy.
@@ -73,4 +74,16 @@ pub mod reason {
     pub const INVALID_CEL_EXPRESSION: &str = "InvalidCELExpression";
     /// The Kustomization is suspended.
     pub const SUSPENDED: &str = "Suspended";
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn build_failed_is_the_key_services_reason() {
+        // Decryption fails during the build; the key services report it with this reason.
+        assert_eq!(
+            super::reason::BUILD_FAILED,
+            keyservice::reason::BUILD_FAILED
+        );
+    }
 }

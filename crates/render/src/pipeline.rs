@@ -23,7 +23,7 @@ use sops::Keyring;
 use super::keys::KeysError;
 use super::variables::VariablesError;
 use super::{BuildError, Built, PostBuildError, SecretValues};
-use crate::api::Kustomization;
+use api::Kustomization;
 use apply::Object;
 
 /// Where the SOPS keys of a Kustomization come from: the cluster for the controller and
@@ -234,7 +234,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::KustomizationSpec;
+    use api::KustomizationSpec;
 
     #[test]
     fn digests_are_sha256_of_the_yaml() {

@@ -414,7 +414,8 @@ mod tests {
     }
 
     fn comment_regex_fixtures() -> (PathBuf, Keyring) {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sops-comment-regex");
+        let dir =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/sops-comment-regex");
         let mut keys = Keyring::new();
         let text = std::fs::read_to_string(dir.join("test.agekey")).unwrap();
         keys.import_age(&text).unwrap();
@@ -422,7 +423,7 @@ mod tests {
     }
 
     fn built(dir: &Path, keys: Option<&Keyring>) -> Vec<Object> {
-        let spec = crate::api::KustomizationSpec::default();
+        let spec = api::KustomizationSpec::default();
         super::super::build(dir, dir, &spec, keys).unwrap()
     }
 

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use kube::api::{ApiResource, GroupVersionKind};
+use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use serde::{Deserialize, Serialize};
 
 use super::kustomization::SourceKind;
@@ -117,7 +117,7 @@ pub fn source_version(api_version: Option<&str>) -> Result<&str, UnsupportedSour
 }
 
 /// Reads `status.artifact` from a source object; `None` when the source has none yet.
-pub fn artifact_of(source: &kube::api::DynamicObject) -> Option<Artifact> {
+pub fn artifact_of(source: &DynamicObject) -> Option<Artifact> {
     let artifact = source.data.get("status")?.get("artifact")?;
     serde_json::from_value(artifact.clone()).ok()
 }
@@ -140,7 +140,7 @@ mod tests {
 
     #[test]
     fn artifact_is_read_from_status() {
-        let source: kube::api::DynamicObject = serde_json::from_value(serde_json::json!({
+        let source: DynamicObject = serde_json::from_value(serde_json::json!({
             "apiVersion": "source.toolkit.fluxcd.io/v1",
             "kind": "OCIRepository",
             "metadata": {"name": "app", "namespace": "flux-system"},
@@ -162,7 +162,7 @@ mod tests {
 
     #[test]
     fn no_artifact_yet() {
-        let source: kube::api::DynamicObject = serde_json::from_value(serde_json::json!({
+        let source: DynamicObject = serde_json::from_value(serde_json::json!({
             "apiVersion": "source.toolkit.fluxcd.io/v1",
             "kind": "GitRepository",
             "metadata": {"name": "app"},

@@ -13,8 +13,13 @@
 //!
 //! [`render`] runs the whole stage in order, for the controller, `diff` and the offline
 //! `build` alike; the keys ([`keys`]) and variables ([`variables`]) come from a
-//! [`KeySource`] and a [`VariableSource`].
+//! [`KeySource`] and a [`VariableSource`]; what they read from the cluster comes through the
+//! traits of [`cluster`].
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
 
+pub mod cluster;
 pub mod decrypt;
 pub mod keys;
 mod pipeline;
@@ -26,8 +31,8 @@ pub mod variables;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::api::KustomizationSpec;
-use crate::api::kustomization::BuildMetadataOption;
+use api::KustomizationSpec;
+use api::kustomization::BuildMetadataOption;
 use apply::Object;
 use kustomize::kustfile::{self, KUSTOMIZATION_FILE_NAMES, Kustomization};
 use kustomize::loader::{LoadRestrictions, Loader};
