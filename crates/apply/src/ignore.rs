@@ -1134,6 +1134,14 @@ mod tests {
         })
     }
 
+    /// What the server's dry run of `app_payload(2, "app:1")` returns: the payload with the
+    /// live object's resourceVersion.
+    fn dry_run_app() -> Value {
+        let mut dry_run = app_payload(2, "app:1");
+        dry_run["metadata"]["resourceVersion"] = json!("7");
+        dry_run
+    }
+
     fn resolved(
         live: &Value,
         dry_run: &Value,
@@ -1905,9 +1913,7 @@ mod tests {
                 apply_entry("hpa-controller", replicas_fields()),
             ]),
         );
-        let dry_run = app_payload(2, "app:1");
-        let mut dry_run = dry_run;
-        dry_run["metadata"]["resourceVersion"] = json!("7");
+        let dry_run = dry_run_app();
         let rules = [rule(&["/spec/replicas"], None)];
         let resolutions = resolved(&live, &dry_run, &rules);
         assert_eq!(
@@ -1926,8 +1932,7 @@ mod tests {
     #[test]
     fn only_our_ownership_adopts_the_live_value() {
         let live = live_app(5, "app:1", json!([apply_entry(FLUX, replicas_fields())]));
-        let mut dry_run = app_payload(2, "app:1");
-        dry_run["metadata"]["resourceVersion"] = json!("7");
+        let dry_run = dry_run_app();
         let rules = [rule(&["/spec/replicas"], None)];
         let resolutions = resolved(&live, &dry_run, &rules);
         assert_eq!(
@@ -1958,8 +1963,7 @@ mod tests {
                 scale,
             ]),
         );
-        let mut dry_run = app_payload(2, "app:1");
-        dry_run["metadata"]["resourceVersion"] = json!("7");
+        let dry_run = dry_run_app();
         assert_eq!(
             resolved(&live, &dry_run, &[rule(&["/spec/replicas"], None)]),
             single("/spec/replicas", DriftResolution::Adopt(json!(5)))
@@ -1976,8 +1980,7 @@ mod tests {
                 {"manager": 5, "operation": "Apply", "fieldsV1": {}},
             ]),
         );
-        let mut dry_run = app_payload(2, "app:1");
-        dry_run["metadata"]["resourceVersion"] = json!("7");
+        let dry_run = dry_run_app();
         assert_eq!(
             resolved(&live, &dry_run, &[rule(&["/spec/replicas"], None)]),
             single("/spec/replicas", DriftResolution::Adopt(json!(5)))
@@ -1991,8 +1994,7 @@ mod tests {
             "app:1",
             json!([apply_entry("hpa-controller", replicas_fields())]),
         );
-        let mut dry_run = app_payload(2, "app:1");
-        dry_run["metadata"]["resourceVersion"] = json!("7");
+        let dry_run = dry_run_app();
         assert!(
             resolved(
                 &live,
@@ -2023,8 +2025,7 @@ mod tests {
         let mut live_resources = live.clone();
         live_resources["spec"]["template"]["spec"]["containers"][0]["resources"] =
             json!({"limits": {"cpu": "4"}});
-        let mut dry_run = app_payload(2, "app:1");
-        dry_run["metadata"]["resourceVersion"] = json!("7");
+        let dry_run = dry_run_app();
         let rules = [rule(&["/spec/template/spec/containers/0/resources"], None)];
         assert_eq!(
             resolved(&live_resources, &dry_run, &rules),
@@ -2185,8 +2186,7 @@ mod tests {
     #[test]
     fn absent_live_values_adopt_null() {
         let live = live_app(2, "app:1", json!([]));
-        let mut dry_run = app_payload(2, "app:1");
-        dry_run["metadata"]["resourceVersion"] = json!("7");
+        let mut dry_run = dry_run_app();
         dry_run["spec"]["paused"] = json!(false);
         assert_eq!(
             resolved(&live, &dry_run, &[rule(&["/spec/paused"], None)]),

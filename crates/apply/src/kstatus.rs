@@ -180,36 +180,7 @@ pub fn compute_flux_job(object: &Value) -> Result<Assessment, StatusError> {
     if let Ok(Some(Value::Bool(true))) = nested(object, &["spec", "suspend"]) {
         return Ok(Assessment::current("Job is suspended"));
     }
-    let parallelism = int_field(object, &["spec", "parallelism"], 1);
-    let completions = int_field(object, &["spec", "completions"], parallelism);
-    let active = int_field(object, &["status", "active"], 0);
-    let succeeded = int_field(object, &["status", "succeeded"], 0);
-    let failed = int_field(object, &["status", "failed"], 0);
-    let start_time = string_field(object, &["status", "startTime"], "");
-
-    for c in conditions(object)? {
-        match c.kind.as_str() {
-            "Complete" if c.status == "True" => {
-                return Ok(Assessment::current(format!(
-                    "Job Completed. succeeded: {succeeded}/{completions}"
-                )));
-            }
-            "Failed" if c.status == "True" => {
-                return Ok(Assessment::failed(format!(
-                    "Job Failed. failed: {failed}/{completions}"
-                )));
-            }
-            _ => {}
-        }
-    }
-    if start_time.is_empty() {
-        return Ok(Assessment::in_progress(format!(
-            "Job not started. active: 0/{parallelism}"
-        )));
-    }
-    Ok(Assessment::in_progress(format!(
-        "Job in progress. success:{succeeded}, active: {active}, failed: {failed}"
-    )))
+    job_status(object, JobRule::Flux)
 }
 
 /// The object's group and kind as kstatus' `GroupVersionKind()` gives them: both empty when
@@ -684,6 +655,22 @@ fn daemon_set(object: &Value) -> Result<Assessment, StatusError> {
 /// kstatus' built-in Job rule (Flux replaces it with [`compute_flux_job`], but `compute` keeps
 /// kstatus' behaviour): a started Job is Current.
 fn job(object: &Value) -> Result<Assessment, StatusError> {
+    job_status(object, JobRule::Kstatus)
+}
+
+/// Which of the two Job rules [`job_status`] follows: they read the same fields and conditions,
+/// and part only on a Job that is neither complete nor failed.
+#[derive(Clone, Copy)]
+enum JobRule {
+    /// kstatus' built-in rule: a started Job is Current, the not-started message has no counts.
+    Kstatus,
+    /// Flux's Job reader: a started Job is InProgress, the not-started message counts active pods.
+    Flux,
+}
+
+/// The Job rules: Complete -> Current "Job Completed. succeeded: x/y", Failed -> Failed, then
+/// not started / started as `rule` says.
+fn job_status(object: &Value, rule: JobRule) -> Result<Assessment, StatusError> {
     let parallelism = int_field(object, &["spec", "parallelism"], 1);
     let completions = int_field(object, &["spec", "completions"], parallelism);
     let succeeded = int_field(object, &["status", "succeeded"], 0);
@@ -707,11 +694,17 @@ fn job(object: &Value) -> Result<Assessment, StatusError> {
         }
     }
     if start_time.is_empty() {
-        return Ok(Assessment::in_progress("Job not started"));
+        return Ok(Assessment::in_progress(match rule {
+            JobRule::Kstatus => "Job not started".to_string(),
+            JobRule::Flux => format!("Job not started. active: 0/{parallelism}"),
+        }));
     }
-    Ok(Assessment::current(format!(
-        "Job in progress. success:{succeeded}, active: {active}, failed: {failed}"
-    )))
+    let message =
+        format!("Job in progress. success:{succeeded}, active: {active}, failed: {failed}");
+    Ok(match rule {
+        JobRule::Kstatus => Assessment::current(message),
+        JobRule::Flux => Assessment::in_progress(message),
+    })
 }
 
 fn crd(object: &Value) -> Result<Assessment, StatusError> {

@@ -275,6 +275,15 @@ mod tests {
                "metadata": {"name": "a", "managedFields": entries}})
     }
 
+    /// The take-over patch of the controller's field manager with the default cleanup managers.
+    fn take_over_as_flux(object: &Value) -> Option<Value> {
+        take_over(
+            object,
+            &cleanup_managers("kustomize-controller", &[]),
+            "kustomize-controller",
+        )
+    }
+
     #[test]
     fn kubectl_client_side_fields_are_renamed_when_we_own_nothing() {
         let object = live(vec![entry(
@@ -282,12 +291,7 @@ mod tests {
             "Update",
             json!({"f:data": {"f:a": {}, "f:b": {}}}),
         )]);
-        let patch = take_over(
-            &object,
-            &cleanup_managers("kustomize-controller", &[]),
-            "kustomize-controller",
-        )
-        .expect("a patch");
+        let patch = take_over_as_flux(&object).expect("a patch");
         assert_eq!(
             patch,
             json!({"op": "replace", "path": "/metadata/managedFields", "value": [
@@ -312,12 +316,7 @@ mod tests {
                 json!({"f:metadata": {"f:labels": {"f:x": {}}}}),
             ),
         ]);
-        let patch = take_over(
-            &object,
-            &cleanup_managers("kustomize-controller", &[]),
-            "kustomize-controller",
-        )
-        .expect("a patch");
+        let patch = take_over_as_flux(&object).expect("a patch");
         assert_eq!(
             patch["value"],
             json!([
@@ -341,12 +340,7 @@ mod tests {
                 json!({"f:data": {"f:a": {}}}),
             ),
         ]);
-        let patch = take_over(
-            &object,
-            &cleanup_managers("kustomize-controller", &[]),
-            "kustomize-controller",
-        )
-        .expect("a patch");
+        let patch = take_over_as_flux(&object).expect("a patch");
         assert_eq!(
             patch["value"],
             json!([entry(
@@ -363,14 +357,7 @@ mod tests {
             entry("kustomize-controller", "Apply", json!({"f:data": {}})),
             entry("kube-controller-manager", "Update", json!({"f:status": {}})),
         ]);
-        assert_eq!(
-            take_over(
-                &object,
-                &cleanup_managers("kustomize-controller", &[]),
-                "kustomize-controller"
-            ),
-            None
-        );
+        assert_eq!(take_over_as_flux(&object), None);
     }
 
     #[test]

@@ -33,19 +33,9 @@ impl apply::wait::Assessor for HealthCheckExprs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::CustomHealthCheck;
+    use crate::tests::check;
     use apply::kstatus::Status;
     use serde_json::json;
-
-    fn expr(api_version: &str, kind: Option<&str>, current: &str) -> CustomHealthCheck {
-        CustomHealthCheck {
-            api_version: api_version.to_string(),
-            kind: kind.map(str::to_string),
-            current: current.to_string(),
-            in_progress: None,
-            failed: None,
-        }
-    }
 
     fn verdict(status: Status, message: &str, error: Option<&str>) -> Assessment {
         Assessment {
@@ -59,11 +49,11 @@ mod tests {
     fn precedence() {
         let now: Timestamp = "2024-05-01T12:00:00Z".parse().unwrap();
         let with_exprs = HealthCheckExprs::new(&[
-            expr("batch/v1", Some("Job"), "true"),
-            expr("batch/v1", None, "status.lastScheduleTime != ''"),
-            expr("apps/v1", Some("Deployment"), "status.readyReplicas >= 1"),
-            expr("example.com/v1", Some("Widget"), "status.ready"),
-            expr("v1", Some("ConfigMap"), "data.missing == 'x'"),
+            check("batch/v1", Some("Job"), "true"),
+            check("batch/v1", None, "status.lastScheduleTime != ''"),
+            check("apps/v1", Some("Deployment"), "status.readyReplicas >= 1"),
+            check("example.com/v1", Some("Widget"), "status.ready"),
+            check("v1", Some("ConfigMap"), "data.missing == 'x'"),
         ])
         .unwrap();
         let none = HealthCheckExprs::new(&[]).unwrap();

@@ -1,7 +1,8 @@
 use super::*;
 use serde_json::json;
 
-fn check(api_version: &str, kind: Option<&str>, current: &str) -> CustomHealthCheck {
+/// A healthCheckExprs entry with only `current` (also used by the assess module's tests).
+pub(crate) fn check(api_version: &str, kind: Option<&str>, current: &str) -> CustomHealthCheck {
     CustomHealthCheck {
         api_version: api_version.to_string(),
         kind: kind.map(str::to_string),
@@ -50,6 +51,9 @@ fn construction() {
                  {issues}"
         )
     };
+    let duplicate = |group_kind: &str, index: usize| {
+        format!("duplicate custom health check for GroupKind {group_kind} at healthchecks[{index}]")
+    };
     let cases: Vec<(&str, Vec<CustomHealthCheck>, Option<String>)> = vec![
         ("no checks", vec![], None),
         (
@@ -77,10 +81,7 @@ fn construction() {
                 check("example.com/v1", None, "true"),
                 check("example.com/v2", Some(""), "false"),
             ],
-            Some(
-                "duplicate custom health check for GroupKind .example.com at healthchecks[2]"
-                    .to_string(),
-            ),
+            Some(duplicate(".example.com", 2)),
         ),
         (
             "versions do not matter",
@@ -88,11 +89,7 @@ fn construction() {
                 check("bitnami.com/v1alpha1", Some("SealedSecret"), "true"),
                 check("bitnami.com/v1", Some("SealedSecret"), "true"),
             ],
-            Some(
-                "duplicate custom health check for GroupKind SealedSecret.bitnami.com at \
-                     healthchecks[1]"
-                    .to_string(),
-            ),
+            Some(duplicate("SealedSecret.bitnami.com", 1)),
         ),
         (
             "core group",
@@ -100,10 +97,7 @@ fn construction() {
                 check("v1", Some("ConfigMap"), "true"),
                 check("v1", Some("ConfigMap"), "true"),
             ],
-            Some(
-                "duplicate custom health check for GroupKind ConfigMap at healthchecks[1]"
-                    .to_string(),
-            ),
+            Some(duplicate("ConfigMap", 1)),
         ),
         (
             "an invalid apiVersion is the core group",
@@ -111,10 +105,7 @@ fn construction() {
                 check("v1", Some("ConfigMap"), "true"),
                 check("a/b/c", Some("ConfigMap"), "true"),
             ],
-            Some(
-                "duplicate custom health check for GroupKind ConfigMap at healthchecks[1]"
-                    .to_string(),
-            ),
+            Some(duplicate("ConfigMap", 1)),
         ),
         (
             "duplicates are found before the expressions are parsed",
@@ -122,11 +113,7 @@ fn construction() {
                 check("example.com/v1", Some("Thing"), "true"),
                 check("example.com/v1", Some("Thing"), "data."),
             ],
-            Some(
-                "duplicate custom health check for GroupKind Thing.example.com at \
-                     healthchecks[1]"
-                    .to_string(),
-            ),
+            Some(duplicate("Thing.example.com", 1)),
         ),
         (
             "current is required",
@@ -455,49 +442,49 @@ fn documented_expressions() {
             in_progress: None,
             failed: Some(failed.to_string()),
         };
+    // An entry judged by the Ready condition.
+    let ready_entry =
+        |api_version: &str, kind: &str| entry(api_version, Some(kind), failed_ready, current_ready);
     let object = |api_version: &str, kind: &str, status: Value| {
         json!({"apiVersion": api_version, "kind": kind,
                    "metadata": {"name": "x", "generation": 3}, "status": status})
     };
+    let synced = |status: &str| json!({"conditions": [{"type": "Synced", "status": status}]});
+    let sealed_secret = entry(
+        "bitnami.com/v1alpha1",
+        Some("SealedSecret"),
+        "status.conditions.filter(e, e.type == 'Synced').all(e, e.status == 'False')",
+        "status.conditions.filter(e, e.type == 'Synced').all(e, e.status == 'True')",
+    );
+    let ceph_health = |health: &str| json!({"ceph": {"health": health}});
+    let ceph_cluster = entry(
+        "ceph.rook.io/v1",
+        Some("CephCluster"),
+        "status.ceph.health == 'HEALTH_ERR'",
+        "status.ceph.health == 'HEALTH_OK'",
+    );
+    let has_attribute = entry(
+        "example.com/v1",
+        Some("Thing"),
+        "false",
+        "has(status.attribute) && status.attribute.ready",
+    );
     let cases: Vec<(&str, CustomHealthCheck, Value, Status)> = vec![
         (
             "SealedSecret synced",
-            entry(
-                "bitnami.com/v1alpha1",
-                Some("SealedSecret"),
-                "status.conditions.filter(e, e.type == 'Synced').all(e, e.status == 'False')",
-                "status.conditions.filter(e, e.type == 'Synced').all(e, e.status == 'True')",
-            ),
-            object(
-                "bitnami.com/v1alpha1",
-                "SealedSecret",
-                json!({"conditions": [{"type": "Synced", "status": "True"}]}),
-            ),
+            sealed_secret.clone(),
+            object("bitnami.com/v1alpha1", "SealedSecret", synced("True")),
             Status::Current,
         ),
         (
             "SealedSecret not synced",
-            entry(
-                "bitnami.com/v1alpha1",
-                Some("SealedSecret"),
-                "status.conditions.filter(e, e.type == 'Synced').all(e, e.status == 'False')",
-                "status.conditions.filter(e, e.type == 'Synced').all(e, e.status == 'True')",
-            ),
-            object(
-                "bitnami.com/v1alpha1",
-                "SealedSecret",
-                json!({"conditions": [{"type": "Synced", "status": "False"}]}),
-            ),
+            sealed_secret.clone(),
+            object("bitnami.com/v1alpha1", "SealedSecret", synced("False")),
             Status::Failed,
         ),
         (
             "cert-manager Certificate ready",
-            entry(
-                "cert-manager.io/v1",
-                Some("Certificate"),
-                failed_ready,
-                current_ready,
-            ),
+            ready_entry("cert-manager.io/v1", "Certificate"),
             object(
                 "cert-manager.io/v1",
                 "Certificate",
@@ -516,12 +503,7 @@ fn documented_expressions() {
                     "status.conditions.exists(e, e.type == 'Issuing' && e.status == 'True')"
                         .to_string(),
                 ),
-                ..entry(
-                    "cert-manager.io/v1",
-                    Some("Certificate"),
-                    failed_ready,
-                    current_ready,
-                )
+                ..ready_entry("cert-manager.io/v1", "Certificate")
             },
             object(
                 "cert-manager.io/v1",
@@ -534,45 +516,25 @@ fn documented_expressions() {
         ),
         (
             "ClusterIssuer failed",
-            entry(
-                "cert-manager.io/v1",
-                Some("ClusterIssuer"),
-                failed_ready,
-                current_ready,
-            ),
+            ready_entry("cert-manager.io/v1", "ClusterIssuer"),
             object("cert-manager.io/v1", "ClusterIssuer", ready("False")),
             Status::Failed,
         ),
         (
             "ClusterIssuer ready",
-            entry(
-                "cert-manager.io/v1",
-                Some("ClusterIssuer"),
-                failed_ready,
-                current_ready,
-            ),
+            ready_entry("cert-manager.io/v1", "ClusterIssuer"),
             object("cert-manager.io/v1", "ClusterIssuer", ready("True")),
             Status::Current,
         ),
         (
             "ClusterIssuer unknown",
-            entry(
-                "cert-manager.io/v1",
-                Some("ClusterIssuer"),
-                failed_ready,
-                current_ready,
-            ),
+            ready_entry("cert-manager.io/v1", "ClusterIssuer"),
             object("cert-manager.io/v1", "ClusterIssuer", ready("Unknown")),
             Status::InProgress,
         ),
         (
             "Cluster API Cluster",
-            entry(
-                "cluster.x-k8s.io/v1beta1",
-                Some("Cluster"),
-                failed_ready,
-                current_ready,
-            ),
+            ready_entry("cluster.x-k8s.io/v1beta1", "Cluster"),
             object("cluster.x-k8s.io/v1beta1", "Cluster", ready("True")),
             Status::Current,
         ),
@@ -584,12 +546,7 @@ fn documented_expressions() {
                          'True')"
                         .to_string(),
                 ),
-                ..entry(
-                    "helm.toolkit.fluxcd.io/v2",
-                    Some("HelmRelease"),
-                    failed_ready,
-                    current_ready,
-                )
+                ..ready_entry("helm.toolkit.fluxcd.io/v2", "HelmRelease")
             },
             object(
                 "helm.toolkit.fluxcd.io/v2",
@@ -602,32 +559,14 @@ fn documented_expressions() {
         ),
         (
             "CephCluster healthy",
-            entry(
-                "ceph.rook.io/v1",
-                Some("CephCluster"),
-                "status.ceph.health == 'HEALTH_ERR'",
-                "status.ceph.health == 'HEALTH_OK'",
-            ),
-            object(
-                "ceph.rook.io/v1",
-                "CephCluster",
-                json!({"ceph": {"health": "HEALTH_OK"}}),
-            ),
+            ceph_cluster.clone(),
+            object("ceph.rook.io/v1", "CephCluster", ceph_health("HEALTH_OK")),
             Status::Current,
         ),
         (
             "CephCluster warning",
-            entry(
-                "ceph.rook.io/v1",
-                Some("CephCluster"),
-                "status.ceph.health == 'HEALTH_ERR'",
-                "status.ceph.health == 'HEALTH_OK'",
-            ),
-            object(
-                "ceph.rook.io/v1",
-                "CephCluster",
-                json!({"ceph": {"health": "HEALTH_WARN"}}),
-            ),
+            ceph_cluster.clone(),
+            object("ceph.rook.io/v1", "CephCluster", ceph_health("HEALTH_WARN")),
             Status::InProgress,
         ),
         (
@@ -665,23 +604,13 @@ fn documented_expressions() {
         ),
         (
             "has() guards a missing field",
-            entry(
-                "example.com/v1",
-                Some("Thing"),
-                "false",
-                "has(status.attribute) && status.attribute.ready",
-            ),
+            has_attribute.clone(),
             object("example.com/v1", "Thing", json!({})),
             Status::InProgress,
         ),
         (
             "has() on a present field",
-            entry(
-                "example.com/v1",
-                Some("Thing"),
-                "false",
-                "has(status.attribute) && status.attribute.ready",
-            ),
+            has_attribute.clone(),
             object(
                 "example.com/v1",
                 "Thing",

@@ -28,6 +28,23 @@ pub(crate) struct Fetched {
     _dir: tempfile::TempDir,
 }
 
+impl Fetched {
+    /// `repo` (kept in `dir`) resolved to `commit`, through the ref `reference` if a name led
+    /// there.
+    fn new(
+        repo: gix::Repository,
+        dir: tempfile::TempDir,
+        commit: gix::ObjectId,
+        reference: Option<String>,
+    ) -> Fetched {
+        Fetched {
+            repo,
+            resolved: Resolved { commit, reference },
+            _dir: dir,
+        }
+    }
+}
+
 /// Why a fetch did not give the wanted commit.
 #[derive(Debug)]
 pub(crate) enum FetchFailure {
@@ -69,14 +86,7 @@ pub(crate) fn fetch(
             Err(FetchFailure::Resolve(ResolveError::NotFound)) => {
                 let (repo, dir) = session.everything()?;
                 let commit = resolve::by_prefix(&repo, *prefix).map_err(FetchFailure::Resolve)?;
-                Ok(Fetched {
-                    repo,
-                    resolved: Resolved {
-                        commit,
-                        reference: None,
-                    },
-                    _dir: dir,
-                })
+                Ok(Fetched::new(repo, dir, commit, None))
             }
             other => other,
         },
@@ -94,14 +104,7 @@ pub(crate) fn fetch(
                     let (repo, dir) = session.everything()?;
                     let commit =
                         resolve::peel_to_commit(&repo, *id).map_err(FetchFailure::Resolve)?;
-                    Ok(Fetched {
-                        repo,
-                        resolved: Resolved {
-                            commit,
-                            reference: None,
-                        },
-                        _dir: dir,
-                    })
+                    Ok(Fetched::new(repo, dir, commit, None))
                 }
             }
         }
@@ -139,14 +142,7 @@ impl Session<'_> {
             .ok_or(FetchFailure::Resolve(ResolveError::NotFound))?
             .to_owned();
         let commit = resolve::peel_to_commit(&repo, target).map_err(FetchFailure::Resolve)?;
-        Ok(Fetched {
-            repo,
-            resolved: Resolved {
-                commit,
-                reference: Some(full.to_string()),
-            },
-            _dir: dir,
-        })
+        Ok(Fetched::new(repo, dir, commit, Some(full.to_string())))
     }
 
     /// Asks for the commit `id` itself at depth 1.
@@ -155,14 +151,7 @@ impl Session<'_> {
         let spec = id.to_string();
         self.receive(&repo, &[spec.as_str()], true)?;
         let commit = resolve::peel_to_commit(&repo, id).map_err(FetchFailure::Resolve)?;
-        Ok(Fetched {
-            repo,
-            resolved: Resolved {
-                commit,
-                reference: None,
-            },
-            _dir: dir,
-        })
+        Ok(Fetched::new(repo, dir, commit, None))
     }
 
     /// Fetches every branch and tag with its whole history.

@@ -7,40 +7,16 @@ use std::time::Duration;
 
 use gitfetch::{GitError, checkout};
 use support::server::{git_server, hanging_server};
-use support::{Repos, dest, options, snapshot};
+use support::{Repos, assert_checkouts, dest, options, snapshot};
 
 #[test]
 fn refs_and_commits_over_http_protocol_v2() {
     let repos = Repos::new();
     let server = git_server(repos.root.path(), true);
     let url = server.url("/repo");
-    let cases = [
-        ("", repos.main.clone(), Some("HEAD")),
-        ("main", repos.main.clone(), Some("refs/heads/main")),
-        ("feature", repos.feature.clone(), Some("refs/heads/feature")),
-        ("v1", repos.first.clone(), Some("refs/tags/v1")),
-        ("light", repos.first.clone(), Some("refs/tags/light")),
-        ("both", repos.feature.clone(), Some("refs/tags/both")),
-        (
-            "refs/heads/both",
-            repos.main.clone(),
-            Some("refs/heads/both"),
-        ),
-        (repos.first.as_str(), repos.first.clone(), None),
-        (&repos.first[..8], repos.first.clone(), None),
-    ];
-    for (git_ref, commit, reference) in cases {
-        let (_tmp, dest) = dest();
-        let done = checkout(&url, git_ref, &dest, &options())
-            .unwrap_or_else(|e| panic!("checkout of {git_ref:?}: {e}"));
-        assert_eq!(done.commit, commit, "commit of {git_ref:?}");
-        assert_eq!(done.reference.as_deref(), reference, "ref of {git_ref:?}");
-        assert_eq!(
-            snapshot(&dest),
-            repos.archive("repo", &commit),
-            "files of {git_ref:?}"
-        );
-    }
+    let mut cases = repos.common_ref_cases();
+    cases.push((&repos.first[..8], repos.first.clone(), None));
+    assert_checkouts(&repos, &url, &cases);
 }
 
 #[test]

@@ -6,17 +6,15 @@ mod support;
 use std::path::PathBuf;
 
 use gitfetch::{GitError, checkout};
-use support::{Node, Repos, dest, options, snapshot};
+use support::{Node, Repos, assert_checkouts, dest, options, options_with_submodules, snapshot};
 
 #[test]
 fn head_branch_tags_and_commits_match_git_archive() {
     let repos = Repos::new();
     let url = repos.file_url("repo");
-    let cases = [
-        ("", repos.main.clone(), Some("HEAD")),
+    let mut cases = repos.common_ref_cases();
+    cases.extend([
         ("HEAD", repos.main.clone(), Some("HEAD")),
-        ("main", repos.main.clone(), Some("refs/heads/main")),
-        ("feature", repos.feature.clone(), Some("refs/heads/feature")),
         (
             "refs/heads/feature",
             repos.feature.clone(),
@@ -27,33 +25,11 @@ fn head_branch_tags_and_commits_match_git_archive() {
             repos.feature.clone(),
             Some("refs/heads/feature"),
         ),
-        ("v1", repos.first.clone(), Some("refs/tags/v1")),
-        ("light", repos.first.clone(), Some("refs/tags/light")),
-        // A tag wins over a branch of the same name, as with `git fetch`.
-        ("both", repos.feature.clone(), Some("refs/tags/both")),
-        (
-            "refs/heads/both",
-            repos.main.clone(),
-            Some("refs/heads/both"),
-        ),
-        // A commit that is at no branch head, in full and abbreviated.
-        (repos.first.as_str(), repos.first.clone(), None),
+        // A commit that is at no branch head, abbreviated.
         (&repos.first[..7], repos.first.clone(), None),
         (&repos.first[..4], repos.first.clone(), None),
-    ];
-    for (git_ref, commit, reference) in cases {
-        let (_tmp, dest) = dest();
-        let done = checkout(&url, git_ref, &dest, &options())
-            .unwrap_or_else(|e| panic!("checkout of {git_ref:?}: {e}"));
-        assert_eq!(done.commit, commit, "commit of {git_ref:?}");
-        assert_eq!(done.reference.as_deref(), reference, "ref of {git_ref:?}");
-        assert_eq!(
-            snapshot(&dest),
-            repos.archive("repo", &commit),
-            "files of {git_ref:?}"
-        );
-        assert!(!dest.join(".git").exists());
-    }
+    ]);
+    assert_checkouts(&repos, &url, &cases);
 }
 
 #[test]
@@ -242,22 +218,15 @@ fn without_submodules_their_directories_are_left_empty() {
 #[test]
 fn a_submodule_without_a_url_is_an_error() {
     let repos = Repos::new();
-    let sup = repos.path("super");
-    support::git(
-        &sup,
-        &[
-            "config",
-            "-f",
-            ".gitmodules",
-            "--unset",
-            "submodule.modules/sub.url",
-        ],
-    );
-    support::git(&sup, &["commit", "-q", "-am", "no url"]);
-    let mut opts = options();
-    opts.submodules = true;
+    repos.change_gitmodules(&["--unset", "submodule.modules/sub.url"], "no url");
     let (_tmp, dest) = dest();
-    let err = checkout(&repos.file_url("super"), "", &dest, &opts).expect_err("no url");
+    let err = checkout(
+        &repos.file_url("super"),
+        "",
+        &dest,
+        &options_with_submodules(),
+    )
+    .expect_err("no url");
     assert!(matches!(err, GitError::SubmoduleConfig { .. }), "{err}");
     assert!(err.to_string().contains("\"modules/sub\""), "{err}");
 }
@@ -265,22 +234,15 @@ fn a_submodule_without_a_url_is_an_error() {
 #[test]
 fn a_submodule_with_update_none_is_left_empty() {
     let repos = Repos::new();
-    let sup = repos.path("super");
-    support::git(
-        &sup,
-        &[
-            "config",
-            "-f",
-            ".gitmodules",
-            "submodule.modules/sub.update",
-            "none",
-        ],
-    );
-    support::git(&sup, &["commit", "-q", "-am", "update none"]);
-    let mut opts = options();
-    opts.submodules = true;
+    repos.change_gitmodules(&["submodule.modules/sub.update", "none"], "update none");
     let (_tmp, dest) = dest();
-    let done = checkout(&repos.file_url("super"), "", &dest, &opts).expect("checkout");
+    let done = checkout(
+        &repos.file_url("super"),
+        "",
+        &dest,
+        &options_with_submodules(),
+    )
+    .expect("checkout");
     assert!(done.submodules.is_empty());
     assert_eq!(snapshot(&dest).get("modules/sub"), Some(&Node::Dir));
     assert!(!dest.join("modules/sub/sub.txt").exists());

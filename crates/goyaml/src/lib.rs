@@ -60,6 +60,7 @@ mod unicode_go;
 mod write;
 
 pub use key_order::go_key_order;
+pub use timestamp::GoTime;
 
 use read::Reading;
 pub use read::{Booleans, DuplicateKeys, MAX_ALIAS_BYTES, MAX_DEPTH, PathStep, PlainText};

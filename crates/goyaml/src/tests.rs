@@ -202,58 +202,32 @@ fn binary_scalars_are_decoded_like_go_yaml() {
 
 /// Block scalars as go-yaml v3.0.1 reads them (`yaml.Decoder` into `interface{}`, all
 /// documents, null ones left out), the last line of several without a final line break.
+///
+/// Each header of [`BLOCK_SCALAR_HEADERS`] is read with each of these bodies, as
+/// `k: <header><body>`.
+const BLOCK_SCALAR_BODIES: [&str; 5] = [
+    "\n  a\n  b",
+    "\n  a\n  b\n",
+    "\n  a\n\n  b",
+    "\n  a\n    b",
+    "\n  a\n  b\n\n",
+];
+
+/// Block scalar headers (an explicit indentation of 2 reads as the detected one) and the value
+/// of `k` go-yaml v3.0.1 reads with each of [`BLOCK_SCALAR_BODIES`].
+#[rustfmt::skip]
+const BLOCK_SCALAR_HEADERS: &[(&[&str], [&str; 5])] = &[
+    (&["|", "|2"], ["a\nb", "a\nb\n", "a\n\nb", "a\n  b", "a\nb\n"]),
+    (&["|-", "|2-"], ["a\nb", "a\nb", "a\n\nb", "a\n  b", "a\nb"]),
+    (&["|+", "|+2"], ["a\nb", "a\nb\n", "a\n\nb", "a\n  b", "a\nb\n\n"]),
+    (&[">"], ["a b", "a b\n", "a\nb", "a\n  b", "a b\n"]),
+    (&[">-", ">2-"], ["a b", "a b", "a\nb", "a\n  b", "a b"]),
+    (&[">+"], ["a b", "a b\n", "a\nb", "a\n  b", "a b\n\n"]),
+];
+
+/// Other block scalars as go-yaml v3.0.1 reads them, the texts and the documents as JSON.
 #[rustfmt::skip]
 const GO_YAML_V3_BLOCK_SCALARS: &[(&str, &str)] = &[
-    ("k: |\n  a\n  b", r#"[{"k": "a\nb"}]"#),
-    ("k: |\n  a\n  b\n", r#"[{"k": "a\nb\n"}]"#),
-    ("k: |\n  a\n\n  b", r#"[{"k": "a\n\nb"}]"#),
-    ("k: |\n  a\n    b", r#"[{"k": "a\n  b"}]"#),
-    ("k: |\n  a\n  b\n\n", r#"[{"k": "a\nb\n"}]"#),
-    ("k: |-\n  a\n  b", r#"[{"k": "a\nb"}]"#),
-    ("k: |-\n  a\n  b\n", r#"[{"k": "a\nb"}]"#),
-    ("k: |-\n  a\n\n  b", r#"[{"k": "a\n\nb"}]"#),
-    ("k: |-\n  a\n    b", r#"[{"k": "a\n  b"}]"#),
-    ("k: |-\n  a\n  b\n\n", r#"[{"k": "a\nb"}]"#),
-    ("k: |+\n  a\n  b", r#"[{"k": "a\nb"}]"#),
-    ("k: |+\n  a\n  b\n", r#"[{"k": "a\nb\n"}]"#),
-    ("k: |+\n  a\n\n  b", r#"[{"k": "a\n\nb"}]"#),
-    ("k: |+\n  a\n    b", r#"[{"k": "a\n  b"}]"#),
-    ("k: |+\n  a\n  b\n\n", r#"[{"k": "a\nb\n\n"}]"#),
-    ("k: >\n  a\n  b", r#"[{"k": "a b"}]"#),
-    ("k: >\n  a\n  b\n", r#"[{"k": "a b\n"}]"#),
-    ("k: >\n  a\n\n  b", r#"[{"k": "a\nb"}]"#),
-    ("k: >\n  a\n    b", r#"[{"k": "a\n  b"}]"#),
-    ("k: >\n  a\n  b\n\n", r#"[{"k": "a b\n"}]"#),
-    ("k: >-\n  a\n  b", r#"[{"k": "a b"}]"#),
-    ("k: >-\n  a\n  b\n", r#"[{"k": "a b"}]"#),
-    ("k: >-\n  a\n\n  b", r#"[{"k": "a\nb"}]"#),
-    ("k: >-\n  a\n    b", r#"[{"k": "a\n  b"}]"#),
-    ("k: >-\n  a\n  b\n\n", r#"[{"k": "a b"}]"#),
-    ("k: >+\n  a\n  b", r#"[{"k": "a b"}]"#),
-    ("k: >+\n  a\n  b\n", r#"[{"k": "a b\n"}]"#),
-    ("k: >+\n  a\n\n  b", r#"[{"k": "a\nb"}]"#),
-    ("k: >+\n  a\n    b", r#"[{"k": "a\n  b"}]"#),
-    ("k: >+\n  a\n  b\n\n", r#"[{"k": "a b\n\n"}]"#),
-    ("k: |2\n  a\n  b", r#"[{"k": "a\nb"}]"#),
-    ("k: |2\n  a\n  b\n", r#"[{"k": "a\nb\n"}]"#),
-    ("k: |2\n  a\n\n  b", r#"[{"k": "a\n\nb"}]"#),
-    ("k: |2\n  a\n    b", r#"[{"k": "a\n  b"}]"#),
-    ("k: |2\n  a\n  b\n\n", r#"[{"k": "a\nb\n"}]"#),
-    ("k: |2-\n  a\n  b", r#"[{"k": "a\nb"}]"#),
-    ("k: |2-\n  a\n  b\n", r#"[{"k": "a\nb"}]"#),
-    ("k: |2-\n  a\n\n  b", r#"[{"k": "a\n\nb"}]"#),
-    ("k: |2-\n  a\n    b", r#"[{"k": "a\n  b"}]"#),
-    ("k: |2-\n  a\n  b\n\n", r#"[{"k": "a\nb"}]"#),
-    ("k: |+2\n  a\n  b", r#"[{"k": "a\nb"}]"#),
-    ("k: |+2\n  a\n  b\n", r#"[{"k": "a\nb\n"}]"#),
-    ("k: |+2\n  a\n\n  b", r#"[{"k": "a\n\nb"}]"#),
-    ("k: |+2\n  a\n    b", r#"[{"k": "a\n  b"}]"#),
-    ("k: |+2\n  a\n  b\n\n", r#"[{"k": "a\nb\n\n"}]"#),
-    ("k: >2-\n  a\n  b", r#"[{"k": "a b"}]"#),
-    ("k: >2-\n  a\n  b\n", r#"[{"k": "a b"}]"#),
-    ("k: >2-\n  a\n\n  b", r#"[{"k": "a\nb"}]"#),
-    ("k: >2-\n  a\n    b", r#"[{"k": "a\n  b"}]"#),
-    ("k: >2-\n  a\n  b\n\n", r#"[{"k": "a b"}]"#),
     ("k: |\n  a\n  b\n   ", r#"[{"k": "a\nb\n "}]"#),
     ("k: |\n  a\n  b\n  ", r#"[{"k": "a\nb\n"}]"#),
     ("k: |+\n  a\n  b\n  ", r#"[{"k": "a\nb\n"}]"#),
@@ -275,17 +249,36 @@ const GO_YAML_V3_BLOCK_SCALARS: &[(&str, &str)] = &[
     ("k: |\n  > note\n\n  b\n", r#"[{"k": "> note\n\nb\n"}]"#),
 ];
 
+/// Every block scalar case: [`BLOCK_SCALAR_HEADERS`] with each body, then
+/// [`GO_YAML_V3_BLOCK_SCALARS`].
+fn go_yaml_v3_block_scalars() -> Vec<(String, Value)> {
+    let headers = BLOCK_SCALAR_HEADERS.iter().flat_map(|(headers, values)| {
+        headers.iter().flat_map(move |header| {
+            BLOCK_SCALAR_BODIES
+                .iter()
+                .zip(values)
+                .map(move |(body, value)| (format!("k: {header}{body}"), json!([{"k": value}])))
+        })
+    });
+    let others = GO_YAML_V3_BLOCK_SCALARS
+        .iter()
+        .map(|(text, want)| (text.to_string(), serde_json::from_str(want).unwrap()));
+    headers.chain(others).collect()
+}
+
 #[test]
 fn block_scalars_at_the_end_of_input_read_as_go_yaml_v3_reads_them() {
-    for (text, want) in GO_YAML_V3_BLOCK_SCALARS {
-        let want: Value = serde_json::from_str(want).unwrap();
+    let cases = go_yaml_v3_block_scalars();
+    assert_eq!(cases.len(), 69, "every case is read");
+    for (text, want) in &cases {
+        let text = text.as_str();
         let got = parse_documents_go_yaml_v3(text).unwrap();
-        assert_eq!(Value::Array(got), want, "reading {text:?}");
+        assert_eq!(Value::Array(got), *want, "reading {text:?}");
         // The same from kustomize's reading, which differs only for folded scalars.
         if !text.contains('>') {
             assert_eq!(
                 Value::Array(parse_documents(text).unwrap()),
-                want,
+                *want,
                 "{text:?}"
             );
         }

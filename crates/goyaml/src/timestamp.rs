@@ -11,17 +11,26 @@ enum Layout {
     Date,
 }
 
-/// A parsed timestamp; the zone is an offset in minutes east of UTC.
+/// A point in time as Go's `time.Time` holds a parsed one: calendar fields and a zone offset.
+/// Go's RFC 3339 forms of it are [`GoTime::rfc3339_nano`] and [`GoTime::rfc3339`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct GoTime {
-    year: u32,
-    month: u32,
-    day: u32,
-    hour: u32,
-    minute: u32,
-    second: u32,
-    nanos: u32,
-    offset_minutes: i32,
+pub struct GoTime {
+    /// The year (four digits).
+    pub year: u32,
+    /// The month, 1 to 12.
+    pub month: u32,
+    /// The day of the month, from 1.
+    pub day: u32,
+    /// The hour, 0 to 23.
+    pub hour: u32,
+    /// The minute, 0 to 59.
+    pub minute: u32,
+    /// The second, 0 to 59.
+    pub second: u32,
+    /// The nanoseconds of the second.
+    pub nanos: u32,
+    /// The zone: minutes east of UTC.
+    pub offset_minutes: i32,
 }
 
 /// `s` as go-yaml's `parseTimestamp` reads it: exactly four digits then `-` (its quick check),
@@ -51,14 +60,38 @@ pub fn go_timestamp(s: &str) -> Option<String> {
 }
 
 impl GoTime {
-    /// Go's `time.RFC3339Nano` form, which JSON uses: trailing zeros of the fraction dropped,
-    /// `Z` for a zero offset.
-    pub(crate) fn rfc3339_nano(&self) -> Option<String> {
+    /// The start of a day, in UTC.
+    pub fn midnight_utc(year: u32, month: u32, day: u32) -> GoTime {
+        GoTime {
+            year,
+            month,
+            day,
+            hour: 0,
+            minute: 0,
+            second: 0,
+            nanos: 0,
+            offset_minutes: 0,
+        }
+    }
+
+    /// Go's `time.RFC3339Nano` form, which JSON and `MarshalText` use: trailing zeros of the
+    /// fraction dropped, `Z` for a zero offset. `None` for a zone of 24 hours or more, which
+    /// Go refuses to print.
+    pub fn rfc3339_nano(&self) -> Option<String> {
+        self.format(true)
+    }
+
+    /// Go's `time.RFC3339` form: [`GoTime::rfc3339_nano`] without the fraction.
+    pub fn rfc3339(&self) -> Option<String> {
+        self.format(false)
+    }
+
+    fn format(&self, fraction: bool) -> Option<String> {
         let mut out = format!(
             "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
             self.year, self.month, self.day, self.hour, self.minute, self.second
         );
-        if self.nanos > 0 {
+        if fraction && self.nanos > 0 {
             let fraction = format!("{:09}", self.nanos);
             out.push('.');
             out.push_str(fraction.trim_end_matches('0'));
@@ -178,16 +211,7 @@ fn parse_layout(text: &[u8], layout: Layout) -> Option<GoTime> {
     let month = c.number()?;
     c.literal(b'-')?;
     let day = c.number()?;
-    let mut time = GoTime {
-        year,
-        month,
-        day,
-        hour: 0,
-        minute: 0,
-        second: 0,
-        nanos: 0,
-        offset_minutes: 0,
-    };
+    let mut time = GoTime::midnight_utc(year, month, day);
     match layout {
         Layout::Date => {}
         Layout::Upper | Layout::Lower | Layout::Space => {

@@ -178,22 +178,29 @@ impl Writer<'_> {
         self.pad(indent);
     }
 
+    /// Whether a space at the current column may become a line break: breaks are allowed, the
+    /// line is past the best width and the space does not follow another.
+    fn may_fold(&self, allow_breaks: bool, after_space: bool) -> bool {
+        allow_breaks && !after_space && self.col > BEST_WIDTH
+    }
+
+    /// Writes `c`, or folds the line there (`c` is then a space the break stands for).
+    fn put_or_fold(&mut self, c: char, fold: bool, indent: usize) {
+        if fold {
+            self.fold(indent);
+        } else {
+            self.put(c);
+        }
+    }
+
     fn plain(&mut self, s: &str, indent: usize, allow_breaks: bool) {
         let mut spaces = false;
         let mut chars = s.chars().peekable();
         while let Some(c) = chars.next() {
-            if c == ' ' {
-                let next_is_space = chars.peek() == Some(&' ');
-                if allow_breaks && !spaces && self.col > BEST_WIDTH && !next_is_space {
-                    self.fold(indent);
-                } else {
-                    self.put(c);
-                }
-                spaces = true;
-            } else {
-                self.put(c);
-                spaces = false;
-            }
+            let fold =
+                c == ' ' && self.may_fold(allow_breaks, spaces) && chars.peek() != Some(&' ');
+            self.put_or_fold(c, fold, indent);
+            spaces = c == ' ';
         }
     }
 
@@ -208,17 +215,9 @@ impl Writer<'_> {
         while let Some((i, c)) = chars.next() {
             if c == ' ' {
                 let next_is_space = chars.peek().is_some_and(|(_, n)| *n == ' ');
-                if allow_breaks
-                    && !spaces
-                    && self.col > BEST_WIDTH
-                    && i > 0
-                    && i < last
-                    && !next_is_space
-                {
-                    self.fold(indent);
-                } else {
-                    self.put(c);
-                }
+                let fold =
+                    self.may_fold(allow_breaks, spaces) && i > 0 && i < last && !next_is_space;
+                self.put_or_fold(c, fold, indent);
                 spaces = true;
             } else if is_break(c) {
                 if !breaks && c == '\n' {
@@ -268,20 +267,15 @@ impl Writer<'_> {
             if escape_all || !is_printable(c) || is_break(c) || c == '"' || c == '\\' {
                 self.escape(c);
                 spaces = false;
-            } else if c == ' ' {
-                if allow_breaks && !spaces && self.col > BEST_WIDTH && i > 0 && i < last {
-                    self.fold(indent);
-                    if chars.peek().is_some_and(|(_, n)| *n == ' ') {
-                        self.put('\\');
-                    }
-                } else {
-                    self.put(c);
-                }
-                spaces = true;
-            } else {
-                self.put(c);
-                spaces = false;
+                continue;
             }
+            let fold = c == ' ' && self.may_fold(allow_breaks, spaces) && i > 0 && i < last;
+            self.put_or_fold(c, fold, indent);
+            // A space after the fold would be taken for indentation: it is escaped.
+            if fold && chars.peek().is_some_and(|(_, n)| *n == ' ') {
+                self.put('\\');
+            }
+            spaces = c == ' ';
         }
         self.put('"');
     }

@@ -24,7 +24,7 @@ use zeroize::Zeroizing;
 
 use super::oauth;
 use super::token_cache::CachedToken;
-use super::{Failure, KeyServiceError, KeyServices, with_retries};
+use super::{CallError, Failure, KeyServiceError, KeyServices};
 
 /// The role ARN annotation of a decryption ServiceAccount (IRSA's).
 pub const ROLE_ARN_ANNOTATION: &str = "eks.amazonaws.com/role-arn";
@@ -172,8 +172,8 @@ pub async fn decrypt(
     let credentials = credentials(services, &key, role).await?;
     let endpoint = endpoint(services, "KMS", "kms", &key);
     let body = decrypt_body(arn, &blob, context);
-    let response = with_retries(services.policy, || {
-        let request = signed(
+    let request = || {
+        signed(
             &endpoint,
             &key.region,
             "kms",
@@ -183,39 +183,36 @@ pub async fn decrypt(
                 ("x-amz-target", "TrentService.Decrypt"),
             ],
             body.clone(),
-        );
-        send_ok(services, request, |status, body| {
-            json_failure(status, body, "Decrypt")
-        })
+        )
+    };
+    let response = call_ok(services, request, |status, body| {
+        json_failure(status, body, "Decrypt")
     })
     .await
-    .map_err(|source| KeyServiceError::Call {
-        context: "failed to decrypt the sops data key".to_owned(),
-        source,
-    })?;
+    .map_err(|source| KeyServiceError::call("failed to decrypt the sops data key", source))?;
     parse_decrypt_response(&response).map_err(|message| KeyServiceError::Response {
         context: "Decrypt".to_owned(),
         message: message.to_owned(),
     })
 }
 
-/// Sends `request` and returns the body of a 200 answer; another status is `failure`'s.
-async fn send_ok(
+/// One call: sends the request `request` builds and returns the body of a 200 answer;
+/// another status is `failure`'s.
+async fn call_ok(
     services: &KeyServices,
-    request: Result<Request<Full<Bytes>>, RequestError>,
+    request: impl Fn() -> Result<Request<Full<Bytes>>, RequestError>,
     failure: impl Fn(StatusCode, &[u8]) -> Failure,
-) -> Result<Bytes, Failure> {
-    let response = services
-        .http
-        .send(
-            request.map_err(|e| Failure::Permanent(e.to_string()))?,
-            services.policy.timeout,
+) -> Result<Bytes, CallError> {
+    services
+        .exchange(
+            services.policy,
+            || request().map_err(|e| Failure::Permanent(e.to_string())),
+            |answer| match answer.status {
+                StatusCode::OK => Ok(answer.body),
+                status => Err(failure(status, &answer.body)),
+            },
         )
-        .await?;
-    match response.status {
-        StatusCode::OK => Ok(response.body),
-        status => Err(failure(status, &response.body)),
-    }
+        .await
 }
 
 /// A KMS key ARN's parts that address the service.
@@ -581,33 +578,28 @@ async fn container_credentials(
             .get("AWS_CONTAINER_AUTHORIZATION_TOKEN")
             .map(|t| Zeroizing::new(t.to_owned())),
     };
-    let body = with_retries(services.policy, || {
+    let request = || {
         let mut request = Request::builder().method(Method::GET).uri(url);
         if let Some(token) = &authorization {
             request = request.header("authorization", token.as_str());
         }
-        let request = request
+        request
             .body(Full::new(Bytes::new()))
-            .map_err(|_| Failure::Permanent(format!("'{url}' is not a URL")));
-        async move {
-            let response = services
-                .http
-                .send(request?, services.policy.timeout)
-                .await?;
-            match response.status {
-                StatusCode::OK => Ok(response.body),
-                status => Err(Failure::from_status(
-                    status,
-                    format!(
-                        "the container credentials endpoint answered HTTP {}",
-                        status.as_u16()
-                    ),
-                )),
-            }
-        }
-    })
-    .await
-    .map_err(|e| KeyServiceError::credentials_because(None, e))?;
+            .map_err(|_| Failure::Permanent(format!("'{url}' is not a URL")))
+    };
+    let body = services
+        .exchange(services.policy, request, |answer| match answer.status {
+            StatusCode::OK => Ok(answer.body),
+            status => Err(Failure::from_status(
+                status,
+                format!(
+                    "the container credentials endpoint answered HTTP {}",
+                    status.as_u16()
+                ),
+            )),
+        })
+        .await
+        .map_err(|e| KeyServiceError::credentials_because(None, e))?;
     parse_credentials_document(&body).ok_or_else(|| {
         KeyServiceError::credentials(
             "the container credentials endpoint's answer is not credentials".to_owned(),
@@ -708,30 +700,25 @@ async fn sts_call(
     let endpoint = endpoint(services, "STS", "sts", key);
     let body = Bytes::from(oauth::form_encode(form).as_bytes().to_vec());
     let content_type = "application/x-www-form-urlencoded; charset=utf-8";
-    let answer = with_retries(services.policy, || {
-        let request = match signer {
-            Some(credentials) => signed(
-                &endpoint,
-                &key.region,
-                "sts",
-                credentials,
-                &[("content-type", content_type)],
-                body.clone(),
-            ),
-            None => Request::builder()
-                .method(Method::POST)
-                .uri(format!("{endpoint}/"))
-                .header("content-type", content_type)
-                .body(Full::new(body.clone()))
-                .map_err(|_| RequestError::NotUrl(endpoint.clone())),
-        };
-        send_ok(services, request, xml_failure)
-    })
-    .await
-    .map_err(|source| KeyServiceError::Call {
-        context: context.to_owned(),
-        source,
-    })?;
+    let request = || match signer {
+        Some(credentials) => signed(
+            &endpoint,
+            &key.region,
+            "sts",
+            credentials,
+            &[("content-type", content_type)],
+            body.clone(),
+        ),
+        None => Request::builder()
+            .method(Method::POST)
+            .uri(format!("{endpoint}/"))
+            .header("content-type", content_type)
+            .body(Full::new(body.clone()))
+            .map_err(|_| RequestError::NotUrl(endpoint.clone())),
+    };
+    let answer = call_ok(services, request, xml_failure)
+        .await
+        .map_err(|source| KeyServiceError::call(context, source))?;
     parse_sts_credentials(&answer).map_err(|message| KeyServiceError::Response {
         context: context.to_owned(),
         message: message.to_string(),

@@ -11,7 +11,6 @@
 //! elsewhere never receives a token for Key Vault.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
@@ -24,7 +23,7 @@ use zeroize::Zeroizing;
 
 use super::identity::ServiceAccountTokens;
 use super::oauth::{self, Alg, Rsa, TokenResponse};
-use super::{CallError, Environment, Failure, KeyServiceError, KeyServices, with_retries};
+use super::{CallError, Environment, Failure, KeyServiceError, KeyServices};
 
 /// The annotation naming the application (client) ID of a decryption ServiceAccount.
 pub const CLIENT_ID_ANNOTATION: &str = "azure.workload.identity/client-id";
@@ -432,20 +431,10 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
 
 /// An access token for one Key Vault resource, cached in [`KeyServices`] until shortly
 /// before it expires.
+#[derive(Debug)]
 pub struct AccessToken {
-    value: Zeroizing<String>,
-    renew_at: Instant,
+    token: oauth::AccessToken,
     scope: String,
-}
-
-impl std::fmt::Debug for AccessToken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AccessToken")
-            .field("value", &"***")
-            .field("renew_at", &self.renew_at)
-            .field("scope", &self.scope)
-            .finish()
-    }
 }
 
 /// Opens a data key: `enc` is the unpadded base64url of the wrapped key, as sops writes it.
@@ -470,16 +459,14 @@ pub async fn decrypt(
         )
     })?;
     let token = access_token(services, &scope).await?;
-    with_retries(services.policy, || async {
-        let request = decrypt_request(&url, &wrapped, &token)?;
-        let response = services.http.send(request, services.policy.timeout).await?;
-        parse_decrypt_response(response.status, &response.body)
-    })
-    .await
-    .map_err(|source| KeyServiceError::Call {
-        context: context(),
-        source,
-    })
+    services
+        .exchange(
+            services.policy,
+            || decrypt_request(&url, &wrapped, &token),
+            |answer| parse_decrypt_response(answer.status, &answer.body),
+        )
+        .await
+        .map_err(|source| KeyServiceError::call(context(), source))
 }
 
 /// `{vault}/keys/{name}[/{version}]/decrypt?api-version=...`; the vault must be HTTPS
@@ -567,15 +554,14 @@ async fn access_token(
     let mut cached = services.azure_tokens.lock().await;
     if let Some(token) = cached
         .as_ref()
-        .filter(|t| t.scope == scope && Instant::now() < t.renew_at)
+        .filter(|t| t.scope == scope && t.token.is_fresh())
     {
-        return Ok(token.value.clone());
+        return Ok(token.token.value().clone());
     }
     let response = new_token(services, scope).await?;
     let value = response.access_token.clone();
     *cached = Some(AccessToken {
-        renew_at: oauth::renew_at(response.expires_in),
-        value: response.access_token,
+        token: oauth::AccessToken::from_response(response),
         scope: scope.to_owned(),
     });
     Ok(value)
@@ -606,26 +592,21 @@ async fn new_token(services: &KeyServices, scope: &str) -> Result<TokenResponse,
     if let Some(credentials) = &services.credentials.azure {
         return request_token(services, secret_grant(credentials), scope)
             .await
-            .map_err(|source| KeyServiceError::Call {
-                context: format!(
-                    "failed to get an access token with the {} (sops.azure-kv)",
-                    credentials.describe()
-                ),
-                source,
+            .map_err(|source| {
+                KeyServiceError::call(
+                    format!(
+                        "failed to get an access token with the {} (sops.azure-kv)",
+                        credentials.describe()
+                    ),
+                    source,
+                )
             });
     }
     if let Some(identity) = &services.credentials.identity {
         let grant = identity_grant(services, identity).await?;
         return request_token(services, grant, scope)
             .await
-            .map_err(|source| KeyServiceError::Call {
-                context: format!(
-                    "failed to get an access token with workload identity of service account '{}/{}'",
-                    identity.namespace(),
-                    identity.name()
-                ),
-                source,
-            });
+            .map_err(|source| KeyServiceError::call(identity.token_failure_context(), source));
     }
     environment_token(services, scope).await
 }
@@ -748,9 +729,11 @@ async fn environment_token(
         scope,
     )
     .await
-    .map_err(|source| KeyServiceError::Call {
-        context: "failed to get an access token with managed identity".to_owned(),
-        source,
+    .map_err(|source| {
+        KeyServiceError::call(
+            "failed to get an access token with managed identity",
+            source,
+        )
     })
 }
 
@@ -793,29 +776,27 @@ async fn request_token(
         Grant::ManagedIdentity { .. } => services.policy.metadata(),
         Grant::Client { .. } => services.policy,
     };
-    with_retries(policy, || async {
-        let request = match &grant {
-            Grant::Client {
-                authority_host,
-                tenant_id,
-                client_id,
-                proof,
-            } => client_token_request(
-                authority_host,
-                tenant_id,
-                client_id,
-                proof,
-                scope,
-                oauth::unix_now(),
-            )?,
-            Grant::ManagedIdentity { client_id } => {
-                managed_identity_request(&imds, *client_id, scope)?
-            }
-        };
-        let response = services.http.send(request, policy.timeout).await?;
-        oauth::parse_token_response(response.status, &response.body)
-    })
-    .await
+    let request = || match &grant {
+        Grant::Client {
+            authority_host,
+            tenant_id,
+            client_id,
+            proof,
+        } => client_token_request(
+            authority_host,
+            tenant_id,
+            client_id,
+            proof,
+            scope,
+            oauth::unix_now(),
+        ),
+        Grant::ManagedIdentity { client_id } => managed_identity_request(&imds, *client_id, scope),
+    };
+    services
+        .exchange(policy, request, |answer| {
+            oauth::parse_token_response(answer.status, &answer.body)
+        })
+        .await
 }
 
 /// The Microsoft identity platform's token endpoint of a tenant.
@@ -929,7 +910,9 @@ fn managed_identity_request(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gcp::tests::{TEST_KEY, percent_decode, policy, server, verified_parts};
+    use crate::gcp::tests::{
+        TEST_KEY, assert_refused, percent_decode, policy, server, verified_parts,
+    };
     use crate::{Credentials as AllCredentials, HttpClient};
     use ring::signature::RSA_PSS_2048_8192_SHA256;
 
@@ -1016,17 +999,14 @@ mod tests {
             Kind::ClientSecret { .. }
         ));
         let neither = format!(r#"{{"tenantId":"{TENANT}","clientId":"{CLIENT}"}}"#);
-        let error = parse_credentials(neither.as_bytes())
-            .unwrap_err()
-            .to_string();
-        assert!(
-            error.contains("requires 'clientSecret' or 'clientCertificate'"),
-            "{error}"
+        let refused =
+            |config: &[u8], says: &str| assert_refused(parse_credentials(config), &[says], &[]);
+        refused(
+            neither.as_bytes(),
+            "requires 'clientSecret' or 'clientCertificate'",
         );
-        let error = parse_credentials(b"").unwrap_err().to_string();
-        assert!(error.contains("requires a 'clientId' field"), "{error}");
-        let error = parse_credentials(b"- a\n- b\n").unwrap_err().to_string();
-        assert!(error.contains("not a mapping"), "{error}");
+        refused(b"", "requires a 'clientId' field");
+        refused(b"- a\n- b\n", "not a mapping");
     }
 
     #[test]
@@ -1067,28 +1047,18 @@ mod tests {
             "-----BEGIN ENCRYPTED PRIVATE KEY-----\nMIIB\n-----END ENCRYPTED PRIVATE KEY-----\n",
             false,
         );
-        let error = parse_credentials(encrypted.as_bytes())
-            .unwrap_err()
-            .to_string();
-        assert!(
-            error.contains("encrypted keys are not supported"),
-            "{error}"
-        );
+        let refused = |config: &str, says: &str, hides: &[&str]| {
+            assert_refused(parse_credentials(config.as_bytes()), &[says], hides)
+        };
+        refused(&encrypted, "encrypted keys are not supported", &[]);
         let pfx = format!(
             r#"{{"tenantId":"{TENANT}","clientId":"{CLIENT}","clientCertificate":"MIIKZQIBAzCCCi8GCSqGSIb3DQEHAaCC"}}"#
         );
-        let error = parse_credentials(pfx.as_bytes()).unwrap_err().to_string();
-        assert!(error.contains("PKCS#12"), "{error}");
+        refused(&pfx, "PKCS#12", &[]);
         let no_cert =
             json!({"tenantId": TENANT, "clientId": CLIENT, "clientCertificate": TEST_KEY})
                 .to_string();
-        let error = parse_credentials(no_cert.as_bytes())
-            .unwrap_err()
-            .to_string();
-        assert!(
-            error.contains("no certificate matches the private key") && !error.contains("MII"),
-            "{error}"
-        );
+        refused(&no_cert, "no certificate matches the private key", &["MII"]);
     }
 
     #[test]
@@ -1225,26 +1195,27 @@ mod tests {
         assert!(decrypt_url("https://v.vault.azure.net", "k/../../x", "v").is_err());
         assert!(decrypt_url("https://v.vault.azure.net", "k", "v?x=1").is_err());
         assert!(decrypt_url("http://127.0.0.1:8080", "k", "v").is_ok());
-        assert_eq!(
-            scope_for("https://x.vault.azure.net").unwrap(),
-            "https://vault.azure.net/.default"
-        );
-        assert_eq!(
-            scope_for("https://x.vault.azure.cn/").unwrap(),
-            "https://vault.azure.cn/.default"
-        );
-        assert_eq!(
-            scope_for("https://x.managedhsm.azure.net").unwrap(),
-            "https://managedhsm.azure.net/.default"
-        );
-        assert_eq!(
-            scope_for("https://vault.azure.net.evil.example.com").unwrap(),
-            "https://azure.net.evil.example.com/.default"
-        );
-        assert_eq!(
-            scope_for("https://evil.com").unwrap(),
-            "https://evil.com/.default"
-        );
+        for (vault_url, scope) in [
+            (
+                "https://x.vault.azure.net",
+                "https://vault.azure.net/.default",
+            ),
+            (
+                "https://x.vault.azure.cn/",
+                "https://vault.azure.cn/.default",
+            ),
+            (
+                "https://x.managedhsm.azure.net",
+                "https://managedhsm.azure.net/.default",
+            ),
+            (
+                "https://vault.azure.net.evil.example.com",
+                "https://azure.net.evil.example.com/.default",
+            ),
+            ("https://evil.com", "https://evil.com/.default"),
+        ] {
+            assert_eq!(scope_for(vault_url).unwrap(), scope, "{vault_url}");
+        }
     }
 
     #[test]
@@ -1299,6 +1270,15 @@ mod tests {
             azure: Some(parse_credentials(config.to_string().as_bytes()).unwrap()),
             ..Default::default()
         }
+    }
+
+    /// Why decrypting with the client secret against `server` failed.
+    async fn secret_decrypt_error(server: &server::Server) -> String {
+        let services = services(secret_credentials(&server.url), &[]);
+        decrypt(&services, &server.url, "sops", "v1", "d3JhcHBlZA")
+            .await
+            .unwrap_err()
+            .to_string()
     }
 
     fn token_answer() -> (u16, String) {
@@ -1361,11 +1341,7 @@ mod tests {
             (403, r#"{"error":{"code":"Forbidden","message":"Caller is not authorized to perform action on resource."}}"#.to_owned()),
         ])
         .await;
-        let services = services(secret_credentials(&server.url), &[]);
-        let error = decrypt(&services, &server.url, "sops", "v1", "d3JhcHBlZA")
-            .await
-            .unwrap_err()
-            .to_string();
+        let error = secret_decrypt_error(&server).await;
         assert_eq!(
             error,
             format!(
@@ -1384,11 +1360,7 @@ mod tests {
             r#"{"error":"invalid_client","error_description":"AADSTS7000215: Invalid client secret provided."}"#.to_owned(),
         )])
         .await;
-        let services = services(secret_credentials(&server.url), &[]);
-        let error = decrypt(&services, &server.url, "sops", "v1", "d3JhcHBlZA")
-            .await
-            .unwrap_err()
-            .to_string();
+        let error = secret_decrypt_error(&server).await;
         assert!(
             error.contains(CLIENT) && error.contains("AADSTS7000215"),
             "{error}"

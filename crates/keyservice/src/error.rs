@@ -115,6 +115,14 @@ impl KeyServiceError {
         }
     }
 
+    /// A call to the service that failed; `context` says which call and for which key.
+    pub fn call(context: impl Into<String>, source: CallError) -> Self {
+        KeyServiceError::Call {
+            context: context.into(),
+            source,
+        }
+    }
+
     /// A key the service does not accept; `message` names it.
     pub fn invalid_key(message: impl Into<String>) -> Self {
         KeyServiceError::InvalidKey {

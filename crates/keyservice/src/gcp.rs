@@ -11,7 +11,6 @@
 //! The OAuth 2.0 and JOSE helpers (`super::oauth`) are shared with the Azure key service.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -22,8 +21,9 @@ use serde::Deserialize;
 use serde_json::json;
 use zeroize::Zeroizing;
 
+use super::http::Response;
 use super::identity::{AUDIENCES_ANNOTATION, ServiceAccountTokens};
-use super::{CallError, Failure, KeyServiceError, KeyServices, with_retries};
+use super::{CallError, Failure, KeyServiceError, KeyServices};
 
 use super::oauth::{self, Rsa, TokenResponse, json_error_kind};
 
@@ -272,28 +272,7 @@ fn non_empty(value: String) -> Option<String> {
 }
 
 /// An access token, cached in [`KeyServices`] until shortly before it expires.
-pub struct AccessToken {
-    value: Zeroizing<String>,
-    renew_at: Instant,
-}
-
-impl std::fmt::Debug for AccessToken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AccessToken")
-            .field("value", &"***")
-            .field("renew_at", &self.renew_at)
-            .finish()
-    }
-}
-
-impl AccessToken {
-    fn from_response(response: TokenResponse) -> Self {
-        AccessToken {
-            renew_at: oauth::renew_at(response.expires_in),
-            value: response.access_token,
-        }
-    }
-}
+pub use super::oauth::AccessToken;
 
 /// Opens a data key: `enc` is the standard base64 of the KMS ciphertext, as sops writes it.
 pub async fn decrypt(
@@ -323,16 +302,14 @@ async fn decrypt_at(
         )
     })?;
     let token = access_token(services).await?;
-    with_retries(services.policy, || async {
-        let request = decrypt_request(endpoint, resource_id, &ciphertext, &token)?;
-        let response = services.http.send(request, services.policy.timeout).await?;
-        parse_decrypt_response(response.status, &response.body)
-    })
-    .await
-    .map_err(|source| KeyServiceError::Call {
-        context: context(),
-        source,
-    })
+    services
+        .exchange(
+            services.policy,
+            || decrypt_request(endpoint, resource_id, &ciphertext, &token),
+            |answer| parse_decrypt_response(answer.status, &answer.body),
+        )
+        .await
+        .map_err(|source| KeyServiceError::call(context(), source))
 }
 
 /// The KMS endpoint: `SOPS_GCP_KMS_ENDPOINT`, else `cloudkms.` the universe domain of
@@ -405,11 +382,11 @@ fn parse_decrypt_response(status: StatusCode, body: &[u8]) -> Result<Zeroizing<V
 /// A valid access token: the cached one, else a new one from the first credentials found.
 async fn access_token(services: &KeyServices) -> Result<Zeroizing<String>, KeyServiceError> {
     let mut cached = services.gcp_tokens.lock().await;
-    if let Some(token) = cached.as_ref().filter(|t| Instant::now() < t.renew_at) {
-        return Ok(token.value.clone());
+    if let Some(token) = cached.as_ref().filter(|t| t.is_fresh()) {
+        return Ok(token.value().clone());
     }
     let token = new_token(services).await?;
-    let value = token.value.clone();
+    let value = token.value().clone();
     *cached = Some(token);
     Ok(value)
 }
@@ -421,43 +398,41 @@ async fn new_token(services: &KeyServices) -> Result<AccessToken, KeyServiceErro
     if let Some(credentials) = &services.credentials.gcp {
         return token_from_credentials(services, credentials, KMS_SCOPES)
             .await
-            .map_err(|source| KeyServiceError::Call {
-                context: format!(
-                    "failed to get an access token for {} (sops.gcp-kms)",
-                    credentials.describe()
-                ),
-                source,
+            .map_err(|source| {
+                KeyServiceError::call(
+                    format!(
+                        "failed to get an access token for {} (sops.gcp-kms)",
+                        credentials.describe()
+                    ),
+                    source,
+                )
             });
     }
     if let Some(identity) = &services.credentials.identity {
         return workload_identity_token(services, identity)
             .await
-            .map_err(|e| {
-                e.within(&format!(
-                "failed to get an access token with workload identity of service account '{}/{}'",
-                identity.namespace(),
-                identity.name()
-            ))
-            });
+            .map_err(|e| e.within(&identity.token_failure_context()));
     }
     if let Some(path) = services.environment.get("GOOGLE_APPLICATION_CREDENTIALS") {
         let credentials = read_credentials_file(path).await?;
         return token_from_credentials(services, &credentials, IDENTITY_SCOPES)
             .await
-            .map_err(|source| KeyServiceError::Call {
-                context: format!(
-                    "failed to get an access token for {} (GOOGLE_APPLICATION_CREDENTIALS)",
-                    credentials.describe()
-                ),
-                source,
+            .map_err(|source| {
+                KeyServiceError::call(
+                    format!(
+                        "failed to get an access token for {} (GOOGLE_APPLICATION_CREDENTIALS)",
+                        credentials.describe()
+                    ),
+                    source,
+                )
             });
     }
-    metadata_token(services)
-        .await
-        .map_err(|source| KeyServiceError::Call {
-            context: "failed to get an access token from the GCE metadata server".to_owned(),
+    metadata_token(services).await.map_err(|source| {
+        KeyServiceError::call(
+            "failed to get an access token from the GCE metadata server",
             source,
-        })
+        )
+    })
 }
 
 async fn read_credentials_file(path: &str) -> Result<Credentials, KeyServiceError> {
@@ -482,12 +457,13 @@ async fn token_from_credentials(
     credentials: &Credentials,
     scopes: &[&str],
 ) -> Result<AccessToken, CallError> {
-    let response = with_retries(services.policy, || async {
-        let request = credentials_token_request(credentials, scopes, oauth::unix_now())?;
-        let response = services.http.send(request, services.policy.timeout).await?;
-        oauth::parse_token_response(response.status, &response.body)
-    })
-    .await?;
+    let response = services
+        .exchange(
+            services.policy,
+            || credentials_token_request(credentials, scopes, oauth::unix_now()),
+            |answer| oauth::parse_token_response(answer.status, &answer.body),
+        )
+        .await?;
     Ok(AccessToken::from_response(response))
 }
 
@@ -588,30 +564,31 @@ async fn workload_identity_token(
         }
     };
     let subject = identity.token(audiences, "decrypt_with_gcp").await?;
-    let federated = with_retries(services.policy, || async {
-        let request = sts_request(STS_TOKEN_URL, &exchange_audience, &subject, IDENTITY_SCOPES)?;
-        let response = services.http.send(request, services.policy.timeout).await?;
-        oauth::parse_token_response(response.status, &response.body)
-    })
-    .await
-    .map_err(|source| KeyServiceError::Call {
-        context: "token exchange at Google STS failed".to_owned(),
-        source,
-    })?;
+    let federated = services
+        .exchange(
+            services.policy,
+            || sts_request(STS_TOKEN_URL, &exchange_audience, &subject, IDENTITY_SCOPES),
+            |answer| oauth::parse_token_response(answer.status, &answer.body),
+        )
+        .await
+        .map_err(|source| KeyServiceError::call("token exchange at Google STS failed", source))?;
     let Some(email) = email else {
         return Ok(AccessToken::from_response(federated));
     };
     let token = federated.access_token;
-    let impersonated = with_retries(services.policy, || async {
-        let request = impersonation_request(IAM_CREDENTIALS_URL, &email, &token, IDENTITY_SCOPES)?;
-        let response = services.http.send(request, services.policy.timeout).await?;
-        parse_impersonation_response(response.status, &response.body, oauth::unix_now())
-    })
-    .await
-    .map_err(|source| KeyServiceError::Call {
-        context: format!("impersonation of GCP service account '{email}' failed"),
-        source,
-    })?;
+    let impersonated = services
+        .exchange(
+            services.policy,
+            || impersonation_request(IAM_CREDENTIALS_URL, &email, &token, IDENTITY_SCOPES),
+            |answer| parse_impersonation_response(answer.status, &answer.body, oauth::unix_now()),
+        )
+        .await
+        .map_err(|source| {
+            KeyServiceError::call(
+                format!("impersonation of GCP service account '{email}' failed"),
+                source,
+            )
+        })?;
     Ok(AccessToken::from_response(impersonated))
 }
 
@@ -727,22 +704,24 @@ async fn metadata_value(
     what: &str,
 ) -> Result<String, KeyServiceError> {
     let policy = services.policy.metadata();
-    let value = with_retries(policy, || async {
-        let request = metadata_request(host, path)?;
-        let response = services.http.send(request, policy.timeout).await?;
-        if !response.status.is_success() {
+    let read = |answer: Response| {
+        if !answer.status.is_success() {
             return Err(Failure::from_status(
-                response.status,
-                oauth::service_error(response.status, &response.body),
+                answer.status,
+                oauth::service_error(answer.status, &answer.body),
             ));
         }
-        Ok(String::from_utf8_lossy(&response.body).trim().to_owned())
-    })
-    .await
-    .map_err(|source| KeyServiceError::Call {
-        context: format!("failed to get {what} from the metadata service"),
-        source,
-    })?;
+        Ok(String::from_utf8_lossy(&answer.body).trim().to_owned())
+    };
+    let value = services
+        .exchange(policy, || metadata_request(host, path), read)
+        .await
+        .map_err(|source| {
+            KeyServiceError::call(
+                format!("failed to get {what} from the metadata service"),
+                source,
+            )
+        })?;
     if value.is_empty() {
         return Err(KeyServiceError::Response {
             context: format!("failed to get {what} from the metadata service"),
@@ -777,12 +756,13 @@ async fn metadata_token(services: &KeyServices) -> Result<AccessToken, CallError
         oauth::percent_encode(&IDENTITY_SCOPES.join(","))
     );
     let policy = services.policy.metadata();
-    let response = with_retries(policy, || async {
-        let request = metadata_request(&host, &path)?;
-        let response = services.http.send(request, policy.timeout).await?;
-        oauth::parse_token_response(response.status, &response.body)
-    })
-    .await?;
+    let response = services
+        .exchange(
+            policy,
+            || metadata_request(&host, &path),
+            |answer| oauth::parse_token_response(answer.status, &answer.body),
+        )
+        .await?;
     Ok(AccessToken::from_response(response))
 }
 
@@ -1093,26 +1073,40 @@ pub(super) mod tests {
         assert!(!format!("{credentials:?}").contains("DO-NOT-LEAK"));
     }
 
+    /// `parsed` is a refusal whose message says each of `says` and quotes none of `hides`
+    /// (also used by the Azure tests).
+    pub(crate) fn assert_refused<T, E: std::fmt::Display>(
+        parsed: Result<T, E>,
+        says: &[&str],
+        hides: &[&str],
+    ) {
+        let error = match parsed {
+            Ok(_) => panic!("accepted, wanted an error saying {says:?}"),
+            Err(e) => e.to_string(),
+        };
+        for said in says {
+            assert!(error.contains(said), "{error:?} does not say {said:?}");
+        }
+        for hidden in hides {
+            assert!(!error.contains(hidden), "{error:?} quotes {hidden:?}");
+        }
+    }
+
+    /// `config` is refused with an error saying each of `says` and quoting none of `hides`.
+    fn refused(config: &str, says: &[&str], hides: &[&str]) {
+        assert_refused(parse_credentials(config.as_bytes()), says, hides);
+    }
+
     #[test]
     fn refuses_other_credential_types_naming_them() {
         let external = r#"{"type":"external_account","audience":"//iam.googleapis.com/x","subject_token_type":"urn:ietf:params:oauth:token-type:jwt","token_url":"https://sts.googleapis.com/v1/token","credential_source":{"file":"/var/run/token"}}"#;
-        let error = parse_credentials(external.as_bytes())
-            .unwrap_err()
-            .to_string();
-        assert!(
-            error.contains("'external_account'") && error.contains("not supported"),
-            "{error}"
+        refused(external, &["'external_account'", "not supported"], &[]);
+        refused(r#"{"client_email":"a@b"}"#, &["missing 'type'"], &[]);
+        refused(
+            r#"{"type":"service_account","client_email":"a@b.iam.gserviceaccount.com"}"#,
+            &["missing 'private_key'"],
+            &[],
         );
-        let error = parse_credentials(br#"{"client_email":"a@b"}"#)
-            .unwrap_err()
-            .to_string();
-        assert!(error.contains("missing 'type'"), "{error}");
-        let error = parse_credentials(
-            br#"{"type":"service_account","client_email":"a@b.iam.gserviceaccount.com"}"#,
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(error.contains("missing 'private_key'"), "{error}");
     }
 
     #[test]
@@ -1120,19 +1114,9 @@ pub(super) mod tests {
         let broken = format!(
             r#"{{"type":"authorized_user","client_secret":"{SECRET}" "refresh_token":"x"}}"#
         );
-        let error = parse_credentials(broken.as_bytes())
-            .unwrap_err()
-            .to_string();
-        assert!(error.contains("syntax error"), "{error}");
-        assert!(!error.contains(SECRET), "{error}");
+        refused(&broken, &["syntax error"], &[SECRET]);
         let bad_key = service_account_json(DEFAULT_TOKEN_URI).replace("MII", "XII");
-        let error = parse_credentials(bad_key.as_bytes())
-            .unwrap_err()
-            .to_string();
-        assert!(
-            error.contains("private_key") && !error.contains("XII"),
-            "{error}"
-        );
+        refused(&bad_key, &["private_key"], &["XII"]);
     }
 
     #[test]

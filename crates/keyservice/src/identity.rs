@@ -215,6 +215,15 @@ impl ServiceAccountTokens {
         &self.name
     }
 
+    /// What a failed token request made as this ServiceAccount was doing, the context of the
+    /// error every provider reports then.
+    pub(crate) fn token_failure_context(&self) -> String {
+        format!(
+            "failed to get an access token with workload identity of service account '{}/{}'",
+            self.namespace, self.name
+        )
+    }
+
     /// An annotation's value, `None` when absent or empty.
     pub fn annotation(&self, key: &str) -> Option<&str> {
         self.annotations

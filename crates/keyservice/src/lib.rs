@@ -269,6 +269,21 @@ impl KeyServices {
         self
     }
 
+    /// One call to a service: sends the request `request` builds (anew for each attempt) and
+    /// reads the answer with `read`, retrying under `policy` as [`with_retries`] does.
+    pub(crate) async fn exchange<T>(
+        &self,
+        policy: CallPolicy,
+        request: impl Fn() -> Result<::http::Request<http_body_util::Full<bytes::Bytes>>, Failure>,
+        read: impl Fn(http::Response) -> Result<T, Failure>,
+    ) -> Result<T, CallError> {
+        with_retries(policy, || async {
+            let response = self.http.send(request()?, policy.timeout).await?;
+            read(response)
+        })
+        .await
+    }
+
     /// Opens `enc` with `key`'s service.
     pub async fn open(
         &self,

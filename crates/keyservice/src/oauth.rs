@@ -189,6 +189,42 @@ pub fn renew_at(expires_in: u64) -> Instant {
     Instant::now() + valid.saturating_sub(RENEW_MARGIN.min(valid / 2))
 }
 
+/// An access token and when it is due for renewal, as the GCP and Azure token caches of
+/// [`KeyServices`](crate::KeyServices) keep it; its Debug form hides the value.
+pub struct AccessToken {
+    value: Zeroizing<String>,
+    renew_at: Instant,
+}
+
+impl AccessToken {
+    /// The token of an answer, due for renewal shortly before it expires.
+    pub fn from_response(response: TokenResponse) -> Self {
+        AccessToken {
+            renew_at: renew_at(response.expires_in),
+            value: response.access_token,
+        }
+    }
+
+    /// The bearer token.
+    pub fn value(&self) -> &Zeroizing<String> {
+        &self.value
+    }
+
+    /// Whether it is not yet due for renewal.
+    pub fn is_fresh(&self) -> bool {
+        Instant::now() < self.renew_at
+    }
+}
+
+impl std::fmt::Debug for AccessToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AccessToken")
+            .field("value", &"***")
+            .field("renew_at", &self.renew_at)
+            .finish()
+    }
+}
+
 /// `application/x-www-form-urlencoded` pairs.
 pub fn form_encode(pairs: &[(&str, &str)]) -> Zeroizing<String> {
     let mut out = Zeroizing::new(String::new());

@@ -18,7 +18,7 @@ use serde_json::json;
 use zeroize::Zeroizing;
 
 use super::identity::SourceFuture;
-use super::{CallError, Failure, KeyServiceError, KeyServices, with_retries};
+use super::{CallError, Failure, KeyServiceError, KeyServices};
 
 /// The ServiceAccount annotation naming the login path (e.g. `auth/kubernetes/login`).
 pub const LOGIN_PATH_ANNOTATION: &str = "transit-engine.auth.fluxcd.io/login-path";
@@ -39,11 +39,11 @@ pub async fn decrypt(
     let body = Bytes::from(json!({ "ciphertext": enc }).to_string());
     let answer = post(services, address, &path, Some(&token), body)
         .await
-        .map_err(|source| KeyServiceError::Call {
-            context: format!(
+        .map_err(|source| {
+            let context = format!(
                 "failed to decrypt sops data key from Vault transit backend '{address}/v1/{path}'"
-            ),
-            source,
+            );
+            KeyServiceError::call(context, source)
         })?;
     parse_plaintext(&answer).map_err(|message| KeyServiceError::Response {
         context: format!("Vault transit backend '{address}/v1/{path}'"),
@@ -146,9 +146,11 @@ async fn kubernetes_login(
     let login_path = login_path.trim_matches('/');
     let answer = post(services, address, login_path, None, body)
         .await
-        .map_err(|source| KeyServiceError::Call {
-            context: format!("failed to authenticate with Vault '{address}' at login path '{login_path}' as role '{role}'"),
-            source,
+        .map_err(|source| {
+            let context = format!(
+                "failed to authenticate with Vault '{address}' at login path '{login_path}' as role '{role}'"
+            );
+            KeyServiceError::call(context, source)
         })?;
     #[derive(Deserialize)]
     struct Answer {
@@ -255,7 +257,7 @@ async fn post(
 ) -> Result<Bytes, CallError> {
     let url = format!("{address}/v1/{path}");
     let namespace = services.environment.get("VAULT_NAMESPACE");
-    with_retries(services.policy, || {
+    let request = || {
         let mut request = Request::builder()
             .method(Method::POST)
             .uri(&url)
@@ -266,21 +268,16 @@ async fn post(
         if let Some(namespace) = namespace {
             request = request.header("x-vault-namespace", namespace);
         }
-        let request = request
+        request
             .body(Full::new(body.clone()))
-            .map_err(|_| Failure::Permanent(format!("'{url}' is not a URL")));
-        async move {
-            let response = services
-                .http
-                .send(request?, services.policy.timeout)
-                .await?;
-            match response.status {
-                StatusCode::OK | StatusCode::NO_CONTENT => Ok(response.body),
-                status => Err(failure(status, &response.body)),
-            }
-        }
-    })
-    .await
+            .map_err(|_| Failure::Permanent(format!("'{url}' is not a URL")))
+    };
+    services
+        .exchange(services.policy, request, |answer| match answer.status {
+            StatusCode::OK | StatusCode::NO_CONTENT => Ok(answer.body),
+            status => Err(failure(status, &answer.body)),
+        })
+        .await
 }
 
 /// Vault's error answer: `{"errors": ["..."]}`.

@@ -112,13 +112,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-
-    fn resource(value: Value) -> Resource {
-        match value {
-            Value::Object(obj) => Resource::new(obj),
-            other => panic!("not an object: {other}"),
-        }
-    }
+    use crate::resource::test_resource as resource;
 
     #[test]
     fn a_recorded_id_makes_the_map_exist_and_leaves_no_trace() {

@@ -11,19 +11,16 @@ use super::sort::{DEFAULT_ORDER_FIRST, DEFAULT_ORDER_LAST, kind_rank, legacy_gvk
 
 /// A kind whose objects are referenced by name, and the fields that hold those names.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct NameBackReference {
     /// Group of the referenced kind.
-    #[serde(default)]
     pub group: String,
     /// Version of the referenced kind.
-    #[serde(default)]
     pub version: String,
     /// The referenced kind.
-    #[serde(default)]
     pub kind: String,
     /// Fields (in referrer kinds) holding the referenced object's name.
-    #[serde(default, rename = "fieldSpecs")]
+    #[serde(rename = "fieldSpecs")]
     pub referrers: Vec<FieldSpec>,
 }
 
@@ -40,43 +37,32 @@ impl NameBackReference {
 
 /// Field specs for every builtin transformer (kustomize's `TransformerConfig`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct TransformerConfig {
     /// Where `namePrefix` applies.
-    #[serde(default)]
     pub name_prefix: Vec<FieldSpec>,
     /// Where `nameSuffix` applies.
-    #[serde(default)]
     pub name_suffix: Vec<FieldSpec>,
     /// Where `namespace` applies (the `namespace` key of a configuration file).
-    #[serde(default, rename = "namespace")]
+    #[serde(rename = "namespace")]
     pub name_space: Vec<FieldSpec>,
     /// Where `commonLabels` / `labels` apply.
-    #[serde(default)]
     pub common_labels: Vec<FieldSpec>,
     /// Extra fields every `labels` entry applies to (selectors and templates of custom kinds).
-    #[serde(default)]
     pub labels: Vec<FieldSpec>,
     /// Where `labels` with `includeTemplates` apply.
-    #[serde(default)]
     pub template_labels: Vec<FieldSpec>,
     /// Where `labels` with `includeVolumeClaimTemplates` apply.
-    #[serde(default)]
     pub volume_claim_template_labels: Vec<FieldSpec>,
     /// Where `commonAnnotations` apply.
-    #[serde(default)]
     pub common_annotations: Vec<FieldSpec>,
     /// Fields holding names of other objects.
-    #[serde(default)]
     pub name_reference: Vec<NameBackReference>,
     /// Fields where `$(VAR)` references are expanded.
-    #[serde(default)]
     pub var_reference: Vec<FieldSpec>,
     /// Fields holding container images.
-    #[serde(default)]
     pub images: Vec<FieldSpec>,
     /// Fields holding replica counts.
-    #[serde(default)]
     pub replicas: Vec<FieldSpec>,
 }
 

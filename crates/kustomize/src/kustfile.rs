@@ -30,224 +30,165 @@ pub enum KustomizationKind {
 
 /// A kustomization file.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct Kustomization {
     /// `apiVersion`.
-    #[serde(default)]
     pub api_version: String,
     /// `kind`.
-    #[serde(default)]
     pub kind: String,
     /// `metadata` (informational).
-    #[serde(default)]
     pub metadata: Option<Value>,
     /// Custom OpenAPI schema for strategic merge patches (`openapi: {path: file}`).
-    #[serde(default)]
     pub openapi: BTreeMap<String, String>,
     /// `namePrefix`.
-    #[serde(default)]
     pub name_prefix: String,
     /// `nameSuffix`.
-    #[serde(default)]
     pub name_suffix: String,
     /// `namespace`.
-    #[serde(default)]
     pub namespace: String,
     /// `commonLabels` (deprecated but supported; selectors included).
-    #[serde(default)]
     pub common_labels: BTreeMap<String, String>,
     /// `labels`.
-    #[serde(default)]
     pub labels: Vec<Label>,
     /// `commonAnnotations`.
-    #[serde(default)]
     pub common_annotations: BTreeMap<String, String>,
     /// `patchesStrategicMerge` (deprecated): file paths or inline patches.
-    #[serde(default)]
     pub patches_strategic_merge: Vec<String>,
     /// `patchesJson6902` (deprecated).
-    #[serde(default)]
     pub patches_json6902: Vec<Patch>,
     /// `patches`.
-    #[serde(default)]
     pub patches: Vec<Patch>,
     /// `images`.
-    #[serde(default)]
     pub images: Vec<Image>,
     /// `imageTags` (deprecated; folded into `images`).
-    #[serde(default)]
     pub image_tags: Vec<Image>,
     /// `replacements`: inline replacements or `{path: file}` entries, parsed by the
     /// replacement transformer.
-    #[serde(default)]
     pub replacements: Vec<Value>,
     /// `replicas`.
-    #[serde(default)]
     pub replicas: Vec<Replica>,
     /// `vars`.
-    #[serde(default)]
     pub vars: Vec<Var>,
     /// `sortOptions`.
-    #[serde(default)]
     pub sort_options: Option<SortOptions>,
     /// `resources`: files, directories.
-    #[serde(default)]
     pub resources: Vec<String>,
     /// `components`: directories holding a Component.
-    #[serde(default)]
     pub components: Vec<String>,
     /// `crds`: files of CustomResourceDefinitions whose OpenAPI informs name references.
-    #[serde(default)]
     pub crds: Vec<String>,
     /// `bases` (deprecated; folded into `resources`).
-    #[serde(default)]
     pub bases: Vec<String>,
     /// `configMapGenerator`.
-    #[serde(default)]
     pub config_map_generator: Vec<GeneratorArgs>,
     /// `secretGenerator`.
-    #[serde(default)]
     pub secret_generator: Vec<GeneratorArgs>,
     /// `generatorOptions`: defaults for every generator of this kustomization.
-    #[serde(default)]
     pub generator_options: Option<GeneratorOptions>,
     /// `helmGlobals` (refused).
-    #[serde(default)]
     pub helm_globals: Option<Value>,
     /// `helmCharts` (refused).
-    #[serde(default)]
     pub helm_charts: Vec<Value>,
     /// `helmChartInflationGenerator` (refused).
-    #[serde(default)]
     pub helm_chart_inflation_generator: Vec<Value>,
     /// `configurations`: transformer configuration files.
-    #[serde(default)]
     pub configurations: Vec<String>,
     /// `generators`: generator plugin configs (files or inline).
-    #[serde(default)]
     pub generators: Vec<String>,
     /// `transformers`: transformer plugin configs (files or inline).
-    #[serde(default)]
     pub transformers: Vec<String>,
     /// `validators`: validator plugin configs (files or inline).
-    #[serde(default)]
     pub validators: Vec<String>,
     /// `buildMetadata`: `originAnnotations`, `transformerAnnotations`, `managedByLabel`.
-    #[serde(default)]
     pub build_metadata: Vec<String>,
 }
 
 /// An entry of `labels`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct Label {
     /// The labels.
-    #[serde(default)]
     pub pairs: BTreeMap<String, String>,
     /// Also set them in selectors (and templates).
-    #[serde(default)]
     pub include_selectors: bool,
     /// Also set them in pod templates (without selectors).
-    #[serde(default)]
     pub include_templates: bool,
     /// Also set them in StatefulSet `volumeClaimTemplates` metadata (without selectors);
     /// `None` when not written. kustomize v5.8.1, which Flux v1.10.1 builds with, does not
     /// know the field (and refuses it) but reaches volume claim templates with
     /// `includeTemplates`; where the field is written, v5.8.2's meaning applies.
-    #[serde(default)]
     pub include_volume_claim_templates: Option<bool>,
     /// Extra fields to set them in.
-    #[serde(default)]
     pub fields: Vec<FieldSpec>,
 }
 
 /// A patch target selector.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct Selector {
     /// Group regex.
-    #[serde(default)]
     pub group: String,
     /// Version regex.
-    #[serde(default)]
     pub version: String,
     /// Kind regex.
-    #[serde(default)]
     pub kind: String,
     /// Name regex.
-    #[serde(default)]
     pub name: String,
     /// Namespace regex.
-    #[serde(default)]
     pub namespace: String,
     /// Kubernetes label selector.
-    #[serde(default)]
     pub label_selector: String,
     /// Kubernetes label selector syntax over annotations.
-    #[serde(default)]
     pub annotation_selector: String,
 }
 
 /// An entry of `patches` or `patchesJson6902`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct Patch {
     /// File holding the patch.
-    #[serde(default)]
     pub path: String,
     /// Inline patch text.
-    #[serde(default)]
     pub patch: String,
     /// Which resources to patch.
-    #[serde(default)]
     pub target: Option<Selector>,
     /// `allowNameChange` / `allowKindChange`.
-    #[serde(default)]
     pub options: PatchArgs,
 }
 
 /// `options` of a patch (kustomize's `PatchArgs`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct PatchArgs {
     /// Whether a strategic merge patch may change the target's name.
-    #[serde(default)]
     pub allow_name_change: bool,
     /// Whether a strategic merge patch may change the target's kind.
-    #[serde(default)]
     pub allow_kind_change: bool,
 }
 
 /// An entry of `images`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct Image {
     /// Image name to match.
-    #[serde(default)]
     pub name: String,
     /// Replacement name.
-    #[serde(default)]
     pub new_name: String,
     /// Replacement tag.
-    #[serde(default)]
     pub new_tag: String,
     /// Replacement digest.
-    #[serde(default)]
     pub digest: String,
     /// Suffix appended to the tag.
-    #[serde(default)]
     pub tag_suffix: String,
 }
 
 /// An entry of `replicas`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct Replica {
     /// Name of the resource.
-    #[serde(default)]
     pub name: String,
     /// The replica count.
-    #[serde(default)]
     pub count: i64,
 }
 
@@ -266,109 +207,87 @@ pub struct Var {
 
 /// `objref` of a var.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct VarTarget {
     /// `group`.
-    #[serde(default)]
     pub group: String,
     /// `version`.
-    #[serde(default)]
     pub version: String,
     /// `kind`.
-    #[serde(default)]
     pub kind: String,
     /// `apiVersion` (alternative to group/version).
-    #[serde(default)]
     pub api_version: String,
     /// `name`.
-    #[serde(default)]
     pub name: String,
     /// `namespace`.
-    #[serde(default)]
     pub namespace: String,
 }
 
 /// `fieldref` of a var.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct FieldRef {
     /// Dotted path of the field (kustomize also accepts the lower-case `fieldpath`).
-    #[serde(default, alias = "fieldpath")]
+    #[serde(alias = "fieldpath")]
     pub field_path: String,
 }
 
 /// `sortOptions`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct SortOptions {
     /// `legacy` or `fifo`.
-    #[serde(default)]
     pub order: String,
     /// Options of the legacy order.
-    #[serde(default)]
     pub legacy_sort_options: Option<LegacySortOptions>,
 }
 
 /// `sortOptions.legacySortOptions`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct LegacySortOptions {
     /// Kinds first, in this order.
-    #[serde(default)]
     pub order_first: Vec<String>,
     /// Kinds last, in this order.
-    #[serde(default)]
     pub order_last: Vec<String>,
 }
 
 /// A `configMapGenerator` or `secretGenerator` entry.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct GeneratorArgs {
     /// `name`.
-    #[serde(default)]
     pub name: String,
     /// `namespace`.
-    #[serde(default)]
     pub namespace: String,
     /// `behavior`: `create` (default), `merge` or `replace`.
-    #[serde(default)]
     pub behavior: String,
     /// `literals`: `KEY=VALUE`.
-    #[serde(default)]
     pub literals: Vec<String>,
     /// `files`: `path` or `key=path`.
-    #[serde(default)]
     pub files: Vec<String>,
     /// `envs`: dotenv files.
-    #[serde(default)]
     pub envs: Vec<String>,
     /// `env` (deprecated; folded into `envs`).
-    #[serde(default)]
     pub env: String,
     /// `options`.
-    #[serde(default)]
     pub options: Option<GeneratorOptions>,
     /// `type` (secrets only).
-    #[serde(default, rename = "type")]
+    #[serde(rename = "type")]
     pub secret_type: String,
 }
 
 /// Generator options.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct GeneratorOptions {
     /// Labels for generated objects.
-    #[serde(default)]
     pub labels: BTreeMap<String, String>,
     /// Annotations for generated objects.
-    #[serde(default)]
     pub annotations: BTreeMap<String, String>,
     /// No content-hash suffix.
-    #[serde(default)]
     pub disable_name_suffix_hash: Option<bool>,
     /// `immutable: true` on generated objects.
-    #[serde(default)]
     pub immutable: Option<bool>,
 }
 

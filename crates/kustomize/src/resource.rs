@@ -621,15 +621,47 @@ pub fn scalar_text(value: &Value) -> String {
     }
 }
 
+/// The text of a scalar node: strings as they are, numbers and booleans as written, null as
+/// the empty string. `None` for maps and lists.
+pub(crate) fn scalar_node_text(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        Value::Null => Some(String::new()),
+        Value::Array(_) | Value::Object(_) => None,
+    }
+}
+
+/// The text of a string, number or boolean, as YAML holds it; `None` for null, maps and lists.
+pub(crate) fn non_null_scalar_text(value: &Value) -> Option<String> {
+    if value.is_null() {
+        return None;
+    }
+    scalar_node_text(value)
+}
+
+/// The resource of a JSON object (for tests).
+#[cfg(test)]
+pub(crate) fn test_resource(value: Value) -> Resource {
+    let Value::Object(obj) = value else {
+        panic!("not a map: {value}")
+    };
+    Resource::new(obj)
+}
+
+/// A map of the given resources, in order (for tests).
+#[cfg(test)]
+pub(crate) fn test_map_of(resources: Vec<Resource>) -> ResMap {
+    let mut map = ResMap::new();
+    for resource in resources {
+        map.append(resource).expect("unique ids");
+    }
+    map
+}
+
 /// A map of the given JSON objects, in order (for tests).
 #[cfg(test)]
 pub(crate) fn test_resmap(values: Vec<Value>) -> ResMap {
-    let mut map = ResMap::new();
-    for value in values {
-        let Value::Object(obj) = value else {
-            panic!("not a map: {value}")
-        };
-        map.append(Resource::new(obj)).expect("unique ids");
-    }
-    map
+    test_map_of(values.into_iter().map(test_resource).collect())
 }

@@ -146,11 +146,8 @@ fn selects(selector: &LabelSelector, pairs: &[(String, String)]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::resource::test_resource as resource;
     use serde_json::json;
-
-    fn resource(value: serde_json::Value) -> Resource {
-        Resource::new(value.as_object().cloned().unwrap())
-    }
 
     fn selector(yaml: serde_json::Value) -> Selector {
         serde_json::from_value(yaml).unwrap()

@@ -87,36 +87,37 @@ fn type_order(kind: &str, options: &LegacySortOptions) -> i64 {
 /// `group_version_kind` with empty parts written `~G`, `~V`, `~K`, kustomize's stable sort
 /// key for kinds (empty parts sort after named ones).
 pub(crate) fn legacy_gvk_key(gvk: &Gvk) -> String {
-    let or = |s: &str, empty: &str| {
-        if s.is_empty() {
-            empty.to_string()
-        } else {
-            s.to_string()
-        }
-    };
+    legacy_gvk_text(&gvk.group, &gvk.version, &gvk.kind)
+}
+
+/// A group, version and kind written as [`legacy_gvk_key`] writes them (also how kustomize
+/// prints a field spec's kind selector).
+pub(crate) fn legacy_gvk_text(group: &str, version: &str, kind: &str) -> String {
     format!(
         "{}_{}_{}",
-        or(&gvk.group, "~G"),
-        or(&gvk.version, "~V"),
-        or(&gvk.kind, "~K")
+        or_placeholder(group, "~G"),
+        or_placeholder(version, "~V"),
+        or_placeholder(kind, "~K")
     )
 }
 
+/// `text`, or `placeholder` when it is empty.
+fn or_placeholder<'a>(text: &'a str, placeholder: &'a str) -> &'a str {
+    if text.is_empty() { placeholder } else { text }
+}
+
 fn legacy_id_key(id: &ResId) -> String {
-    let or = |s: &str, empty: &str| {
-        if s.is_empty() {
-            empty.to_string()
-        } else {
-            s.to_string()
-        }
-    };
     let gvk = format!(
         "{}.{}.{}",
-        or(&id.gvk.kind, "[noKind]"),
-        or(&id.gvk.version, "[noVer]"),
-        or(&id.gvk.group, "[noGrp]")
+        or_placeholder(&id.gvk.kind, "[noKind]"),
+        or_placeholder(&id.gvk.version, "[noVer]"),
+        or_placeholder(&id.gvk.group, "[noGrp]")
     );
-    format!("{gvk}|{}|{}", or(&id.namespace, "~X"), or(&id.name, "~N"))
+    format!(
+        "{gvk}|{}|{}",
+        or_placeholder(&id.namespace, "~X"),
+        or_placeholder(&id.name, "~N")
+    )
 }
 
 fn sort_legacy(resmap: &mut ResMap, options: &LegacySortOptions) {

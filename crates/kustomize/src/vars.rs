@@ -12,7 +12,9 @@ use serde_json::{Map, Number, Value};
 use super::fieldspec::{FieldSpec, split_path};
 use super::kustfile::Var;
 use super::namereference::{kustomize_id_string, previous_ids, visit_leaf_values};
-use super::resource::{Gvk, ResId, ResMap, Resource, is_cluster_scoped_kind};
+use super::resource::{
+    Gvk, ResId, ResMap, Resource, is_cluster_scoped_kind, non_null_scalar_text as scalar_text,
+};
 
 /// The field a var reads when its `fieldref` names none.
 pub const DEFAULT_FIELD_PATH: &str = "metadata.name";
@@ -239,16 +241,6 @@ fn split_index(piece: String) -> Vec<String> {
         return out;
     }
     vec![piece]
-}
-
-/// The text of a scalar, for `[key=value]` matching.
-fn scalar_text(value: &Value) -> Option<String> {
-    match value {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        _ => None,
-    }
 }
 
 /// One step of a field path: an index, a `[key=value]` element selector or a map key.

@@ -1,6 +1,8 @@
 //! The text conversions sops' Go code applies to values: `strconv` parsing of decrypted
 //! plaintext, and the bytes each type contributes to the MAC.
 
+use goyaml::GoTime;
+
 /// Go's `strconv.Atoi`: an optional sign and decimal digits, within `i64`.
 pub fn parse_int(text: &str) -> Option<i64> {
     let digits = text.strip_prefix(['+', '-']).unwrap_or(text);
@@ -47,20 +49,6 @@ pub fn format_float(f: f64) -> String {
     }
 }
 
-/// A point in time as Go's `time.Parse` reads it, kept as calendar fields and an offset.
-#[derive(Debug, PartialEq, Eq)]
-struct GoTime {
-    year: u32,
-    month: u32,
-    day: u32,
-    hour: u32,
-    minute: u32,
-    second: u32,
-    nanos: u32,
-    /// Offset from UTC in minutes.
-    offset: i32,
-}
-
 /// Reads the timestamp forms go-yaml v3 and RFC 3339 accept: `2006-1-2`, `2006-1-2 15:4:5`,
 /// `2006-1-2T15:4:5.999999999Z07:00` (also with a lowercase `t`).
 fn parse_time(text: &str) -> Option<GoTime> {
@@ -75,16 +63,7 @@ fn parse_time(text: &str) -> Option<GoTime> {
     if ymd.next().is_some() || !(1..=12).contains(&month) || !(1..=31).contains(&day) {
         return None;
     }
-    let mut t = GoTime {
-        year,
-        month,
-        day,
-        hour: 0,
-        minute: 0,
-        second: 0,
-        nanos: 0,
-        offset: 0,
-    };
+    let mut t = GoTime::midnight_utc(year, month, day);
     let Some(time) = time else { return Some(t) };
     let (clock, zone) = match time.find(['Z', '+', '-']) {
         Some(i) => (&time[..i], Some(&time[i..])),
@@ -107,7 +86,7 @@ fn parse_time(text: &str) -> Option<GoTime> {
         }
         t.nanos = format!("{f:0<9}").parse().ok()?;
     }
-    t.offset = match zone {
+    t.offset_minutes = match zone {
         None | Some("Z") => 0,
         Some(z) => {
             let sign = if z.starts_with('-') { -1 } else { 1 };
@@ -129,36 +108,16 @@ fn fixed_digits(s: &str, min: usize, max: usize) -> Option<u32> {
     s.parse().ok()
 }
 
-fn format_time(t: &GoTime, with_fraction: bool) -> String {
-    let mut out = format!(
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
-        t.year, t.month, t.day, t.hour, t.minute, t.second
-    );
-    if with_fraction && t.nanos > 0 {
-        let digits = format!("{:09}", t.nanos);
-        out.push('.');
-        out.push_str(digits.trim_end_matches('0'));
-    }
-    if t.offset == 0 {
-        out.push('Z');
-    } else {
-        let sign = if t.offset < 0 { '-' } else { '+' };
-        let abs = t.offset.unsigned_abs();
-        out.push_str(&format!("{sign}{:02}:{:02}", abs / 60, abs % 60));
-    }
-    out
-}
-
 /// Go's `time.Time.MarshalText` of a parsed timestamp (RFC 3339 with nanoseconds, trailing
 /// zeros trimmed, `Z` for UTC): the bytes a `time` value adds to the MAC.
 pub fn time_marshal_text(text: &str) -> Option<String> {
-    parse_time(text).map(|t| format_time(&t, true))
+    parse_time(text)?.rfc3339_nano()
 }
 
 /// `time.Parse(time.RFC3339, s).Format(time.RFC3339)`: how sops authenticates the MAC with
 /// the file's `lastmodified`.
 pub fn time_rfc3339(text: &str) -> Option<String> {
-    parse_time(text).map(|t| format_time(&t, false))
+    parse_time(text)?.rfc3339()
 }
 
 #[cfg(test)]

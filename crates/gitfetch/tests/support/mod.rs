@@ -19,6 +19,36 @@ pub fn options() -> gitfetch::FetchOptions {
     }
 }
 
+/// [`options`] with submodules on.
+pub fn options_with_submodules() -> gitfetch::FetchOptions {
+    gitfetch::FetchOptions {
+        submodules: true,
+        ..options()
+    }
+}
+
+/// A ref to check out, the commit it must give and the reference the checkout must report.
+pub type RefCase<'a> = (&'a str, String, Option<&'static str>);
+
+/// Checks out each case from `url` (a copy of `repo`) into a fresh directory: the commit, the
+/// reference and the files (those `git archive` writes) must be the case's, and no `.git` is
+/// left. A failure names the ref.
+pub fn assert_checkouts(repos: &Repos, url: &str, cases: &[RefCase]) {
+    for (git_ref, commit, reference) in cases {
+        let (_tmp, dest) = dest();
+        let done = gitfetch::checkout(url, git_ref, &dest, &options())
+            .unwrap_or_else(|e| panic!("checkout of {git_ref:?}: {e}"));
+        assert_eq!(&done.commit, commit, "commit of {git_ref:?}");
+        assert_eq!(done.reference.as_deref(), *reference, "ref of {git_ref:?}");
+        assert_eq!(
+            snapshot(&dest),
+            repos.archive("repo", commit),
+            "files of {git_ref:?}"
+        );
+        assert!(!dest.join(".git").exists(), ".git left by {git_ref:?}");
+    }
+}
+
 /// A `git` command isolated from the machine's configuration, with fixed identities and
 /// dates so that commit ids are the same on every run.
 pub fn git_command(dir: &Path) -> Command {
@@ -138,6 +168,35 @@ impl Repos {
             main,
             feature,
         }
+    }
+
+    /// The refs of `repo` every transport resolves alike: HEAD, branches, both kinds of tag, a
+    /// tag and a branch of one name, a commit that is at no branch head.
+    pub fn common_ref_cases(&self) -> Vec<RefCase<'_>> {
+        vec![
+            ("", self.main.clone(), Some("HEAD")),
+            ("main", self.main.clone(), Some("refs/heads/main")),
+            ("feature", self.feature.clone(), Some("refs/heads/feature")),
+            ("v1", self.first.clone(), Some("refs/tags/v1")),
+            ("light", self.first.clone(), Some("refs/tags/light")),
+            // A tag wins over a branch of the same name, as with `git fetch`.
+            ("both", self.feature.clone(), Some("refs/tags/both")),
+            (
+                "refs/heads/both",
+                self.main.clone(),
+                Some("refs/heads/both"),
+            ),
+            (self.first.as_str(), self.first.clone(), None),
+        ]
+    }
+
+    /// `super` with `git config -f .gitmodules <config>` committed (as `message`).
+    pub fn change_gitmodules(&self, config: &[&str], message: &str) {
+        let sup = self.path("super");
+        let mut args = vec!["config", "-f", ".gitmodules"];
+        args.extend_from_slice(config);
+        git(&sup, &args);
+        git(&sup, &["commit", "-q", "-am", message]);
     }
 
     /// The path of the repository `name`.

@@ -12,32 +12,26 @@ const GKE_ANNOTATION: &str = "iam.gke.io/gcp-service-account";
 
 /// The plugin config's fields (unknown fields are ignored, as Go's decoder does).
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 struct IamPolicyArgs {
-    #[serde(default)]
     cloud: String,
-    #[serde(default)]
     kubernetes_service: KubernetesService,
-    #[serde(default)]
     service_account: CloudServiceAccount,
 }
 
 /// The Kubernetes service account to create.
 #[derive(Debug, Default, Deserialize)]
+#[serde(default)]
 struct KubernetesService {
-    #[serde(default)]
     name: String,
-    #[serde(default)]
     namespace: String,
 }
 
 /// The cloud provider's service account it stands for.
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 struct CloudServiceAccount {
-    #[serde(default)]
     name: String,
-    #[serde(default)]
     project_id: String,
 }
 

@@ -200,46 +200,33 @@ pub fn generate_builtin(
 /// A builtin generator plugin config, decoded leniently (Go's decoder ignores unknown
 /// fields). The deprecated `env` field is accepted but, as in kustomize, not read.
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 struct GeneratorPluginConfig {
-    #[serde(default)]
     metadata: PluginMetadata,
-    #[serde(default)]
     name: String,
-    #[serde(default)]
     namespace: String,
-    #[serde(default)]
     behavior: String,
-    #[serde(default)]
     literals: Vec<String>,
-    #[serde(default)]
     files: Vec<String>,
-    #[serde(default)]
     envs: Vec<String>,
-    #[serde(default)]
     options: Option<PluginOptions>,
-    #[serde(default, rename = "type")]
+    #[serde(rename = "type")]
     secret_type: String,
 }
 
 #[derive(Debug, Default, Deserialize)]
+#[serde(default)]
 struct PluginMetadata {
-    #[serde(default)]
     name: String,
-    #[serde(default)]
     namespace: String,
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(default, rename_all = "camelCase")]
 struct PluginOptions {
-    #[serde(default)]
     labels: BTreeMap<String, String>,
-    #[serde(default)]
     annotations: BTreeMap<String, String>,
-    #[serde(default)]
     disable_name_suffix_hash: Option<bool>,
-    #[serde(default)]
     immutable: Option<bool>,
 }
 

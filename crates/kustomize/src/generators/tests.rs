@@ -50,6 +50,12 @@ fn names(resmap: &ResMap) -> Vec<String> {
     resmap.iter().map(|r| r.name().to_string()).collect()
 }
 
+/// The names once the hash suffixes are applied.
+fn hashed_names(resmap: &mut ResMap) -> Vec<String> {
+    apply_hash_suffixes(resmap).unwrap();
+    names(resmap)
+}
+
 fn obj(value: serde_json::Value) -> Object {
     match value {
         Value::Object(map) => map,
@@ -92,8 +98,7 @@ fn secret_generator_reads_envs_literals_and_files() {
     );
     assert!(secret.needs_hash_suffix);
     assert_eq!(secret.behavior, Behavior::Create);
-    apply_hash_suffixes(&mut resmap).unwrap();
-    assert_eq!(names(&resmap), ["bob-bh645k7tmg"]);
+    assert_eq!(hashed_names(&mut resmap), ["bob-bh645k7tmg"]);
 }
 
 #[test]
@@ -151,9 +156,8 @@ secretGenerator:
         "CmdyYXZpdGF0aW9uYWwKZWxlY3Ryb21hZ25ldGljCnN0cm9uZyBudWNsZWFyCndlYWsgbn\nVjbGVhcgo=\n"
     );
     assert_eq!(secret.obj["data"]["BIRD"], "ZmFsY29u");
-    apply_hash_suffixes(&mut resmap).unwrap();
     assert_eq!(
-        names(&resmap),
+        hashed_names(&mut resmap),
         ["bob-g9df72cd5b", "json-m8529t979f", "bob-58g62h555c"]
     );
 }
@@ -203,9 +207,8 @@ secretGenerator:
     run(&t, ".", kustomization, &mut resmap);
     assert_eq!(resmap.as_slice()[0].namespace(), "non-default");
     assert_eq!(resmap.as_slice()[0].obj["data"]["enableRisky"], "false");
-    apply_hash_suffixes(&mut resmap).unwrap();
     assert_eq!(
-        names(&resmap),
+        hashed_names(&mut resmap),
         [
             "the-non-default-namespace-map-64b2md8tth",
             "the-map-tg7t5hk8bk",
@@ -233,8 +236,7 @@ fn last_repeated_field_wins_and_files_keep_leading_newlines() {
          - vegetable=broccoli\n  files:\n  - nobles=nobility.txt\n",
         &mut resmap,
     );
-    apply_hash_suffixes(&mut resmap).unwrap();
-    assert_eq!(names(&resmap), ["bob-db529cg5bk"]);
+    assert_eq!(hashed_names(&mut resmap), ["bob-db529cg5bk"]);
 }
 
 #[test]
@@ -317,9 +319,8 @@ fn options_merge_labels_and_switches() {
          configMapGenerator:\n- name: shouldHaveHash\n  literals: [fruit=apple]\n",
         &mut resmap,
     );
-    apply_hash_suffixes(&mut resmap).unwrap();
     assert_eq!(
-        names(&resmap),
+        hashed_names(&mut resmap),
         ["shouldNotHaveHash", "shouldHaveHash-c9867f8446"]
     );
     assert_eq!(
@@ -434,8 +435,7 @@ fn merge_keeps_values_as_strings() {
         resmap.as_slice()[0].obj["data"],
         json!({"crisis": "true", "fruit": "Indian Gooseberry", "month": "12", "year": "2020"})
     );
-    apply_hash_suffixes(&mut resmap).unwrap();
-    assert_eq!(names(&resmap), ["bob-bk46gm59c6"]);
+    assert_eq!(hashed_names(&mut resmap), ["bob-bk46gm59c6"]);
 }
 
 #[test]
@@ -455,8 +455,7 @@ fn merge_from_env_files_in_different_directories() {
         &yaml.replace("BEHAVIOR", "merge"),
         &mut resmap,
     );
-    apply_hash_suffixes(&mut resmap).unwrap();
-    assert_eq!(names(&resmap), ["test-configmap-hdghb5ddkg"]);
+    assert_eq!(hashed_names(&mut resmap), ["test-configmap-hdghb5ddkg"]);
 }
 
 /// The base of TestMergeAndReplaceGenerators after its own transformers: a prefix, labels
@@ -512,9 +511,8 @@ fn merge_and_replace_keep_position_name_and_metadata() {
         merged.obj["metadata"]["annotations"]["note"],
         "This is a test annotation"
     );
-    apply_hash_suffixes(&mut resmap).unwrap();
     assert_eq!(
-        names(&resmap),
+        hashed_names(&mut resmap),
         [
             "team-foo-nginx",
             "team-foo-configmap-in-base-hc6g9dk6g9",
@@ -620,8 +618,7 @@ fn merges_follow_renamed_bases() {
     );
     assert_eq!(resmap.len(), 1);
     assert_eq!(resmap.as_slice()[0].org_id().name, "com1");
-    apply_hash_suffixes(&mut resmap).unwrap();
-    assert_eq!(names(&resmap), ["p1-com1-8tc62428t2"]);
+    assert_eq!(hashed_names(&mut resmap), ["p1-com1-8tc62428t2"]);
 }
 
 #[test]
@@ -649,8 +646,10 @@ fn builtin_merge_into_an_empty_generated_map() {
         add_generated(&mut resmap, res).unwrap();
     }
     resmap.iter_mut().for_each(|r| r.set_namespace("abc"));
-    apply_hash_suffixes(&mut resmap).unwrap();
-    assert_eq!(names(&resmap), ["general-environment-826bch2dh9"]);
+    assert_eq!(
+        hashed_names(&mut resmap),
+        ["general-environment-826bch2dh9"]
+    );
 }
 
 #[test]

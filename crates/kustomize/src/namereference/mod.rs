@@ -14,7 +14,9 @@ use serde_json::Value;
 
 use super::config::NameBackReference;
 use super::fieldspec::{FieldSpec, split_path, visit_fields};
-use super::resource::{Gvk, ResId, ResMap, Resource, is_cluster_scoped_kind};
+use super::resource::{
+    Gvk, ResId, ResMap, Resource, is_cluster_scoped_kind, non_null_scalar_text as scalar_text,
+};
 
 pub use defaults::builtin_name_references;
 
@@ -125,16 +127,6 @@ pub(crate) fn visit_leaf_values<E>(
         },
         _ => Ok(()),
     })
-}
-
-/// The text of a scalar the way YAML holds it; maps and lists have none.
-fn scalar_text(value: &Value) -> Option<String> {
-    match value {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        _ => None,
-    }
 }
 
 /// What the selection rules need to know about a possible referral.

@@ -1,21 +1,7 @@
 use serde_json::{Value, json};
 
 use super::*;
-
-fn res(value: Value) -> Resource {
-    match value {
-        Value::Object(obj) => Resource::new(obj),
-        _ => panic!("not an object"),
-    }
-}
-
-fn map_of(resources: Vec<Resource>) -> ResMap {
-    let mut map = ResMap::new();
-    for r in resources {
-        map.append(r).unwrap();
-    }
-    map
-}
+use crate::resource::{test_map_of as map_of, test_resource as res};
 
 fn cm(name: &str, namespace: Option<&str>) -> Resource {
     let mut meta = json!({ "name": name });
@@ -168,6 +154,18 @@ fn service_account(name: &str) -> Resource {
     res(json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}}))
 }
 
+/// The ServiceAccount `sa` in `namespace`.
+fn service_account_in(namespace: &str) -> Resource {
+    let mut sa = service_account("sa");
+    sa.set_namespace(namespace);
+    sa
+}
+
+/// The ClusterRoleBinding `crb` of the ClusterRole `role`.
+fn crb(subjects: Value) -> Resource {
+    binding("ClusterRoleBinding", "crb", "ClusterRole", subjects)
+}
+
 fn binding(kind: &str, name: &str, role_kind: &str, subjects: Value) -> Resource {
     res(json!({
         "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -180,19 +178,10 @@ fn binding(kind: &str, name: &str, role_kind: &str, subjects: Value) -> Resource
 
 #[test]
 fn same_service_account_name_in_two_namespaces_is_ambiguous() {
-    let mut a = service_account("sa");
-    a.set_namespace("a");
-    let mut b = service_account("sa");
-    b.set_namespace("b");
     let mut map = map_of(vec![
-        a,
-        binding(
-            "ClusterRoleBinding",
-            "crb",
-            "ClusterRole",
-            json!([{"kind": "ServiceAccount", "name": "sa"}]),
-        ),
-        b,
+        service_account_in("a"),
+        crb(json!([{"kind": "ServiceAccount", "name": "sa"}])),
+        service_account_in("b"),
     ]);
     let err = fix(&mut map).unwrap_err().to_string();
     assert!(
@@ -203,22 +192,14 @@ fn same_service_account_name_in_two_namespaces_is_ambiguous() {
 
 #[test]
 fn subjects_get_the_new_name_and_namespace() {
-    let mut sa = service_account("sa");
-    sa.set_namespace("system");
-    let sa = prefixed(sa, "p-");
     let mut map = map_of(vec![
-        sa,
-        binding(
-            "ClusterRoleBinding",
-            "crb",
-            "ClusterRole",
-            json!([
-                {"kind": "ServiceAccount", "name": "sa"},
-                {"kind": "ServiceAccount", "name": "sa", "namespace": "default"},
-                {"kind": "ServiceAccount", "name": "sa", "namespace": "elsewhere"},
-                {"kind": "User", "name": "alice"}
-            ]),
-        ),
+        prefixed(service_account_in("system"), "p-"),
+        crb(json!([
+            {"kind": "ServiceAccount", "name": "sa"},
+            {"kind": "ServiceAccount", "name": "sa", "namespace": "default"},
+            {"kind": "ServiceAccount", "name": "sa", "namespace": "elsewhere"},
+            {"kind": "User", "name": "alice"}
+        ])),
     ]);
     fix(&mut map).unwrap();
     let crb = at(&map, "ClusterRoleBinding", "crb");
@@ -235,9 +216,7 @@ fn subjects_get_the_new_name_and_namespace() {
 
 #[test]
 fn role_binding_may_name_a_service_account_of_its_subject_namespace() {
-    let mut sa = service_account("sa");
-    sa.set_namespace("other");
-    let sa = prefixed(sa, "p-");
+    let sa = prefixed(service_account_in("other"), "p-");
     let mut rb = binding(
         "RoleBinding",
         "rb",
@@ -268,7 +247,7 @@ fn role_ref_follows_the_kind_it_names() {
         role("ClusterRole", "cluster-role"),
         binding("RoleBinding", "to-cluster", "ClusterRole", json!([])),
         binding("RoleBinding", "to-ns", "Role", json!([])),
-        binding("ClusterRoleBinding", "crb", "ClusterRole", json!([])),
+        crb(json!([])),
     ]);
     fix(&mut map).unwrap();
     assert_eq!(
@@ -390,15 +369,7 @@ fn objects_may_reference_themselves() {
 #[test]
 fn map_reference_without_name_is_a_config_error() {
     let sa = prefixed(service_account("sa"), "p-");
-    let mut map = map_of(vec![
-        sa,
-        binding(
-            "ClusterRoleBinding",
-            "crb",
-            "ClusterRole",
-            json!([{"kind": "ServiceAccount"}]),
-        ),
-    ]);
+    let mut map = map_of(vec![sa, crb(json!([{"kind": "ServiceAccount"}]))]);
     let err = fix(&mut map).unwrap_err();
     assert!(matches!(err, NameRefError::NoNameField { .. }), "{err}");
     assert!(err.to_string().contains(
@@ -449,17 +420,9 @@ fn ids_print_like_kustomize() {
 
 #[test]
 fn subject_namespace_may_name_the_new_namespace() {
-    let mut sa = service_account("sa");
-    sa.set_namespace("system");
-    let sa = prefixed(sa, "p-");
     let mut map = map_of(vec![
-        sa,
-        binding(
-            "ClusterRoleBinding",
-            "crb",
-            "ClusterRole",
-            json!([{"kind": "ServiceAccount", "name": "sa", "namespace": "system"}]),
-        ),
+        prefixed(service_account_in("system"), "p-"),
+        crb(json!([{"kind": "ServiceAccount", "name": "sa", "namespace": "system"}])),
     ]);
     fix(&mut map).unwrap();
     let crb = at(&map, "ClusterRoleBinding", "crb");

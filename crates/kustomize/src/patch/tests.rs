@@ -1,11 +1,8 @@
 use super::*;
 use crate::loader::LoadRestrictions;
 use crate::resource::Behavior;
+use crate::resource::test_resource as resource;
 use serde_json::json;
-
-fn resource(value: Value) -> Resource {
-    Resource::new(value.as_object().cloned().unwrap())
-}
 
 fn resmap() -> ResMap {
     let mut m = ResMap::new();
@@ -49,6 +46,13 @@ fn fixture(files: &[(&str, &str)]) -> Fixture {
     }
 }
 
+impl Fixture {
+    /// Applies `patch` to `m` with the fixture's loader and the builtin schemas.
+    fn apply(&self, m: &mut ResMap, patch: Patch) -> Result<(), PatchError> {
+        apply_patches(m, &[patch], &self.loader, &self.root, SchemaSet::builtin())
+    }
+}
+
 fn patch(value: Value) -> Patch {
     serde_json::from_value(value).unwrap()
 }
@@ -65,14 +69,7 @@ fn untargeted_smp_patches_the_resource_of_its_id_keeping_state() {
              ---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {b: '2'}\n",
     )]);
     let mut m = resmap();
-    apply_patches(
-        &mut m,
-        &[patch(json!({"path": "p.yaml"}))],
-        &f.loader,
-        &f.root,
-        SchemaSet::builtin(),
-    )
-    .unwrap();
+    f.apply(&mut m, patch(json!({"path": "p.yaml"}))).unwrap();
     let web = find(&m, "web");
     assert_eq!(web.obj["spec"]["replicas"], 3);
     assert!(web.needs_hash_suffix);
@@ -93,27 +90,15 @@ fn untargeted_smp_finds_renamed_resources_and_reports_misses() {
     m.as_mut_vec()[0].set_name("prod-web");
     let inline =
         "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec: {replicas: 5}\n";
-    apply_patches(
-        &mut m,
-        &[patch(json!({"patch": inline}))],
-        &f.loader,
-        &f.root,
-        SchemaSet::builtin(),
-    )
-    .unwrap();
+    f.apply(&mut m, patch(json!({"patch": inline}))).unwrap();
     assert_eq!(find(&m, "prod-web").obj["spec"]["replicas"], 5);
 
     let missing =
         "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: nope}\nspec: {replicas: 5}\n";
-    let err = apply_patches(
-        &mut m,
-        &[patch(json!({"patch": missing}))],
-        &f.loader,
-        &f.root,
-        SchemaSet::builtin(),
-    )
-    .unwrap_err()
-    .to_string();
+    let err = f
+        .apply(&mut m, patch(json!({"patch": missing})))
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("inline patch") && err.contains("Deployment.v1.apps/nope"),
         "{err}"
@@ -122,14 +107,8 @@ fn untargeted_smp_finds_renamed_resources_and_reports_misses() {
     let other_group =
         "apiVersion: extensions/v1beta1\nkind: Deployment\nmetadata: {name: worker}\n";
     assert!(
-        apply_patches(
-            &mut m,
-            &[patch(json!({"patch": other_group}))],
-            &f.loader,
-            &f.root,
-            SchemaSet::builtin(),
-        )
-        .is_err()
+        f.apply(&mut m, patch(json!({"patch": other_group})))
+            .is_err()
     );
 }
 
@@ -140,7 +119,7 @@ fn targeted_smp_applies_to_every_selected_resource_keeping_names() {
     let inline =
         "kind: Deployment\nmetadata: {name: ignored, namespace: elsewhere}\nspec: {replicas: 7}\n";
     let p = patch(json!({"patch": inline, "target": {"kind": "Deployment"}}));
-    apply_patches(&mut m, &[p], &f.loader, &f.root, SchemaSet::builtin()).unwrap();
+    f.apply(&mut m, p).unwrap();
     for name in ["web", "worker"] {
         let r = find(&m, name);
         assert_eq!(r.obj["spec"]["replicas"], 7);
@@ -149,11 +128,11 @@ fn targeted_smp_applies_to_every_selected_resource_keeping_names() {
     assert!(m.iter().all(|r| r.name() != "ignored"));
     // An empty selection is not an error.
     let p = patch(json!({"patch": inline, "target": {"kind": "StatefulSet"}}));
-    apply_patches(&mut m, &[p], &f.loader, &f.root, SchemaSet::builtin()).unwrap();
+    f.apply(&mut m, p).unwrap();
     // Several documents may not share a target.
     let two = format!("{inline}---\n{inline}");
     let p = patch(json!({"patch": two, "target": {"kind": "Deployment"}}));
-    assert!(apply_patches(&mut m, &[p], &f.loader, &f.root, SchemaSet::builtin()).is_err());
+    assert!(f.apply(&mut m, p).is_err());
 }
 
 #[test]
@@ -162,13 +141,13 @@ fn name_and_kind_changes_need_options_and_are_remembered() {
     let mut m = resmap();
     let inline = "kind: StatefulSet\nmetadata: {name: renamed}\n";
     let p = patch(json!({"patch": inline, "target": {"name": "worker"}}));
-    apply_patches(&mut m, &[p], &f.loader, &f.root, SchemaSet::builtin()).unwrap();
+    f.apply(&mut m, p).unwrap();
     let worker = find(&m, "worker");
     assert_eq!(worker.kind(), "Deployment");
 
     let p = patch(json!({"patch": inline, "target": {"name": "worker"},
             "options": {"allowNameChange": true, "allowKindChange": true}}));
-    apply_patches(&mut m, &[p], &f.loader, &f.root, SchemaSet::builtin()).unwrap();
+    f.apply(&mut m, p).unwrap();
     let renamed = find(&m, "renamed");
     assert_eq!(renamed.kind(), "StatefulSet");
     assert_eq!(renamed.prev_ids.len(), 1);
@@ -181,20 +160,13 @@ fn delete_directive_removes_the_resource() {
     let f = fixture(&[]);
     let mut m = resmap();
     let inline = "$patch: delete\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n";
-    apply_patches(
-        &mut m,
-        &[patch(json!({"patch": inline}))],
-        &f.loader,
-        &f.root,
-        SchemaSet::builtin(),
-    )
-    .unwrap();
+    f.apply(&mut m, patch(json!({"patch": inline}))).unwrap();
     assert_eq!(m.len(), 2);
     let p = patch(
         json!({"patch": "$patch: delete\nkind: Deployment\nmetadata: {name: x}\n",
             "target": {"kind": "Deployment"}}),
     );
-    apply_patches(&mut m, &[p], &f.loader, &f.root, SchemaSet::builtin()).unwrap();
+    f.apply(&mut m, p).unwrap();
     assert!(m.is_empty());
 }
 
@@ -206,23 +178,19 @@ fn json_patches_need_a_target() {
     )]);
     let mut m = resmap();
     let p = patch(json!({"path": "ops.yaml", "target": {"name": "w.*"}}));
-    apply_patches(&mut m, &[p], &f.loader, &f.root, SchemaSet::builtin()).unwrap();
+    f.apply(&mut m, p).unwrap();
     assert_eq!(find(&m, "web").obj["spec"]["replicas"], 4);
     assert_eq!(find(&m, "worker").obj["spec"]["replicas"], 4);
     assert_eq!(find(&m, "web").prev_ids.len(), 1);
 
     let p = patch(json!({"patch": r#"[{"op": "add", "path": "/data/c", "value": "3"}]"#}));
-    let err = apply_patches(&mut m, &[p], &f.loader, &f.root, SchemaSet::builtin())
-        .unwrap_err()
-        .to_string();
+    let err = f.apply(&mut m, p).unwrap_err().to_string();
     assert!(err.contains("target"), "{err}");
 
     let p = patch(
         json!({"patch": "- op: remove\n  path: /data/zz\n", "target": {"kind": "ConfigMap"}}),
     );
-    let err = apply_patches(&mut m, &[p], &f.loader, &f.root, SchemaSet::builtin())
-        .unwrap_err()
-        .to_string();
+    let err = f.apply(&mut m, p).unwrap_err().to_string();
     assert!(
         err.contains("/data/zz") && err.contains("ConfigMap"),
         "{err}"
@@ -256,9 +224,7 @@ fn json_patch_shaped_text_gets_json_patch_errors_and_is_never_merged() {
     ];
     for (text, needle) in cases {
         let p = patch(json!({"patch": text, "target": {"kind": "ConfigMap"}}));
-        let err = apply_patches(&mut m, &[p], &f.loader, &f.root, SchemaSet::builtin())
-            .unwrap_err()
-            .to_string();
+        let err = f.apply(&mut m, p).unwrap_err().to_string();
         assert!(err.contains(needle), "{text:?}: {err}");
         if !needle.contains("strategic") && !needle.contains("metadata.name") {
             assert!(err.contains("JSON 6902 patch"), "{err}");
@@ -272,25 +238,14 @@ fn json_patch_shaped_text_gets_json_patch_errors_and_is_never_merged() {
 fn patch_entries_need_exactly_one_of_path_and_patch() {
     let f = fixture(&[("p.yaml", "kind: ConfigMap\nmetadata: {name: cm}\n")]);
     let mut m = resmap();
-    assert!(
-        apply_patches(
-            &mut m,
-            &[patch(json!({}))],
-            &f.loader,
-            &f.root,
-            SchemaSet::builtin()
-        )
-        .is_err()
-    );
+    assert!(f.apply(&mut m, patch(json!({}))).is_err());
     let both = patch(json!({"path": "p.yaml", "patch": "kind: ConfigMap\n"}));
-    assert!(apply_patches(&mut m, &[both], &f.loader, &f.root, SchemaSet::builtin()).is_err());
+    assert!(f.apply(&mut m, both).is_err());
     let missing = patch(json!({"path": "nope.yaml"}));
-    let err = apply_patches(&mut m, &[missing], &f.loader, &f.root, SchemaSet::builtin())
-        .unwrap_err()
-        .to_string();
+    let err = f.apply(&mut m, missing).unwrap_err().to_string();
     assert!(err.contains("nope.yaml"), "{err}");
     let garbage = patch(json!({"patch": "a: [b\n"}));
-    assert!(apply_patches(&mut m, &[garbage], &f.loader, &f.root, SchemaSet::builtin()).is_err());
+    assert!(f.apply(&mut m, garbage).is_err());
 }
 
 #[test]

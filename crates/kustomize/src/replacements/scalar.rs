@@ -4,17 +4,7 @@
 
 use serde_json::{Map, Number, Value};
 
-/// The text of a scalar node: strings as they are, numbers and booleans as written,
-/// null as the empty string. `None` for maps and lists.
-pub fn scalar_text(value: &Value) -> Option<String> {
-    match value {
-        Value::String(s) => Some(s.clone()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Bool(b) => Some(b.to_string()),
-        Value::Null => Some(String::new()),
-        Value::Array(_) | Value::Object(_) => None,
-    }
-}
+pub(crate) use crate::resource::scalar_node_text as scalar_text;
 
 /// Whether the value is a scalar (anything but a map or a list).
 pub fn is_scalar(value: &Value) -> bool {

@@ -224,16 +224,7 @@ fn walk_map(
     walk(field, rest, create, set)
 }
 
-/// The text of a scalar (`null` reads as ""); `None` for maps and sequences.
-pub(crate) fn scalar_text(value: &Value) -> Option<String> {
-    match value {
-        Value::Null => Some(String::new()),
-        Value::String(s) => Some(s.clone()),
-        Value::Bool(b) => Some(b.to_string()),
-        Value::Number(n) => Some(n.to_string()),
-        Value::Array(_) | Value::Object(_) => None,
-    }
-}
+pub(crate) use crate::resource::scalar_node_text as scalar_text;
 
 /// Merges `incoming` into `specs` as kustomize does: a spec whose path is already covered
 /// by one selecting its kind is skipped, unless the two disagree on `create`.
@@ -262,14 +253,8 @@ pub(crate) fn merge_specs(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::resource::test_resource as resource;
     use serde_json::json;
-
-    fn resource(value: Value) -> Resource {
-        match value {
-            Value::Object(obj) => Resource::new(obj),
-            _ => panic!("test object must be a map"),
-        }
-    }
 
     fn mark(res: &mut Resource, spec: &FieldSpec, create: Create) -> Result<usize, TransformError> {
         let mut count = 0;

@@ -55,19 +55,7 @@ pub fn set_all_replicas(
 
 /// A field spec's kind selector as kustomize prints a GVK (`~G`/`~V` for empty parts).
 fn describe_selector(spec: &FieldSpec) -> String {
-    let or = |s: &str, empty: &str| {
-        if s.is_empty() {
-            empty.to_string()
-        } else {
-            s.to_string()
-        }
-    };
-    format!(
-        "{}_{}_{}",
-        or(&spec.group, "~G"),
-        or(&spec.version, "~V"),
-        or(&spec.kind, "~K")
-    )
+    crate::sort::legacy_gvk_text(&spec.group, &spec.version, &spec.kind)
 }
 
 #[cfg(test)]

@@ -2,21 +2,7 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::kustfile::{FieldRef, VarTarget};
-
-fn res(value: Value) -> Resource {
-    match value {
-        Value::Object(obj) => Resource::new(obj),
-        _ => panic!("not an object"),
-    }
-}
-
-fn map_of(resources: Vec<Resource>) -> ResMap {
-    let mut map = ResMap::new();
-    for r in resources {
-        map.append(r).unwrap();
-    }
-    map
-}
+use crate::resource::{test_map_of as map_of, test_resource as res};
 
 fn var(name: &str, kind: &str, target: &str, namespace: &str, field: Option<&str>) -> Var {
     Var {

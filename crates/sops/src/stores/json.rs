@@ -185,40 +185,21 @@ impl Reader<'_> {
         }
         match b.get(i) {
             Some(b'0') => i += 1,
-            Some(b'1'..=b'9') => {
-                while matches!(b.get(i), Some(b'0'..=b'9')) {
-                    i += 1;
-                }
-            }
+            Some(b'1'..=b'9') => i = skip_digits(b, i),
             _ => {
                 self.pos = i;
                 return Err(self.error("invalid character in numeric literal"));
             }
         }
         if b.get(i) == Some(&b'.') {
-            i += 1;
-            let digits = i;
-            while matches!(b.get(i), Some(b'0'..=b'9')) {
-                i += 1;
-            }
-            if i == digits {
-                self.pos = i;
-                return Err(self.error("invalid character after decimal point"));
-            }
+            i = self.digits(i + 1, "invalid character after decimal point")?;
         }
         if matches!(b.get(i), Some(b'e' | b'E')) {
             i += 1;
             if matches!(b.get(i), Some(b'+' | b'-')) {
                 i += 1;
             }
-            let digits = i;
-            while matches!(b.get(i), Some(b'0'..=b'9')) {
-                i += 1;
-            }
-            if i == digits {
-                self.pos = i;
-                return Err(self.error("invalid character in exponent"));
-            }
+            i = self.digits(i, "invalid character in exponent")?;
         }
         self.pos = i;
         let text = std::str::from_utf8(&b[start..i]).unwrap_or_default();
@@ -229,6 +210,17 @@ impl Reader<'_> {
             Ok(f) if f.is_finite() => Ok(Value::Float(f)),
             _ => Err(self.error("number out of range")),
         }
+    }
+
+    /// The index after the digits that must start at `i`; without one, the error `message`
+    /// at `i`.
+    fn digits(&mut self, i: usize, message: &str) -> Result<usize, StoreError> {
+        let end = skip_digits(self.data, i);
+        if end == i {
+            self.pos = i;
+            return Err(self.error(message));
+        }
+        Ok(end)
     }
 
     /// A string at `"`: escapes decoded; invalid UTF-8 and lone surrogates become U+FFFD.
@@ -327,6 +319,14 @@ pub(super) fn emit(branches: &Branches) -> Result<Zeroizing<Vec<u8>>, StoreError
     Ok(Zeroizing::new(out.as_bytes().to_vec()))
 }
 
+/// The index after the ASCII digits of `b` from `i`.
+fn skip_digits(b: &[u8], mut i: usize) -> usize {
+    while matches!(b.get(i), Some(b'0'..=b'9')) {
+        i += 1;
+    }
+    i
+}
+
 const INDENT: &str = "\t";
 
 fn newline(out: &mut String, depth: usize) {
@@ -341,26 +341,41 @@ fn write_branch(out: &mut String, branch: &[Item], depth: usize) -> Result<(), S
         .iter()
         .filter(|i| !matches!(i.key, Key::Comment(_)))
         .collect();
+    write_items(out, depth, ('{', '}'), &items, |out, item| {
+        let key = match &item.key {
+            Key::Name(k) | Key::NonString(k) => k,
+            Key::Comment(_) => return Ok(()),
+        };
+        write_string(out, key);
+        out.push_str(": ");
+        write_value(out, &item.value, depth + 1, key)
+    })
+}
+
+/// Writes `items` between the `brackets` as `json.MarshalIndent` lays them out: one a line at
+/// `depth + 1`, commas between, the closing bracket on a line of its own at `depth`; an empty
+/// container as `{}` or `[]`.
+fn write_items<T>(
+    out: &mut String,
+    depth: usize,
+    (open, close): (char, char),
+    items: &[T],
+    mut write_item: impl FnMut(&mut String, &T) -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
+    out.push(open);
     if items.is_empty() {
-        out.push_str("{}");
+        out.push(close);
         return Ok(());
     }
-    out.push('{');
     for (n, item) in items.iter().enumerate() {
         if n > 0 {
             out.push(',');
         }
         newline(out, depth + 1);
-        let key = match &item.key {
-            Key::Name(k) | Key::NonString(k) => k,
-            Key::Comment(_) => continue,
-        };
-        write_string(out, key);
-        out.push_str(": ");
-        write_value(out, &item.value, depth + 1, key)?;
+        write_item(out, item)?;
     }
     newline(out, depth);
-    out.push('}');
+    out.push(close);
     Ok(())
 }
 
@@ -372,20 +387,9 @@ fn write_value(out: &mut String, value: &Value, depth: usize, key: &str) -> Resu
                 .iter()
                 .filter(|v| !matches!(v, Value::Comment(_)))
                 .collect();
-            if items.is_empty() {
-                out.push_str("[]");
-                return Ok(());
-            }
-            out.push('[');
-            for (n, item) in items.iter().enumerate() {
-                if n > 0 {
-                    out.push(',');
-                }
-                newline(out, depth + 1);
-                write_value(out, item, depth + 1, key)?;
-            }
-            newline(out, depth);
-            out.push(']');
+            write_items(out, depth, ('[', ']'), &items, |out, item| {
+                write_value(out, item, depth + 1, key)
+            })?;
         }
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),

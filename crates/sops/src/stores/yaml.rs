@@ -267,20 +267,16 @@ impl Builder {
                 self.complete(value, 0, span)
             }
             Event::SequenceStart(style, anchor, _) => {
-                let column = self.open_collection(span)?;
-                self.stack.push(Frame::Seq {
+                self.start_collection(span, |column| Frame::Seq {
                     items: Vec::new(),
                     column,
                     block: is_block(style),
                     anchor,
                     last: None,
-                });
-                self.flush_pending();
-                Ok(())
+                })
             }
             Event::MappingStart(style, anchor, _) => {
-                let column = self.open_collection(span)?;
-                self.stack.push(Frame::Map {
+                self.start_collection(span, |column| Frame::Map {
                     items: Branch::new(),
                     key: None,
                     seen: HashSet::new(),
@@ -288,9 +284,7 @@ impl Builder {
                     block: is_block(style),
                     anchor,
                     last: None,
-                });
-                self.flush_pending();
-                Ok(())
+                })
             }
             Event::SequenceEnd | Event::MappingEnd => self.close(span),
             Event::DocumentStart(..) => {
@@ -303,6 +297,18 @@ impl Builder {
             Event::DocumentEnd => self.end_document(),
             _ => Ok(()),
         }
+    }
+
+    /// Opens the collection whose frame `frame` makes at the collection's column.
+    fn start_collection(
+        &mut self,
+        span: &Span,
+        frame: impl FnOnce(usize) -> Frame,
+    ) -> Result<(), StoreError> {
+        let column = self.open_collection(span)?;
+        self.stack.push(frame(column));
+        self.flush_pending();
+        Ok(())
     }
 
     fn comment(&mut self, text: &str, placement: Placement, span: &Span) {

@@ -7,7 +7,7 @@ use zeroize::Zeroizing;
 
 use super::StoreError;
 use super::json::go_format_float;
-use crate::tree::{Branch, Branches, Key, Value};
+use crate::tree::{Branch, Branches, Comment, Key, Value};
 use goyaml::scalar::{Plain, go_timestamp, resolve_plain};
 
 const BEST_INDENT: i64 = 4;
@@ -106,39 +106,66 @@ fn add_tail(target: &mut String, comments: &mut Vec<String>) {
     comments.clear();
 }
 
+/// The comments met while sops' `appendTreeBranch` and `appendSequence` walk a branch or a
+/// sequence, kept until the entry they attach to.
+#[derive(Default)]
+struct PendingComments {
+    /// Comments on lines of their own: the head of the next entry.
+    heads: Vec<String>,
+    /// Comments at the end of a line: the line comment of the next entry's value.
+    inlines: Vec<String>,
+    /// Whether an entry has been met.
+    started: bool,
+}
+
+impl PendingComments {
+    fn push(&mut self, comment: &Comment) {
+        if comment.inline {
+            self.inlines.push(comment.text.clone());
+        } else {
+            self.heads.push(comment.text.clone());
+        }
+    }
+
+    /// Before the first entry, the comments met so far are the container's head.
+    fn start_entry(&mut self, container: &mut Node) {
+        if !self.started {
+            add_head(&mut container.head, &mut self.heads);
+            self.started = true;
+        }
+    }
+
+    /// The comments after the last entry go to its foot (`last_foot`), or to the container's
+    /// head when there is no entry.
+    fn finish(mut self, container: &mut Node, last_foot: Option<&mut String>) {
+        self.heads.append(&mut self.inlines);
+        if !self.heads.is_empty() {
+            match last_foot {
+                Some(foot) => add_tail(foot, &mut self.heads),
+                None => add_head(&mut container.head, &mut self.heads),
+            }
+        }
+    }
+}
+
 /// sops' `appendTreeBranch`.
 fn map_node(branch: &Branch) -> Node {
     let mut node = Node::new(Kind::Map(Vec::new()));
     let mut pairs: Vec<(Node, Node)> = Vec::new();
-    let mut heads = Vec::new();
-    let mut inlines = Vec::new();
-    let mut beginning = true;
+    let mut comments = PendingComments::default();
     for item in branch {
         if let Key::Comment(c) = &item.key {
-            if c.inline {
-                inlines.push(c.text.clone());
-            } else {
-                heads.push(c.text.clone());
-            }
+            comments.push(c);
             continue;
         }
-        if beginning {
-            add_head(&mut node.head, &mut heads);
-            beginning = false;
-        }
+        comments.start_entry(&mut node);
         let mut key = key_node(&item.key);
-        add_head(&mut key.head, &mut heads);
+        add_head(&mut key.head, &mut comments.heads);
         let mut value = value_node(&item.value);
-        add_tail(&mut value.line, &mut inlines);
+        add_tail(&mut value.line, &mut comments.inlines);
         pairs.push((key, value));
     }
-    heads.append(&mut inlines);
-    if !heads.is_empty() {
-        match pairs.last_mut() {
-            Some((key, _)) => add_tail(&mut key.foot, &mut heads),
-            None => add_head(&mut node.head, &mut heads),
-        }
-    }
+    comments.finish(&mut node, pairs.last_mut().map(|(key, _)| &mut key.foot));
     node.kind = Kind::Map(pairs);
     node
 }
@@ -147,34 +174,19 @@ fn map_node(branch: &Branch) -> Node {
 fn seq_node(values: &[Value]) -> Node {
     let mut node = Node::new(Kind::Seq(Vec::new()));
     let mut items: Vec<Node> = Vec::new();
-    let mut heads = Vec::new();
-    let mut inlines = Vec::new();
-    let mut beginning = true;
+    let mut comments = PendingComments::default();
     for value in values {
         if let Value::Comment(c) = value {
-            if c.inline {
-                inlines.push(c.text.clone());
-            } else {
-                heads.push(c.text.clone());
-            }
+            comments.push(c);
             continue;
         }
-        if beginning {
-            add_head(&mut node.head, &mut heads);
-            beginning = false;
-        }
+        comments.start_entry(&mut node);
         let mut item = value_node(value);
-        add_head(&mut item.head, &mut heads);
-        add_tail(&mut item.line, &mut inlines);
+        add_head(&mut item.head, &mut comments.heads);
+        add_tail(&mut item.line, &mut comments.inlines);
         items.push(item);
     }
-    heads.append(&mut inlines);
-    if !heads.is_empty() {
-        match items.last_mut() {
-            Some(item) => add_tail(&mut item.foot, &mut heads),
-            None => add_head(&mut node.head, &mut heads),
-        }
-    }
+    comments.finish(&mut node, items.last_mut().map(|item| &mut item.foot));
     node.kind = Kind::Seq(items);
     node
 }
@@ -752,23 +764,7 @@ impl Emitter {
         if !text.is_empty() && !self.whitespace {
             self.put(' ');
         }
-        let mut breaks = false;
-        for c in text.chars() {
-            if is_break(c) {
-                if !breaks && c == '\n' {
-                    self.put_break();
-                }
-                self.write_break(c);
-                breaks = true;
-            } else {
-                if breaks {
-                    self.write_indent();
-                }
-                self.put(c);
-                self.indention = false;
-                breaks = false;
-            }
-        }
+        self.write_flow_text(text, None);
         if !text.is_empty() {
             self.whitespace = false;
         }
@@ -780,6 +776,17 @@ impl Emitter {
 
     fn write_single(&mut self, text: &str) {
         self.write_indicator("'", true, false, false);
+        let breaks = self.write_flow_text(text, Some('\''));
+        if breaks {
+            self.write_indent();
+        }
+        self.write_indicator("'", false, false, false);
+    }
+
+    /// The characters of a plain or single-quoted scalar: a line break is written doubled
+    /// (go-yaml's rule for `\n`), the line after breaks indented, and `quote` doubled. Returns
+    /// whether the text ended in line breaks.
+    fn write_flow_text(&mut self, text: &str, quote: Option<char>) -> bool {
         let mut breaks = false;
         for c in text.chars() {
             if is_break(c) {
@@ -792,18 +799,15 @@ impl Emitter {
                 if breaks {
                     self.write_indent();
                 }
-                if c == '\'' {
-                    self.put('\'');
+                if Some(c) == quote {
+                    self.put(c);
                 }
                 self.put(c);
                 self.indention = false;
                 breaks = false;
             }
         }
-        if breaks {
-            self.write_indent();
-        }
-        self.write_indicator("'", false, false, false);
+        breaks
     }
 
     fn write_double(&mut self, text: &str) {
