@@ -463,23 +463,25 @@ async fn apply_prune_and_check(
     let inventory_before = status.inventory.clone();
     let options = apply_options(ks, ctx, cluster, inventory_before.as_ref())?;
     let previous = ctx.take_applied(ks, &cluster.key);
-    let (applier, applied, jobs_with_ttl) = match build {
+    // A reused build applies nothing, so what was recorded stays true.
+    let kept = matches!(build, Build::Reused(_)).then(|| previous.clone());
+    let applier = Applier::new(
+        cluster.client.clone(),
+        owner(ks),
+        ctx.settings.concurrent_ssa,
+        options,
+        timeout,
+        previous,
+    );
+    let (applied, jobs_with_ttl) = match build {
         Build::Fresh { objects, .. } => {
             refuse_encrypted_secrets(&objects)?;
             record_intent(writer, status, &objects).await?;
             let jobs_with_ttl = jobs_with_ttl(&objects);
-            let applier = Applier::new(
-                cluster.client.clone(),
-                owner(ks),
-                ctx.settings.concurrent_ssa,
-                options,
-                timeout,
-                previous,
-            );
             let applied = apply(&applier, objects, timeout).await;
             // Each record is a fact about one object, kept whether the apply succeeded or not.
             ctx.put_applied(ks, &cluster.key, applier.take_records(), None);
-            (applier, applied, jobs_with_ttl)
+            (applied, jobs_with_ttl)
         }
         Build::Reused(last) => {
             let unchanged = status
@@ -490,17 +492,8 @@ async fn apply_prune_and_check(
                     action: Action::Unchanged,
                     generation: None,
                 });
-            ctx.put_applied(ks, &cluster.key, previous.clone(), None);
-            let applier = Applier::new(
-                cluster.client.clone(),
-                owner(ks),
-                ctx.settings.concurrent_ssa,
-                options,
-                timeout,
-                previous,
-            );
-            let changes = ChangeSet(unchanged.collect());
-            (applier, Ok(changes), last.jobs_with_ttl)
+            ctx.put_applied(ks, &cluster.key, kept.unwrap_or_default(), None);
+            (Ok(ChangeSet(unchanged.collect())), last.jobs_with_ttl)
         }
     };
     let changes = match applied {
