@@ -255,10 +255,12 @@ fn server_errors_are_retried_with_doubling_waits_then_given_up() {
     let times: Vec<Instant> = receiver.received().iter().map(|r| r.at).collect();
     assert_eq!(times.len(), 5, "1 attempt and 4 retries");
     let gaps: Vec<Duration> = times.windows(2).map(|w| w[1] - w[0]).collect();
+    // At least the doubling wait before each retry (sleeps never end early); the exact waits
+    // are asserted on a paused clock in the flux-events crate (`forward.rs`).
     for (n, gap) in gaps.iter().enumerate() {
         let wait = FAST.wait_min * 2u32.pow(n as u32);
         assert!(
-            *gap >= wait && *gap < wait + Duration::from_millis(400),
+            *gap >= wait,
             "retry {n}: waited {gap:?}, expected {wait:?} (all: {gaps:?})"
         );
     }
@@ -305,8 +307,10 @@ fn a_503_retry_after_sets_the_wait() {
     let times: Vec<Instant> = receiver.received().iter().map(|r| r.at).collect();
     assert_eq!(times.len(), 2);
     let gap = times[1] - times[0];
+    // A second, where the backoff would have waited 50 ms; exactly one second on a paused
+    // clock in the flux-events crate (`forward.rs`).
     assert!(
-        gap >= Duration::from_secs(1) && gap < Duration::from_millis(1800),
+        gap >= Duration::from_secs(1),
         "Retry-After: 1 should set the wait, not the 50 ms backoff: {gap:?}"
     );
 }
