@@ -430,6 +430,16 @@ async fn objects_disabled_in_the_cluster_are_skipped() {
     );
 }
 
+/// Deployment `web` of one replica, image `registry.example/web:1`, in namespace `ns`.
+pub(super) fn web_deployment(ns: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: {ns}\n\
+         spec:\n  replicas: 1\n  selector:\n    matchLabels:\n      app: web\n  template:\n    \
+         metadata:\n      labels:\n        app: web\n    spec:\n      containers:\n      \
+         - name: app\n        image: registry.example/web:1\n"
+    )
+}
+
 /// `spec.ignore` paths are not drift: replicas set by another field manager (as an HPA sets
 /// them, with server-side apply) survive reconciles, which then apply nothing and report
 /// nothing; a change to a field that is not ignored is still reverted, without touching the
@@ -438,12 +448,7 @@ async fn objects_disabled_in_the_cluster_are_skipped() {
 async fn ignored_paths_changed_in_the_cluster_are_left_alone() {
     let f = Fixture::new("apply-ignore").await;
     let ns = f.ns();
-    let web = format!(
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: {ns}\n\
-         spec:\n  replicas: 1\n  selector:\n    matchLabels:\n      app: web\n  template:\n    \
-         metadata:\n      labels:\n        app: web\n    spec:\n      containers:\n      \
-         - name: app\n        image: registry.example/web:1\n"
-    );
+    let web = web_deployment(ns);
     f.create_source("repo").await;
     f.publish(1, &[("deploy/web.yaml", &web)]).await;
     create_kustomization(

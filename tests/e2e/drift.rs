@@ -2,7 +2,7 @@
 //! `kustomize.toolkit.fluxcd.io/drift-correction: prompt`, a write by another manager to an
 //! applied object is reverted seconds later, not at the next interval.
 
-use super::apply::{kustomization_events, merge_patch_as};
+use super::apply::{kustomization_events, merge_patch_as, web_deployment};
 use super::*;
 use k8s_openapi::api::apps::v1::Deployment;
 
@@ -24,13 +24,40 @@ async fn value_of(api: &Api<ConfigMap>, name: &str) -> Option<String> {
     map.data.unwrap_or_default().get("value").cloned()
 }
 
-/// A Kustomization `app` with a one-hour interval (so that nothing but prompt correction
-/// reverts drift during the test) applying ConfigMap `a`, with `annotations`.
-async fn one_config_map(f: &Fixture, annotations: Value) {
+/// Writes `data.value: edited` into ConfigMap `a` as `kubectl edit` does.
+async fn edit(api: &Api<ConfigMap>) {
+    merge_patch_as(
+        api,
+        "a",
+        "kubectl-edit",
+        json!({"data": {"value": "edited"}}),
+    )
+    .await;
+}
+
+/// Waits until ConfigMap `a` holds its applied value again.
+async fn wait_restored(api: &Api<ConfigMap>, what: &str) {
+    wait_for(WAIT, what, async || {
+        match value_of(api, "a").await.as_deref() {
+            Some("1") => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+}
+
+/// Creates Kustomization `app` of source `repo` with `annotations`, a one-hour interval (so
+/// that nothing but prompt correction reverts drift during a test) and the `extra` spec
+/// fields, and waits until it is Ready.
+async fn create_app(f: &Fixture, annotations: Value, extra: Value) {
     let ns = f.ns();
-    f.create_source("repo").await;
-    f.publish(1, &[("deploy/a.yaml", &config_map(ns, "a", "1"))])
-        .await;
+    let mut spec = json!({
+        "interval": "1h", "prune": true, "path": "./deploy",
+        "sourceRef": {"kind": "GitRepository", "name": "repo"},
+    });
+    if let (Some(spec), Value::Object(extra)) = (spec.as_object_mut(), extra) {
+        spec.extend(extra);
+    }
     let ks: Kustomization = serde_json::from_value(json!({
         "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
         "kind": "Kustomization",
@@ -38,10 +65,7 @@ async fn one_config_map(f: &Fixture, annotations: Value) {
             "name": "app", "namespace": ns, "annotations": annotations,
             "labels": run_labels(json!({})),
         },
-        "spec": {
-            "interval": "1h", "prune": true, "path": "./deploy",
-            "sourceRef": {"kind": "GitRepository", "name": "repo"},
-        },
+        "spec": spec,
     }))
     .expect("a Kustomization");
     Api::<Kustomization>::namespaced(f.client.clone(), ns)
@@ -51,6 +75,16 @@ async fn one_config_map(f: &Fixture, annotations: Value) {
     wait_ready_with(&f.client, ns, "app", ConditionStatus::True, "applied").await;
 }
 
+/// A Kustomization `app` with a one-hour interval (so that nothing but prompt correction
+/// reverts drift during the test) applying ConfigMap `a`, with `annotations`.
+async fn one_config_map(f: &Fixture, annotations: Value) {
+    let ns = f.ns();
+    f.create_source("repo").await;
+    f.publish(1, &[("deploy/a.yaml", &config_map(ns, "a", "1"))])
+        .await;
+    create_app(f, annotations, json!({})).await;
+}
+
 #[tokio::test]
 async fn an_edit_is_reverted_promptly_with_the_annotation_and_not_without() {
     let f = Fixture::new("drift-prompt").await;
@@ -58,20 +92,8 @@ async fn an_edit_is_reverted_promptly_with_the_annotation_and_not_without() {
     one_config_map(&f, json!({PROMPT: "prompt"})).await;
     let config_maps: Api<ConfigMap> = Api::namespaced(f.client.clone(), ns);
     let edited = std::time::Instant::now();
-    merge_patch_as(
-        &config_maps,
-        "a",
-        "kubectl-edit",
-        json!({"data": {"value": "edited"}}),
-    )
-    .await;
-    wait_for(WAIT, "the edit to be reverted", async || {
-        match value_of(&config_maps, "a").await.as_deref() {
-            Some("1") => Ok(()),
-            other => Err(format!("{other:?}")),
-        }
-    })
-    .await;
+    edit(&config_maps).await;
+    wait_restored(&config_maps, "the edit to be reverted").await;
     eprintln!("edit reverted after {:?}", edited.elapsed());
     let status = kustomization_status_json(&f.client, ns).await;
     assert!(status["lastHandledReconcileAt"].is_null(), "{status:#}");
@@ -82,28 +104,14 @@ async fn an_edit_is_reverted_promptly_with_the_annotation_and_not_without() {
         .delete("a", &DeleteParams::default())
         .await
         .expect("delete a");
-    wait_for(
-        WAIT,
-        "the deleted object to be recreated",
-        async || match value_of(&config_maps, "a").await.as_deref() {
-            Some("1") => Ok(()),
-            other => Err(format!("{other:?}")),
-        },
-    )
-    .await;
+    wait_restored(&config_maps, "the deleted object to be recreated").await;
 
     // Without the annotation (and the flag at its default), drift waits for the interval.
     let g = Fixture::new("drift-interval").await;
     let other_ns = g.ns();
     one_config_map(&g, json!({})).await;
     let other_maps: Api<ConfigMap> = Api::namespaced(g.client.clone(), other_ns);
-    merge_patch_as(
-        &other_maps,
-        "a",
-        "kubectl-edit",
-        json!({"data": {"value": "edited"}}),
-    )
-    .await;
+    edit(&other_maps).await;
     // Three times the debounce a prompt correction waits.
     tokio::time::sleep(Duration::from_secs(6)).await;
     assert_eq!(value_of(&other_maps, "a").await.as_deref(), Some("edited"));
@@ -124,33 +132,11 @@ async fn kustomization_status_json(client: &kube::Client, ns: &str) -> Value {
 async fn a_write_to_an_ignored_field_is_not_drift() {
     let f = Fixture::new("drift-ignore").await;
     let ns = f.ns();
-    let web = format!(
-        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: {ns}\n\
-         spec:\n  replicas: 1\n  selector:\n    matchLabels:\n      app: web\n  template:\n    \
-         metadata:\n      labels:\n        app: web\n    spec:\n      containers:\n      \
-         - name: app\n        image: registry.example/web:1\n"
-    );
+    let web = web_deployment(ns);
     f.create_source("repo").await;
     f.publish(1, &[("deploy/web.yaml", &web)]).await;
-    let ks: Kustomization = serde_json::from_value(json!({
-        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
-        "kind": "Kustomization",
-        "metadata": {
-            "name": "app", "namespace": ns, "annotations": {PROMPT: "prompt"},
-            "labels": run_labels(json!({})),
-        },
-        "spec": {
-            "interval": "1h", "prune": true, "path": "./deploy",
-            "sourceRef": {"kind": "GitRepository", "name": "repo"},
-            "ignore": [{"paths": ["/spec/replicas"], "target": {"kind": "Deployment"}}],
-        },
-    }))
-    .expect("a Kustomization");
-    Api::<Kustomization>::namespaced(f.client.clone(), ns)
-        .create(&PostParams::default(), &ks)
-        .await
-        .expect("create Kustomization");
-    wait_ready_with(&f.client, ns, "app", ConditionStatus::True, "applied").await;
+    let ignore = json!([{"paths": ["/spec/replicas"], "target": {"kind": "Deployment"}}]);
+    create_app(&f, json!({PROMPT: "prompt"}), json!({"ignore": ignore})).await;
     let deployments: Api<Deployment> = Api::namespaced(f.client.clone(), ns);
     merge_patch_as(
         &deployments,

@@ -36,6 +36,21 @@ pub(super) async fn wait_reconciles(client: &kube::Client, ns: &str, count: i64)
     .await;
 }
 
+/// Kustomization `app`, every 2 s, applying ConfigMap `out` whose value is `${value}` from
+/// the `substituteFrom` object `vars` of `kind`; waits until it is applied.
+async fn substituting_app(f: &Fixture, kind: &str) {
+    let ns = f.ns();
+    f.create_source("repo").await;
+    let out = config_map(ns, "out", "${value}");
+    f.publish(1, &[("deploy/out.yaml", &out)]).await;
+    let spec = json!({
+        "interval": "2s",
+        "postBuild": {"substituteFrom": [{"kind": kind, "name": "vars"}]}
+    });
+    create_kustomization(&f.client, ns, "app", "repo", spec).await;
+    wait_applied(&f.client, ns, "app", &f.revision(1), controller()).await;
+}
+
 /// A `substituteFrom` ConfigMap written between two periodic runs is an input that changed:
 /// the next periodic run builds again and applies the new value, without anyone asking
 /// (the ConfigMap is not labelled for the config watchers).
@@ -53,18 +68,7 @@ async fn a_changed_variables_config_map_builds_again_at_the_next_interval() {
         .create(&PostParams::default(), &vars)
         .await
         .expect("create vars");
-    f.create_source("repo").await;
-    f.publish(
-        1,
-        &[("deploy/out.yaml", &config_map(ns, "out", "${value}"))],
-    )
-    .await;
-    let spec = json!({
-        "interval": "2s",
-        "postBuild": {"substituteFrom": [{"kind": "ConfigMap", "name": "vars"}]}
-    });
-    create_kustomization(&f.client, ns, "app", "repo", spec).await;
-    wait_applied(&f.client, ns, "app", &f.revision(1), controller()).await;
+    substituting_app(&f, "ConfigMap").await;
     wait_reconciles(&f.client, ns, 2).await;
     assert!(reused_in(ns), "{}", tail(&controller().log(), 20));
 
@@ -103,18 +107,7 @@ async fn a_build_that_read_a_secret_is_built_every_time() {
         .create(&PostParams::default(), &secret)
         .await
         .expect("create vars");
-    f.create_source("repo").await;
-    f.publish(
-        1,
-        &[("deploy/out.yaml", &config_map(ns, "out", "${value}"))],
-    )
-    .await;
-    let spec = json!({
-        "interval": "2s",
-        "postBuild": {"substituteFrom": [{"kind": "Secret", "name": "vars"}]}
-    });
-    create_kustomization(&f.client, ns, "app", "repo", spec).await;
-    wait_applied(&f.client, ns, "app", &f.revision(1), controller()).await;
+    substituting_app(&f, "Secret").await;
     wait_reconciles(&f.client, ns, 3).await;
     assert!(!reused_in(ns), "{}", tail(&controller().log(), 20));
     let built = controller().log().lines().map(without_colours).any(|line| {
