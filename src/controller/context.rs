@@ -193,6 +193,15 @@ impl Context {
         }
     }
 
+    /// Whether a build of `ks` was kept for later runs to reuse.
+    pub fn has_reusable_build(&self, ks: &Kustomization) -> bool {
+        self.applied.lock().is_ok_and(|applied| {
+            applied
+                .get(&ObjectRef::from_obj(ks))
+                .is_some_and(|applied| applied.build.is_some())
+        })
+    }
+
     /// The last build of `ks` on `cluster`, when it was built from `inputs` and `unchanged`
     /// holds for what its apply recorded.
     pub fn reusable_build(

@@ -54,6 +54,12 @@ pub fn correction(ks: &Kustomization, default: DriftCorrection) -> DriftCorrecti
         .unwrap_or(default)
 }
 
+/// Whether the writes to `ks`'s objects are worth reading as they happen (its drift is
+/// corrected promptly); the others' writes are not even copied.
+pub fn watches_writes(ks: &Kustomization, default: DriftCorrection) -> bool {
+    correction(ks, default) == DriftCorrection::Prompt
+}
+
 /// Drift of one object, worth a prompt reconcile.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Drift {

@@ -258,7 +258,14 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
         },
     );
     if let Some(live_versions) = &context.clusters.own().live_versions {
-        let writes = live_versions.writes();
+        let kustomizations = context.kustomizations.clone();
+        let default = flags.drift_correction;
+        let writes = live_versions.writes_for(move |namespace, name| {
+            let owner = ObjectRef::new(name).within(namespace);
+            kustomizations
+                .get(&owner)
+                .is_some_and(|ks| drift::watches_writes(&ks, default))
+        });
         let corrections = drift::corrections(writes, Arc::clone(&context), flags.drift_correction);
         controller = controller.reconcile_on(corrections);
     }

@@ -299,8 +299,7 @@ async fn run_pipeline(
     status::mark_progressing(ks, status, &with_timeout("Fetching manifests"));
     writer.report_progress_after(status::PROGRESS_REPORT_DELAY, status.clone());
 
-    let inputs = reuse::inputs(&ctx.client, ks, &artifact).await;
-    let (cluster, build, digest, secrets) = match reused_build(ks, ctx, status, inputs).await {
+    let (cluster, build, digest, secrets) = match reused_build(ks, ctx, status, &artifact).await {
         Some((cluster, last)) => {
             tracing::debug!(kustomization = %ks.name_any(), namespace = ks.namespace().unwrap_or_default(), objects = status.inventory_objects().len(), %revision, "inputs unchanged and no object written since the last successful run: its build is reused, nothing is fetched, built or applied");
             status.last_attempted_revision = Some(revision.clone());
@@ -321,30 +320,30 @@ async fn run_pipeline(
             let cluster = target_cluster(ks, ctx).await?;
             // The render masks what it revealed out of its own errors; from here on, every
             // failure is masked with `secrets` before it is reported.
-            let Rendered {
-                objects,
-                digest,
-                secrets,
-                fetched_remote,
-            } = render(ks, ctx, extracted.path(), &dir).await?;
-            let reusable = reuse::reusable(!secrets.is_empty(), fetched_remote);
-            (cluster, Build::Fresh { objects, reusable }, digest, secrets)
+            let (
+                Rendered {
+                    objects,
+                    digest,
+                    secrets,
+                    fetched_remote,
+                },
+                inputs,
+            ) = render(ks, ctx, &artifact, extracted.path(), &dir).await?;
+            let inputs = inputs.filter(|_| reuse::reusable(!secrets.is_empty(), fetched_remote));
+            (cluster, Build::Fresh { objects, inputs }, digest, secrets)
         }
     };
-    let next_build = match (&build, inputs) {
-        (
-            Build::Fresh {
-                objects,
-                reusable: true,
-            },
-            Some(inputs),
-        ) => Some(LastBuild {
-            inputs,
+    let next_build = match &build {
+        Build::Fresh {
+            objects,
+            inputs: Some(inputs),
+        } => Some(LastBuild {
+            inputs: *inputs,
             digest: digest.clone(),
             jobs_with_ttl: jobs_with_ttl(objects),
         }),
-        (Build::Reused(last), _) => Some(last.clone()),
-        _ => None,
+        Build::Reused(last) => Some(last.clone()),
+        Build::Fresh { inputs: None, .. } => None,
     };
     let redact = |failure: Failure| failure.redacted(&secrets);
     status::mark_step(ks, status, &with_timeout("Detecting drift"));
@@ -397,12 +396,13 @@ async fn run_pipeline(
 
 /// The objects a run applies: built now, or the last run's build, reused.
 enum Build {
-    /// Built by this run; `reusable` when later runs with the same inputs may reuse it.
+    /// Built by this run.
     Fresh {
         /// The objects rendered.
         objects: Vec<Object>,
-        /// See [`reuse::reusable`].
-        reusable: bool,
+        /// The inputs it was built from, when later runs with the same inputs may reuse it
+        /// (see [`reuse::reusable`]).
+        inputs: Option<Inputs>,
     },
     /// The last successful run's, whose inputs are this run's and whose objects nobody
     /// wrote since: applying it again would change nothing.
@@ -410,19 +410,22 @@ enum Build {
 }
 
 /// The last successful build of `ks`, with the cluster it was applied on, when this run
-/// may reuse it (see [`reuse`]): a periodic run, with the same `inputs`, none of whose
-/// inventory objects anybody wrote since they were applied, as the watches of their
-/// versions tell.
+/// may reuse it (see [`reuse`]): a periodic run, with the same inputs (read only when
+/// there is a build to reuse), none of whose inventory objects anybody wrote since they
+/// were applied, as the watches of their versions tell.
 async fn reused_build(
     ks: &Kustomization,
     ctx: &Context,
     status: &KustomizationStatus,
-    inputs: Option<Inputs>,
+    artifact: &Artifact,
 ) -> Option<(TargetCluster, LastBuild)> {
-    let inputs = inputs?;
-    if status::reconcile_requested(ks) || ctx.settings.migrate_api_version {
+    if status::reconcile_requested(ks)
+        || ctx.settings.migrate_api_version
+        || !ctx.has_reusable_build(ks)
+    {
         return None;
     }
+    let inputs = reuse::inputs(&ctx.client, ks, artifact).await?;
     let cluster = target_cluster(ks, ctx).await.ok()?;
     let live = cluster.live_versions.clone()?;
     let inventory = status.inventory_objects();
@@ -827,13 +830,15 @@ fn build_dir(ks: &Kustomization, root: &std::path::Path) -> Result<std::path::Pa
 /// Stages `decrypt`, `build` and `substitute`: the objects in `dir` (inside the artifact
 /// extracted at `root`), rendered as [`render::render`] renders them for every caller, with
 /// the keys and variables read from the cluster. What the render revealed comes back in
-/// `secrets` (its own failures are already masked).
+/// `secrets` (its own failures are already masked), with the build's inputs as the render
+/// read them (see [`reuse::NotedReads`]).
 async fn render(
     ks: &Kustomization,
     ctx: &Context,
+    artifact: &Artifact,
     root: &std::path::Path,
     dir: &std::path::Path,
-) -> Result<Rendered, Failure> {
+) -> Result<(Rendered, Option<Inputs>), Failure> {
     let inputs = render::Inputs {
         kustomization: ks,
         root,
@@ -845,14 +850,16 @@ async fn render(
         reader: Arc::new(reads.clone()),
         settings: &ctx.settings.decryption,
     };
-    let variables = ClusterVariables { reader: &reads };
+    let noted = reuse::NotedReads::new(&reads);
+    let variables = ClusterVariables { reader: &noted };
     let settings = render::Settings {
         strict_substitution: ctx.settings.strict_substitution,
         allow_remote_bases: ctx.settings.allow_remote_bases,
     };
-    render::render(inputs, keys, variables, settings)
+    let rendered = render::render(inputs, keys, variables, settings)
         .await
-        .map_err(|e| Failure::new(reason::BUILD_FAILED, e.to_string()))
+        .map_err(|e| Failure::new(reason::BUILD_FAILED, e.to_string()))?;
+    Ok((rendered, noted.inputs(ks, artifact)))
 }
 
 /// A Secret that is still SOPS-encrypted is never applied (Flux's check before apply).

@@ -384,7 +384,7 @@ pub struct SubstituteReference {
 }
 
 /// The kinds variables can be read from.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, Hash, JsonSchema)]
 pub enum SubstituteKind {
     /// A Secret; values are decoded.
     Secret,

@@ -24,8 +24,17 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 pub struct LiveVersions {
     client: Client,
     kinds: Mutex<HashMap<String, Arc<KindVersions>>>,
-    writes: tokio::sync::broadcast::Sender<Written>,
+    writes: Arc<Announcer>,
 }
+
+/// Sends writes to the readers of [`LiveVersions::writes_for`], for the owners they want.
+struct Announcer {
+    sender: tokio::sync::broadcast::Sender<Written>,
+    wanted: Mutex<Vec<Arc<OwnerFilter>>>,
+}
+
+/// Whether a reader wants the writes to the objects of the Kustomization (namespace, name).
+type OwnerFilter = dyn Fn(&str, &str) -> bool + Send + Sync;
 
 /// One kind's versions, and whether the watch behind them is in step with the API server.
 struct KindVersions {
@@ -79,15 +88,26 @@ impl LiveVersions {
         Arc::new(LiveVersions {
             client,
             kinds: Mutex::new(HashMap::new()),
-            writes: tokio::sync::broadcast::channel(WRITES_BUFFER).0,
+            writes: Arc::new(Announcer {
+                sender: tokio::sync::broadcast::channel(WRITES_BUFFER).0,
+                wanted: Mutex::new(Vec::new()),
+            }),
         })
     }
 
-    /// Every write to a managed object from now on, as the watches see them (creations and
-    /// updates, the controller's own included, and deletions; not the listings a watch
-    /// starts or resumes with).
-    pub fn writes(&self) -> tokio::sync::broadcast::Receiver<Written> {
-        self.writes.subscribe()
+    /// Every write to a managed object from now on whose owner `wanted(namespace, name)`
+    /// accepts, as the watches see them (creations and updates, the controller's own
+    /// included, and deletions; not the listings a watch starts or resumes with). Writes no
+    /// reader wants are not copied at all, so the feed costs nothing while nobody asks
+    /// for it.
+    pub fn writes_for(
+        &self,
+        wanted: impl Fn(&str, &str) -> bool + Send + Sync + 'static,
+    ) -> tokio::sync::broadcast::Receiver<Written> {
+        if let Ok(mut filters) = self.writes.wanted.lock() {
+            filters.push(Arc::new(wanted));
+        }
+        self.writes.sender.subscribe()
     }
 
     /// The version the watch last saw of an object; None when its kind is not watched,
@@ -140,7 +160,7 @@ impl LiveVersions {
 async fn follow(
     api: Api<PartialObjectMeta<DynamicObject>>,
     kind: Arc<KindVersions>,
-    writes: tokio::sync::broadcast::Sender<Written>,
+    writes: Arc<Announcer>,
 ) {
     let config = WatchConfig::default().labels(OWNER_NAME_LABEL);
     let mut events = std::pin::pin!(watch(api, config));
@@ -190,25 +210,33 @@ async fn follow(
     }
 }
 
-/// Sends the write to `object` to whoever listens (nobody, unless drift is corrected
-/// promptly: then nothing is built).
+impl Announcer {
+    /// Whether some reader wants the writes to the objects of (namespace, name).
+    fn wanted(&self, namespace: &str, name: &str) -> bool {
+        if self.sender.receiver_count() == 0 {
+            return false;
+        }
+        self.wanted
+            .lock()
+            .is_ok_and(|filters| filters.iter().any(|wanted| wanted(namespace, name)))
+    }
+}
+
+/// Sends the write to `object` to the readers that want its owner's writes (none, unless
+/// some Kustomization corrects drift promptly: then nothing is copied).
 fn announce(
-    writes: &tokio::sync::broadcast::Sender<Written>,
+    writes: &Announcer,
     resource: &ApiResource,
     object: PartialObjectMeta<DynamicObject>,
     deleted: bool,
 ) {
-    if writes.receiver_count() == 0 {
+    let labels = object.labels();
+    let owner_namespace = labels.get(OWNER_NAMESPACE_LABEL).map_or("", String::as_str);
+    let owner_name = labels.get(OWNER_NAME_LABEL).map_or("", String::as_str);
+    if !writes.wanted(owner_namespace, owner_name) {
         return;
     }
-    let labels = object.labels();
-    let owner = (
-        labels
-            .get(OWNER_NAMESPACE_LABEL)
-            .cloned()
-            .unwrap_or_default(),
-        labels.get(OWNER_NAME_LABEL).cloned().unwrap_or_default(),
-    );
+    let owner = (owner_namespace.to_string(), owner_name.to_string());
     let id = ObjectId {
         namespace: object.namespace().unwrap_or_default(),
         name: object.name_any(),
@@ -222,7 +250,7 @@ fn announce(
         object.resource_version()
     };
     let metadata = object.metadata;
-    let _ = writes.send(Written {
+    let _ = writes.sender.send(Written {
         id,
         owner,
         resource_version,
