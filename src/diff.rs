@@ -61,7 +61,7 @@ pub async fn preview(
         dir: &input.dir,
         plain: None,
     };
-    let reads = ControllerReads(client.clone());
+    let reads = ControllerReads::direct(client.clone());
     let keys = ClusterKeys {
         reader: Arc::new(reads.clone()),
         settings: &Default::default(),

@@ -11,6 +11,7 @@
 //! changes, so a reconcile costs no TLS set-up or priority-and-fairness probe.
 
 pub mod kubeconfig;
+pub mod object_cache;
 pub mod provider;
 pub mod reads;
 
@@ -21,13 +22,15 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
-use k8s_openapi::api::core::v1::{ConfigMap, Secret, ServiceAccount};
+use k8s_openapi::api::core::v1::ServiceAccount;
 use kube::api::PostParams;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Api, Client};
 use sha2::{Digest, Sha256};
 
 pub use kubeconfig::{KubeConfigError, KubeConfigPolicy};
+pub use object_cache::ObjectCache;
+pub use reads::{ControllerReads, ReadError};
 
 use crate::api::Kustomization;
 use apply::LiveVersions;
@@ -63,15 +66,12 @@ pub struct ClusterKey {
 #[derive(Debug, thiserror::Error)]
 pub enum ClusterError {
     /// The kubeconfig Secret could not be read.
-    #[error(
-        "unable to read KubeConfig secret '{secret}' error: {}",
-        crate::client::api_message(source)
-    )]
+    #[error("unable to read KubeConfig secret '{secret}' error: {source}")]
     ReadSecret {
         /// `namespace/name`.
         secret: String,
-        /// The API server's answer.
-        source: kube::Error,
+        /// Why it could not be read.
+        source: ReadError,
     },
     /// The Secret has no kubeconfig under the key looked for.
     #[error("KubeConfig secret '{secret}' does not contain a '{key}' key with a kubeconfig")]
@@ -95,15 +95,12 @@ pub enum ClusterError {
     )]
     NoReference,
     /// The cluster ConfigMap could not be read.
-    #[error(
-        "failed to get configmap {config_map}: {}",
-        crate::client::api_message(source)
-    )]
+    #[error("failed to get configmap {config_map}: {source}")]
     ReadConfigMap {
         /// `namespace/name`.
         config_map: String,
-        /// The API server's answer.
-        source: kube::Error,
+        /// Why it could not be read.
+        source: ReadError,
     },
     /// The cluster ConfigMap or a token is not usable.
     #[error("{0}")]
@@ -137,6 +134,8 @@ pub struct ClusterSettings {
 /// The controller's own target and a cache of the others.
 pub struct Clusters {
     own: TargetCluster,
+    /// How the controller's own client reads Secrets and ConfigMaps.
+    reads: ControllerReads,
     own_config: kube::Config,
     settings: ClusterSettings,
     /// Keyed by Secret (`namespace/name`, empty for the own cluster) and user; one entry per
@@ -148,6 +147,7 @@ impl Clusters {
     /// `client` is the controller's own, made from `config`.
     pub fn new(client: Client, config: kube::Config, settings: ClusterSettings) -> Self {
         Clusters {
+            reads: ControllerReads::direct(client.clone()),
             own: TargetCluster {
                 health_watches: Arc::new(HealthWatches::new(client.clone())),
                 live_versions: Some(LiveVersions::new(client.clone())),
@@ -159,6 +159,18 @@ impl Clusters {
             settings,
             cache: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Reads Secrets and ConfigMaps from `cache` where it covers them (feature gate
+    /// `CacheSecretsAndConfigMaps`).
+    pub fn reading_through(mut self, cache: Arc<ObjectCache>) -> Self {
+        self.reads = ControllerReads::cached(self.own.client.clone(), cache);
+        self
+    }
+
+    /// How the controller's own client reads Secrets and ConfigMaps.
+    pub fn reads(&self) -> &ControllerReads {
+        &self.reads
     }
 
     /// The controller's own client and watches.
@@ -203,9 +215,14 @@ impl Clusters {
             };
         };
         let secret = format!("{namespace}/{}", secret_ref.name);
-        let data = Api::<Secret>::namespaced(self.own.client.clone(), namespace)
-            .get(&secret_ref.name)
+        let data = self
+            .reads
+            .get_secret(namespace, &secret_ref.name)
             .await
+            .and_then(|found| {
+                self.reads
+                    .require(found, "Secret", namespace, &secret_ref.name)
+            })
             .map_err(|source| ClusterError::ReadSecret {
                 secret: secret.clone(),
                 source,
@@ -259,9 +276,11 @@ impl Clusters {
         user: Option<String>,
     ) -> Result<TargetCluster, ClusterError> {
         let config_map = format!("{namespace}/{name}");
-        let data = Api::<ConfigMap>::namespaced(self.own.client.clone(), namespace)
-            .get(name)
+        let data = self
+            .reads
+            .get_config_map(namespace, name)
             .await
+            .and_then(|found| self.reads.require(found, "ConfigMap", namespace, name))
             .map_err(|source| ClusterError::ReadConfigMap {
                 config_map: config_map.clone(),
                 source,

@@ -40,7 +40,7 @@ use crate::api::Kustomization;
 use crate::api::kustomization::SourceKind;
 use crate::api::names::KUBECTL_LAST_APPLIED_ANNOTATION;
 use crate::api::source::{DEFAULT_SOURCE_VERSION, artifact_of};
-use crate::cluster::{ClusterSettings, Clusters, KubeConfigPolicy};
+use crate::cluster::{ClusterSettings, Clusters, KubeConfigPolicy, ObjectCache};
 use crate::flags::ControllerFlags;
 use crate::http::{self, Readiness};
 use crate::leader::{self, Candidate};
@@ -232,6 +232,12 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
             rest_requests: metrics.rest_requests.clone(),
         },
     );
+    // Secrets and ConfigMaps are read with a GET each unless `CacheSecretsAndConfigMaps`.
+    let clusters = if gates.enabled("CacheSecretsAndConfigMaps") {
+        clusters.reading_through(ObjectCache::new(client.clone(), watch_namespace.clone()))
+    } else {
+        clusters
+    };
     let context = Arc::new(Context::new(
         client.clone(),
         clusters,

@@ -32,7 +32,6 @@ use crate::api::source::{Artifact, artifact_of, source_version};
 use crate::api::{ConditionStatus, Kustomization, KustomizationStatus};
 use crate::client::api_message;
 use crate::cluster::TargetCluster;
-use crate::cluster::reads::ControllerReads;
 use crate::render::keys::ClusterKeys;
 use crate::render::variables::ClusterVariables;
 use crate::render::{self, Rendered, SecretValues};
@@ -425,7 +424,7 @@ async fn reused_build(
     {
         return None;
     }
-    let inputs = reuse::inputs(&ctx.client, ks, artifact).await?;
+    let inputs = reuse::inputs(ctx.clusters.reads(), ks, artifact).await?;
     let cluster = target_cluster(ks, ctx).await.ok()?;
     let live = cluster.live_versions.clone()?;
     let inventory = status.inventory_objects();
@@ -845,7 +844,7 @@ async fn render(
         dir,
         plain: None,
     };
-    let reads = ControllerReads(ctx.client.clone());
+    let reads = ctx.clusters.reads().clone();
     let keys = ClusterKeys {
         reader: Arc::new(reads.clone()),
         settings: &ctx.settings.decryption,

@@ -20,11 +20,11 @@ use std::sync::Mutex;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::ResourceExt;
-use kube::api::Api;
 
 use crate::api::Kustomization;
 use crate::api::kustomization::SubstituteKind;
 use crate::api::source::Artifact;
+use crate::cluster::ControllerReads;
 use apply::ObjectId;
 use render::cluster::{ObjectReader, SourceFuture};
 
@@ -47,7 +47,7 @@ pub struct Inputs(u64);
 /// The inputs of `ks`'s build of `artifact`; `None` when they cannot be told (a
 /// `substituteFrom` object could not be read), and the build is not to be reused.
 pub async fn inputs(
-    client: &kube::Client,
+    reads: &ControllerReads,
     ks: &Kustomization,
     artifact: &Artifact,
 ) -> Option<Inputs> {
@@ -55,19 +55,9 @@ pub async fn inputs(
     let mut versions = Vec::new();
     let references = ks.spec.post_build.iter();
     for reference in references.flat_map(|p| p.substitute_from.iter().flatten()) {
-        let version = match reference.kind {
-            SubstituteKind::ConfigMap => {
-                let api: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
-                let metadata = api.get_metadata_opt(&reference.name).await.ok()?;
-                metadata.and_then(|o| o.metadata.resource_version)
-            }
-            SubstituteKind::Secret => {
-                let api: Api<Secret> = Api::namespaced(client.clone(), &namespace);
-                let metadata = api.get_metadata_opt(&reference.name).await.ok()?;
-                metadata.and_then(|o| o.metadata.resource_version)
-            }
-        };
-        versions.push(version);
+        let secret = reference.kind == SubstituteKind::Secret;
+        let version = reads.version(secret, &namespace, &reference.name).await;
+        versions.push(version.ok()?);
     }
     fingerprint(ks, artifact, &versions)
 }
@@ -134,6 +124,10 @@ impl ObjectReader for NotedReads<'_> {
             self.note(SubstituteKind::ConfigMap, name, version);
             Ok(config_map)
         })
+    }
+
+    fn answers_from_cache(&self, namespace: &str) -> bool {
+        self.reader.answers_from_cache(namespace)
     }
 }
 

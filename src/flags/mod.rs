@@ -277,10 +277,7 @@ impl ControllerFlags {
         if let Some((flag, _)) = spiffe_flags.into_iter().find(|(_, given)| *given) {
             return unsupported(flag, SPIFFE_NOT_BUILT);
         }
-        let gates = self.feature_gates()?;
-        if let Some(gate) = gates.enabled_unsupported().next() {
-            return unsupported("feature-gates", gate);
-        }
+        self.feature_gates()?;
         if self.interval_jitter_percentage >= 100 {
             return Err(FlagError::Invalid {
                 flag: "interval-jitter-percentage",
@@ -400,12 +397,6 @@ pub const FEATURE_GATE_DEFAULTS: [(&str, bool); 13] = [
     ("DisableCommitStatusEvent", false),
 ];
 
-/// Gates whose non-default value asks for behaviour this controller does not have yet.
-const UNSUPPORTED_WHEN_CHANGED: [(&str, &str); 1] = [(
-    "CacheSecretsAndConfigMaps",
-    "feature gate CacheSecretsAndConfigMaps",
-)];
-
 /// The state of every feature gate.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FeatureGates(BTreeMap<&'static str, bool>);
@@ -434,16 +425,6 @@ impl FeatureGates {
     /// Whether the named gate is on.
     pub fn enabled(&self, name: &str) -> bool {
         self.0.get(name).copied().unwrap_or(false)
-    }
-
-    fn enabled_unsupported(&self) -> impl Iterator<Item = &'static str> + '_ {
-        UNSUPPORTED_WHEN_CHANGED.iter().filter_map(|(name, why)| {
-            let default = FEATURE_GATE_DEFAULTS
-                .iter()
-                .find(|(n, _)| n == name)
-                .map(|(_, d)| *d);
-            (Some(self.enabled(name)) != default).then_some(*why)
-        })
     }
 }
 
@@ -640,27 +621,15 @@ mod tests {
 
     #[test]
     fn unbuilt_behaviour_is_refused_by_name() {
-        assert!(
-            parse(&["--feature-gates=DirectSourceFetch=true"])
-                .unwrap()
-                .validate()
-                .is_ok(),
-            "DirectSourceFetch is built"
-        );
-        let error = parse(&["--feature-gates=CacheSecretsAndConfigMaps=true"])
-            .unwrap()
-            .validate()
-            .unwrap_err();
-        assert!(
-            matches!(
-                error,
-                FlagError::Unsupported {
-                    flag: "feature-gates",
-                    ..
-                }
-            ),
-            "{error}"
-        );
+        for gate in ["DirectSourceFetch", "CacheSecretsAndConfigMaps"] {
+            assert!(
+                parse(&[&format!("--feature-gates={gate}=true")])
+                    .unwrap()
+                    .validate()
+                    .is_ok(),
+                "{gate} is built"
+            );
+        }
         for (arg, flag) in [
             (
                 "--authorized-artifact-server-spiffe-id=spiffe://cluster.local/ns/flux-system/sa/source-controller",

@@ -22,6 +22,24 @@ pub trait ObjectReader: Send + Sync {
         namespace: &'a str,
         name: &'a str,
     ) -> SourceFuture<'a, Option<ConfigMap>>;
+
+    /// Whether reads in `namespace` are answered from a watch cache rather than by the API
+    /// server: the two name a missing object differently (see [`not_found`]).
+    fn answers_from_cache(&self, namespace: &str) -> bool {
+        let _ = namespace;
+        false
+    }
+}
+
+/// The sentence for a missing `kind` (`Secret`, `ConfigMap`) named `name` in `namespace`, as
+/// `reader` reports it: by resource as the API server does (`secrets "x" not found`), by kind
+/// as a controller-runtime watch cache does (`Secret "x" not found`).
+pub fn not_found(reader: &dyn ObjectReader, namespace: &str, kind: &str, name: &str) -> String {
+    if reader.answers_from_cache(namespace) {
+        format!("{kind} \"{name}\" not found")
+    } else {
+        format!("{}s \"{name}\" not found", kind.to_lowercase())
+    }
 }
 
 /// Everything decryption may read from the cluster: the objects of [`ObjectReader`], and for

@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock};
 use k8s_openapi::api::core::v1::Secret;
 use zeroize::Zeroizing;
 
-use crate::cluster::{ClusterReader, ObjectReader};
+use crate::cluster::{ClusterReader, ObjectReader, not_found};
 use api::Kustomization;
 use api::kustomization::DecryptionProvider;
 use keyservice::token_cache::TokenCache;
@@ -71,8 +71,9 @@ impl std::fmt::Debug for DecryptionSettings {
 /// Why the keys could not be loaded; in Flux's words, naming the Secret and entry.
 #[derive(Debug, thiserror::Error)]
 pub enum KeysError {
-    /// The Secret does not exist.
-    #[error("secrets \"{0}\" not found")]
+    /// The Secret does not exist: the reader's sentence for it (see
+    /// [`crate::cluster::not_found`]).
+    #[error("{0}")]
     NotFound(String),
     /// The Secret could not be read.
     #[error("cannot get sops decryption Secret '{secret}': {message}")]
@@ -241,7 +242,7 @@ async fn read(reader: &dyn ObjectReader, namespace: &str, name: &str) -> Result<
             secret: format!("{namespace}/{name}"),
             message: e.to_string(),
         })?
-        .ok_or_else(|| KeysError::NotFound(name.to_owned()))
+        .ok_or_else(|| KeysError::NotFound(not_found(reader, namespace, "Secret", name)))
 }
 
 /// Imports the Secret's key entries; OpenPGP keys only from a Kustomization's own Secret.

@@ -122,9 +122,15 @@ pub enum RenderError {
     /// Flux's wording.
     #[error("{}", build_message(.0))]
     Build(BuildError),
-    /// A `substituteFrom` object could not be read (secret values masked out).
-    #[error(transparent)]
-    Variables(VariablesError),
+    /// A `substituteFrom` object could not be read (secret values masked out), when the
+    /// first object that takes substitution asked for the variables, as Flux reads them.
+    #[error("post build failed for '{object}': {source}")]
+    Variables {
+        /// That object, as kustomize names it (`ConfigMap.v1.[noGrp]/name`).
+        object: String,
+        /// The read that failed.
+        source: VariablesError,
+    },
     /// Post-build substitution failed (secret values masked out).
     #[error(transparent)]
     Substitute(PostBuildError),
@@ -173,10 +179,23 @@ pub async fn render(
     })
     .await?
     .map_err(RenderError::Build)?;
-    let vars = variables
-        .variables(ks, &mut secrets)
-        .await
-        .map_err(|e| RenderError::Variables(e.redacted(&secrets)))?;
+    // As Flux, the variables are read when the first object that takes substitution asks
+    // for them (none asks: nothing is read), and a failed read names that object.
+    let first_substituted = objects
+        .iter()
+        .find(|object| !envsubst::is_opted_out(object.as_map()));
+    let vars = match first_substituted.map(kustomize_id) {
+        Some(object) => {
+            variables
+                .variables(ks, &mut secrets)
+                .await
+                .map_err(|e| RenderError::Variables {
+                    object: secrets.redact(&object),
+                    source: e.redacted(&secrets),
+                })?
+        }
+        None => None,
+    };
     let strategy = ks
         .spec
         .post_build
@@ -203,6 +222,35 @@ pub async fn render(
         })
     })
     .await?
+}
+
+/// `object` as kustomize's `Gvk/name` names it in Flux's messages: `Kind.version.group/name`,
+/// with `[noGrp]` (and `[noVer]`, `[noKind]`) for an empty part.
+fn kustomize_id(object: &Object) -> String {
+    let map = object.as_map();
+    let text = |value: Option<&serde_json::Value>| {
+        value
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let api_version = text(map.get("apiVersion"));
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", &api_version));
+    let or = |part: &str, none: &str| {
+        if part.is_empty() {
+            none.to_string()
+        } else {
+            part.to_string()
+        }
+    };
+    let metadata = map.get("metadata");
+    format!(
+        "{}.{}.{}/{}",
+        or(&text(map.get("kind")), "[noKind]"),
+        or(version, "[noVer]"),
+        or(group, "[noGrp]"),
+        text(metadata.and_then(|m| m.get("name")))
+    )
 }
 
 /// The digest Flux records for a built set of manifests: `sha256:<hex>` of the YAML stream
@@ -307,6 +355,68 @@ mod tests {
             rendered.digest,
             digest(&super::super::manifests_yaml(&unlabelled.objects))
         );
+    }
+
+    /// Variables whose `substituteFrom` ConfigMap `vars` cannot be read; counts the reads.
+    struct Unreadable(Arc<std::sync::atomic::AtomicUsize>);
+
+    impl VariableSource for Unreadable {
+        async fn variables(
+            self,
+            _: &Kustomization,
+            _: &mut SecretValues,
+        ) -> Result<Option<BTreeMap<String, String>>, VariablesError> {
+            self.0.fetch_add(1, Ordering::Relaxed);
+            Err(VariablesError {
+                kind: "ConfigMap".into(),
+                name: "vars".into(),
+                message: "configmaps \"vars\" not found".into(),
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn variables_are_read_for_the_first_object_that_takes_substitution_as_flux_reads_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let opted_out = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: raw\n  annotations:\n    kustomize.toolkit.fluxcd.io/substitute: disabled\n";
+        write(dir.path(), "raw.yaml", opted_out);
+        write(dir.path(), "kustomization.yaml", "resources: [raw.yaml]\n");
+        let ks = kustomization(serde_json::json!({"postBuild": {"substituteFrom": [
+            {"kind": "ConfigMap", "name": "vars"}
+        ]}}));
+        let reads = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let render_with = async |reads: &Arc<std::sync::atomic::AtomicUsize>| {
+            let inputs = Inputs {
+                kustomization: &ks,
+                root: dir.path(),
+                dir: dir.path(),
+                plain: None,
+            };
+            let variables = Unreadable(Arc::clone(reads));
+            render(inputs, LocalKeys(None), variables, SETTINGS).await
+        };
+        render_with(&reads)
+            .await
+            .expect("no object takes substitution: nothing read");
+        assert_eq!(reads.load(Ordering::Relaxed), 0);
+
+        write(
+            dir.path(),
+            "deploy.yaml",
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n",
+        );
+        write(
+            dir.path(),
+            "kustomization.yaml",
+            "resources: [raw.yaml, deploy.yaml]\n",
+        );
+        let error = render_with(&reads).await.unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "post build failed for 'Deployment.v1.apps/web': substitute from 'ConfigMap/vars' \
+             error: configmaps \"vars\" not found"
+        );
+        assert_eq!(reads.load(Ordering::Relaxed), 1);
     }
 
     #[tokio::test]

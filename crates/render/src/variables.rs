@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use crate::SecretValues;
-use crate::cluster::{ObjectReader, SourceError};
+use crate::cluster::{ObjectReader, SourceError, not_found};
 use api::Kustomization;
 use api::kustomization::{PostBuild, SubstituteKind};
 use envsubst::strip_newlines;
@@ -86,8 +86,8 @@ pub async fn load(
             }
             None if reference.optional => {}
             None => {
-                let kind = plural(reference.kind);
-                return Err(error(format!("{kind} \"{}\" not found", reference.name)));
+                let kind = kind_name(reference.kind);
+                return Err(error(not_found(reader, &namespace, kind, &reference.name)));
             }
         }
     }
@@ -118,14 +118,6 @@ async fn read_data(
                 .collect()
         }),
     })
-}
-
-/// The resource name Kubernetes uses in "not found" messages.
-fn plural(kind: SubstituteKind) -> &'static str {
-    match kind {
-        SubstituteKind::ConfigMap => "configmaps",
-        SubstituteKind::Secret => "secrets",
-    }
 }
 
 /// The kind's name as Kubernetes spells it.
