@@ -389,3 +389,72 @@ fn the_offline_build_opens_key_service_files_like_the_controller() {
         "{stdout}"
     );
 }
+
+#[test]
+fn credentials_come_from_the_aws_shared_files_as_the_sdk_reads_them() {
+    let servers = key_servers();
+    let dir = workdir("aws-shared-files");
+    let file = encrypt(
+        servers,
+        &dir,
+        "secret.yaml",
+        PLAIN_YAML,
+        &["--kms", &servers.kms_arn],
+    );
+    let (config, credentials) = (dir.join("config"), dir.join("credentials"));
+    std::fs::write(
+        &credentials,
+        "[team]\naws_access_key_id = test\naws_secret_access_key = test\n",
+    )
+    .unwrap();
+    std::fs::write(
+        &config,
+        format!(
+            "[profile deployer]\nrole_arn = {ROLE}\nsource_profile = team\n\n\
+             [profile tool]\ncredential_process = /bin/false\n"
+        ),
+    )
+    .unwrap();
+    let env = |profile: Option<&str>| {
+        let mut env = vec![
+            ("AWS_ENDPOINT_URL", servers.moto.clone()),
+            ("AWS_CONFIG_FILE", config.display().to_string()),
+            (
+                "AWS_SHARED_CREDENTIALS_FILE",
+                credentials.display().to_string(),
+            ),
+        ];
+        env.extend(profile.map(|p| ("AWS_PROFILE", p.to_string())));
+        env
+    };
+    // A profile's static keys, and a role assumed with them.
+    for profile in ["team", "deployer"] {
+        assert_same_as_sops(servers, &file, &ours(&file, &env(Some(profile)), &[]));
+    }
+    // Without AWS_PROFILE, the default profile's keys (no default: no credentials).
+    let output = ours(&file, &env(None), &[]);
+    assert!(
+        stderr(&output).contains("no AWS credentials"),
+        "{}",
+        stderr(&output)
+    );
+    std::fs::write(
+        &credentials,
+        "[default]\naws_access_key_id = test\naws_secret_access_key = test\n",
+    )
+    .unwrap();
+    assert_same_as_sops(servers, &file, &ours(&file, &env(None), &[]));
+    // What this controller does not run is refused naming the profile and the setting.
+    let output = ours(&file, &env(Some("tool")), &[]);
+    let message = stderr(&output);
+    assert!(
+        !output.status.success() && message.contains("AWS profile 'tool' uses credential_process"),
+        "{message}"
+    );
+    let output = ours(&file, &env(Some("absent")), &[]);
+    assert!(
+        stderr(&output).contains("AWS profile 'absent' is not in the shared"),
+        "{}",
+        stderr(&output)
+    );
+}

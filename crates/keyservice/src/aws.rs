@@ -2,8 +2,9 @@
 //! with the credentials Flux uses: the decryption Secret's `sops.aws-kms` entry, else the
 //! decryption ServiceAccount's role (`eks.amazonaws.com/role-arn`, a web identity token
 //! from the TokenRequest API), else the controller's environment (`AWS_ACCESS_KEY_ID`...,
-//! IRSA's `AWS_WEB_IDENTITY_TOKEN_FILE`, EKS Pod Identity's
-//! `AWS_CONTAINER_CREDENTIALS_FULL_URI`). A key with a role (`arn+role`) assumes it
+//! IRSA's `AWS_WEB_IDENTITY_TOKEN_FILE`, the shared config and credentials files (see
+//! [`profile`]), EKS Pod Identity's `AWS_CONTAINER_CREDENTIALS_FULL_URI`, an EC2 instance
+//! profile), in the AWS SDK for Go's order. A key with a role (`arn+role`) assumes it
 //! first, as sops does. `AWS_ENDPOINT_URL_KMS`, `AWS_ENDPOINT_URL_STS` and
 //! `AWS_ENDPOINT_URL` override the endpoints, as in the AWS SDKs.
 
@@ -21,6 +22,10 @@ use http_body_util::Full;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use zeroize::Zeroizing;
+
+pub mod profile;
+
+use profile::{DEFAULT_PROFILE, ProfileCredentials, ProfileError, SharedFiles};
 
 use super::oauth;
 use super::token_cache::CachedToken;
@@ -405,14 +410,7 @@ async fn credentials(
     {
         return Ok(cached.clone());
     }
-    let form = [
-        ("Action", "AssumeRole"),
-        ("Version", "2011-06-15"),
-        ("RoleArn", role),
-        ("RoleSessionName", &sops_session_name()),
-    ];
-    let context = format!("failed to assume role '{role}'");
-    let assumed = sts_call(services, key, Some(&base), &form, &context).await?;
+    let assumed = assume_role(services, key, &base, role, &sops_session_name(), None).await?;
     services
         .sessions
         .lock()
@@ -483,13 +481,128 @@ async fn base_credentials(
     Ok(resolved)
 }
 
-/// The controller's own credentials, as the AWS SDK's default chain finds them in the
-/// environment.
+/// `AssumeRole` of `role` signed with `base`.
+async fn assume_role(
+    services: &KeyServices,
+    key: &KmsKey,
+    base: &AwsCredentials,
+    role: &str,
+    session: &str,
+    external_id: Option<&str>,
+) -> Result<AwsCredentials, KeyServiceError> {
+    let mut form = vec![
+        ("Action", "AssumeRole"),
+        ("Version", "2011-06-15"),
+        ("RoleArn", role),
+        ("RoleSessionName", session),
+    ];
+    if let Some(external_id) = external_id {
+        form.push(("ExternalId", external_id));
+    }
+    let context = format!("failed to assume role '{role}'");
+    sts_call(services, key, Some(base), &form, &context).await
+}
+
+/// The shared config and credentials files, from `AWS_CONFIG_FILE` and
+/// `AWS_SHARED_CREDENTIALS_FILE`, else `~/.aws/config` and `~/.aws/credentials`; a file that
+/// does not exist is empty.
+async fn shared_files(services: &KeyServices) -> Result<SharedFiles, KeyServiceError> {
+    let env = &services.environment;
+    let home = env.get("HOME").unwrap_or_default();
+    let read = async |variable: &str, default: &str| {
+        let path = env
+            .get(variable)
+            .map(str::to_owned)
+            .unwrap_or_else(|| format!("{home}/.aws/{default}"));
+        match tokio::fs::read_to_string(&path).await {
+            Ok(text) => Ok(Zeroizing::new(text)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Zeroizing::default()),
+            Err(e) => Err(KeyServiceError::credentials_because(
+                Some(&format!("cannot read the AWS shared file {path}")),
+                e,
+            )),
+        }
+    };
+    let config = read("AWS_CONFIG_FILE", "config").await?;
+    let credentials = read("AWS_SHARED_CREDENTIALS_FILE", "credentials").await?;
+    Ok(SharedFiles::parse(&config, &credentials))
+}
+
+/// The credentials a profile of the shared files gives.
+async fn profile_credentials(
+    services: &KeyServices,
+    key: &KmsKey,
+    credentials: ProfileCredentials,
+) -> Result<AwsCredentials, KeyServiceError> {
+    match credentials {
+        ProfileCredentials::Static { id, secret, token } => Ok(AwsCredentials::new(
+            id,
+            secret.as_str(),
+            token.map(|t| t.to_string()),
+            None,
+            "profile",
+        )),
+        ProfileCredentials::AssumeRole {
+            role_arn,
+            session_name,
+            external_id,
+            source,
+        } => {
+            let base = Box::pin(profile_credentials(services, key, *source)).await?;
+            let session = session_name.unwrap_or_else(sops_session_name);
+            assume_role(
+                services,
+                key,
+                &base,
+                &role_arn,
+                &session,
+                external_id.as_deref(),
+            )
+            .await
+        }
+        ProfileCredentials::WebIdentity {
+            role_arn,
+            token_file,
+            session_name,
+        } => {
+            let token = read_token_file(&token_file).await?;
+            let session = session_name.unwrap_or_else(sops_session_name);
+            web_identity(services, key, &role_arn, &session, token.trim()).await
+        }
+    }
+}
+
+/// A web identity token from `file`.
+async fn read_token_file(file: &str) -> Result<Zeroizing<String>, KeyServiceError> {
+    tokio::fs::read_to_string(file)
+        .await
+        .map(Zeroizing::new)
+        .map_err(|e| {
+            KeyServiceError::credentials_because(
+                Some(&format!("cannot read the web identity token file {file}")),
+                e,
+            )
+        })
+}
+
+/// A profile error as a credentials error.
+fn profile_error(error: ProfileError) -> KeyServiceError {
+    KeyServiceError::credentials_because(None, error)
+}
+
+/// The controller's own credentials, as the AWS SDK for Go's default chain finds them: the
+/// profile `AWS_PROFILE` names, else the environment's keys, else its web identity, else
+/// the `default` profile's credentials, else EKS Pod Identity, else the EC2 instance profile.
 async fn environment_credentials(
     services: &KeyServices,
     key: &KmsKey,
 ) -> Result<AwsCredentials, KeyServiceError> {
     let env = &services.environment;
+    if let Some(profile) = env.get("AWS_PROFILE") {
+        let files = shared_files(services).await?;
+        let credentials = files.credentials(profile).map_err(profile_error)?;
+        return profile_credentials(services, key, credentials).await;
+    }
     if let (Some(id), Some(secret)) = (
         env.get("AWS_ACCESS_KEY_ID"),
         env.get("AWS_SECRET_ACCESS_KEY"),
@@ -506,25 +619,26 @@ async fn environment_credentials(
         env.get("AWS_ROLE_ARN"),
         env.get("AWS_WEB_IDENTITY_TOKEN_FILE"),
     ) {
-        let token = tokio::fs::read_to_string(file)
-            .await
-            .map(Zeroizing::new)
-            .map_err(|e| {
-                KeyServiceError::credentials_because(
-                    Some(&format!("cannot read the web identity token file {file}")),
-                    e,
-                )
-            })?;
+        let token = read_token_file(file).await?;
         let session = env
             .get("AWS_ROLE_SESSION_NAME")
             .map(str::to_owned)
             .unwrap_or_else(sops_session_name);
         return web_identity(services, key, role, &session, token.trim()).await;
     }
+    let files = shared_files(services).await?;
+    if files.has(DEFAULT_PROFILE) {
+        match files.credentials(DEFAULT_PROFILE) {
+            Ok(credentials) => return profile_credentials(services, key, credentials).await,
+            // A default profile of settings only (a region): the chain goes on.
+            Err(ProfileError::NoCredentials(_)) => {}
+            Err(error) => return Err(profile_error(error)),
+        }
+    }
     if let Some(url) = env.get("AWS_CONTAINER_CREDENTIALS_FULL_URI") {
         return container_credentials(services, url).await;
     }
-    let no_credentials = "no AWS credentials: set aws_access_key_id and aws_secret_access_key in the decryption Secret's sops.aws-kms entry, name a decryption service account with an eks.amazonaws.com/role-arn annotation, or give the controller IRSA, EKS Pod Identity, an EC2 instance profile or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY";
+    let no_credentials = "no AWS credentials: set aws_access_key_id and aws_secret_access_key in the decryption Secret's sops.aws-kms entry, name a decryption service account with an eks.amazonaws.com/role-arn annotation, or give the controller IRSA, EKS Pod Identity, an EC2 instance profile, AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY or a profile in the AWS shared config files";
     if env
         .get("AWS_EC2_METADATA_DISABLED")
         .is_some_and(|v| v.eq_ignore_ascii_case("true"))
