@@ -42,6 +42,29 @@ pub struct ObjectCache {
     config_maps: KindCache<ConfigMap>,
 }
 
+/// What a kind must be to be cached: a namespaced built-in kind.
+trait Cached:
+    Resource<DynamicType = (), Scope = NamespaceResourceScope>
+    + Clone
+    + Debug
+    + DeserializeOwned
+    + Send
+    + Sync
+    + 'static
+{
+}
+
+impl<K> Cached for K where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + Debug
+        + DeserializeOwned
+        + Send
+        + Sync
+        + 'static
+{
+}
+
 /// One kind's store, and what its watch last failed with.
 struct KindCache<K: Resource<DynamicType = ()> + 'static> {
     store: OnceCell<Store<K>>,
@@ -100,13 +123,7 @@ impl ObjectCache {
         kind: &'static str,
     ) -> Result<Store<K>, CacheError>
     where
-        K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
-            + Clone
-            + Debug
-            + DeserializeOwned
-            + Send
-            + Sync
-            + 'static,
+        K: Cached,
     {
         let store = cache
             .store
@@ -134,13 +151,7 @@ impl ObjectCache {
     /// Starts the watch that fills `cache` for the life of the process.
     fn start<K>(&self, cache: &KindCache<K>, kind: &'static str) -> Store<K>
     where
-        K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
-            + Clone
-            + Debug
-            + DeserializeOwned
-            + Send
-            + Sync
-            + 'static,
+        K: Cached,
     {
         let api: Api<K> = match &self.namespace {
             Some(namespace) => Api::namespaced(self.client.clone(), namespace),
