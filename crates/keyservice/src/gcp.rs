@@ -27,6 +27,10 @@ use super::{CallError, Failure, KeyServiceError, KeyServices};
 
 use super::oauth::{self, Rsa, TokenResponse, json_error_kind};
 
+pub mod external;
+
+use external::ExternalAccount;
+
 /// The annotation naming the GCP service account a decryption ServiceAccount impersonates.
 pub const SERVICE_ACCOUNT_ANNOTATION: &str = "iam.gke.io/gcp-service-account";
 /// The annotation naming the workload identity provider of a cluster outside GKE.
@@ -72,6 +76,8 @@ enum Kind {
         refresh_token: Zeroizing<String>,
         token_uri: String,
     },
+    /// Workload identity federation from outside Google Cloud (see [`external`]).
+    ExternalAccount(Box<ExternalAccount>),
 }
 
 impl std::fmt::Debug for Credentials {
@@ -100,6 +106,7 @@ impl std::fmt::Debug for Credentials {
                 .field("refresh_token", &"***")
                 .field("token_uri", token_uri)
                 .finish(),
+            Kind::ExternalAccount(account) => account.fmt(f),
         }
     }
 }
@@ -114,6 +121,7 @@ impl Credentials {
             Kind::AuthorizedUser { client_id, .. } => {
                 format!("authorized user of client '{client_id}'")
             }
+            Kind::ExternalAccount(account) => account.describe(),
         }
     }
 }
@@ -159,11 +167,17 @@ pub enum CredentialsError {
     /// No `type` field.
     #[error("GCP credentials JSON: missing 'type' field")]
     MissingType,
-    /// A `type` other than `service_account` and `authorized_user`.
+    /// A `type` other than `service_account`, `authorized_user` and `external_account`.
     #[error(
-        "GCP credentials of type '{0}' are not supported: use a 'service_account' key or 'authorized_user' credentials, or workload identity"
+        "GCP credentials of type '{0}' are not supported: use a 'service_account' key, 'authorized_user' or 'external_account' credentials, or workload identity"
     )]
     UnsupportedType(String),
+    /// An `external_account` whose subject token comes from a source this controller does
+    /// not read.
+    #[error(
+        "GCP external_account credentials with credential_source {0} are not supported: use a file or url source"
+    )]
+    UnsupportedSource(&'static str),
     /// A field the type needs is missing or empty.
     #[error("GCP credentials of type '{kind}': missing '{field}' field")]
     MissingField {
@@ -205,9 +219,18 @@ pub enum AnnotationError {
 }
 
 /// Parses a Google credentials JSON document (the Secret's `sops.gcp-kms` entry, as
-/// `google.CredentialsFromJSON` reads it): `service_account` and `authorized_user` types.
+/// `google.CredentialsFromJSON` reads it): `service_account`, `authorized_user` and
+/// `external_account` types.
 pub fn parse_credentials(data: &[u8]) -> Result<Credentials, CredentialsError> {
     let text = std::str::from_utf8(data).map_err(|_| CredentialsError::NotUtf8)?;
+    if serde_json::from_str::<serde_json::Value>(text)
+        .is_ok_and(|document| document["type"] == external::TYPE)
+    {
+        let account = ExternalAccount::parse(text)?;
+        return Ok(Credentials {
+            kind: Kind::ExternalAccount(Box::new(account)),
+        });
+    }
     let file: CredentialsFile =
         serde_json::from_str(text.trim_matches('\n')).map_err(|e| CredentialsError::Json {
             kind: json_error_kind(&e),
@@ -457,6 +480,9 @@ async fn token_from_credentials(
     credentials: &Credentials,
     scopes: &[&str],
 ) -> Result<AccessToken, CallError> {
+    if let Kind::ExternalAccount(account) = &credentials.kind {
+        return account.token(services, scopes).await;
+    }
     let response = services
         .exchange(
             services.policy,
@@ -512,6 +538,9 @@ fn credentials_token_request(
                 ("refresh_token", refresh_token),
             ],
         ),
+        Kind::ExternalAccount(_) => Err(Failure::Permanent(
+            "external_account credentials have no token request of their own".to_string(),
+        )),
     }
 }
 
@@ -1099,8 +1128,11 @@ pub(super) mod tests {
 
     #[test]
     fn refuses_other_credential_types_naming_them() {
-        let external = r#"{"type":"external_account","audience":"//iam.googleapis.com/x","subject_token_type":"urn:ietf:params:oauth:token-type:jwt","token_url":"https://sts.googleapis.com/v1/token","credential_source":{"file":"/var/run/token"}}"#;
-        refused(external, &["'external_account'", "not supported"], &[]);
+        refused(
+            r#"{"type":"impersonated_service_account"}"#,
+            &["'impersonated_service_account'", "not supported"],
+            &[],
+        );
         refused(r#"{"client_email":"a@b"}"#, &["missing 'type'"], &[]);
         refused(
             r#"{"type":"service_account","client_email":"a@b.iam.gserviceaccount.com"}"#,
