@@ -487,11 +487,7 @@ async fn apply_prune_and_check(
             let unchanged = status
                 .inventory_objects()
                 .into_iter()
-                .map(|id| apply::Change {
-                    id,
-                    action: Action::Unchanged,
-                    generation: None,
-                });
+                .map(|id| apply::Change::new(id, Action::Unchanged));
             ctx.put_applied(ks, &cluster.key, kept.unwrap_or_default(), None);
             (Ok(ChangeSet(unchanged.collect())), last.jobs_with_ttl)
         }
@@ -922,6 +918,7 @@ fn apply_options(
         custom_stage_kinds: ctx.settings.custom_apply_stage_kinds.clone(),
         live_versions: cluster.live_versions.clone(),
         trust_live_versions: !status::reconcile_requested(ks),
+        report_drift: false,
         inventoried: inventory
             .map(|inventory| inventory.entries.iter().map(|e| e.id.clone()).collect())
             .unwrap_or_default(),
@@ -1414,6 +1411,7 @@ mod tests {
             },
             action,
             generation: Some(3),
+            drift: None,
         }
     }
 
