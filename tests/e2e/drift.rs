@@ -469,3 +469,59 @@ async fn the_prompt_path_in_warn_mode_reports_without_correcting() {
     annotate(&f.client, ns, DETECT, json!("enabled")).await;
     wait_restored(&config_maps, "the deleted object to be recreated").await;
 }
+
+/// Periodic runs in warn mode (which reuse the last build when nobody wrote an object) keep
+/// the drift reported: a drifted object is not recorded as applied, so no run reuses a build
+/// over it; the drift is told once however many runs find it.
+#[tokio::test]
+async fn periodic_runs_in_warn_mode_keep_the_drift_reported_and_tell_it_once() {
+    let f = Fixture::new("drift-warn-periodic").await;
+    let ns = f.ns();
+    f.create_source("repo").await;
+    f.publish(
+        1,
+        &[
+            ("deploy/a.yaml", &config_map(ns, "a", "1")),
+            ("deploy/b.yaml", &config_map(ns, "b", "1")),
+        ],
+    )
+    .await;
+    create_app(&f, json!({DETECT: "warn"}), json!({"interval": "2s"})).await;
+    let config_maps: Api<ConfigMap> = Api::namespaced(f.client.clone(), ns);
+    edit(&config_maps).await;
+    wait_drifted(
+        &f.client,
+        ns,
+        &format!("ConfigMap/{ns}/a changed by kubectl-edit"),
+    )
+    .await;
+    let runs = async || {
+        kustomization_status_json(&f.client, ns).await["history"][0]["totalReconciliations"]
+            .as_i64()
+            .unwrap_or(0)
+    };
+    let first = runs().await;
+    wait_for(WAIT, "three more periodic runs", async || {
+        let count = runs().await;
+        if count >= first + 3 {
+            Ok(())
+        } else {
+            Err(format!("{count} runs"))
+        }
+    })
+    .await;
+    wait_drifted(
+        &f.client,
+        ns,
+        &format!("ConfigMap/{ns}/a changed by kubectl-edit"),
+    )
+    .await;
+    assert_eq!(value_of(&config_maps, "a").await.as_deref(), Some("edited"));
+    let reports = drift_reports(&f.client, ns).await;
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    assert_eq!(reports[0].1, 1, "{reports:?}");
+    assert_eq!(
+        metric("gotk_drift_detected_total", ns).as_deref(),
+        Some("1")
+    );
+}
