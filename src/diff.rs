@@ -99,8 +99,10 @@ pub async fn preview(
     Ok((previews, secrets))
 }
 
-/// The changes as a user reads them: `► Kind/namespace/name created|drifted|deleted`, a
-/// unified diff of the YAML for a drifted object and the whole object for a new one. Server
+/// The changes as a user reads them: `► Kind/namespace/name created|drifted|deleted`; for a
+/// drifted object, the fields the apply would change, one a line with the managers that wrote
+/// them (`  .data.value (kubectl-edit)`), then a unified diff of the YAML; for a new one, the
+/// whole object. Server
 /// bookkeeping (managedFields, resourceVersion, status, ...) is left out, Secret values are
 /// masked (`***`, or `*** (before)` / `*** (after)` where they change), and any value in
 /// `secrets` is masked wherever it appears.
@@ -114,10 +116,23 @@ pub fn render(previews: &[Preview], secrets: &SecretValues) -> String {
                 out.push_str(&format!("► {} created\n", id.describe()));
                 out.push_str(&unified(&Value::Null, &desired));
             }
-            Preview::Configure { id, live, desired } => {
+            Preview::Configure {
+                id,
+                live,
+                desired,
+                drift,
+            } => {
                 let (mut live, mut desired) = (clean(live), clean(desired));
                 mask_secret(Some(&mut live), Some(&mut desired));
                 out.push_str(&format!("► {} drifted\n", id.describe()));
+                for field in &drift.fields {
+                    out.push_str("  ");
+                    out.push_str(&field.path);
+                    if !field.managers.is_empty() {
+                        out.push_str(&format!(" ({})", field.managers.join(", ")));
+                    }
+                    out.push('\n');
+                }
                 out.push_str(&unified(&live, &desired));
             }
             Preview::Delete { id, .. } => {
@@ -224,6 +239,7 @@ fn unified(live: &Value, desired: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use apply::drift::{Drift, DriftedField};
     use serde_json::json;
 
     fn id(kind: &str, name: &str) -> ObjectId {
@@ -237,7 +253,7 @@ mod tests {
     }
 
     #[test]
-    fn a_drifted_object_is_a_unified_diff_without_server_bookkeeping() {
+    fn a_drifted_object_lists_its_fields_then_a_unified_diff_without_server_bookkeeping() {
         let live = json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "a", "namespace": "apps", "resourceVersion": "42",
                 "managedFields": [{"manager": "kubectl"}], "uid": "u"},
@@ -249,11 +265,20 @@ mod tests {
                 id: id("ConfigMap", "a"),
                 live: Box::new(live),
                 desired: Box::new(desired),
+                drift: Drift {
+                    fields: vec![DriftedField {
+                        path: ".data.value".into(),
+                        managers: vec!["kubectl-edit".into()],
+                    }],
+                    deleted: false,
+                },
             }],
             &SecretValues::new(),
         );
         assert!(
-            text.starts_with("► ConfigMap/apps/a drifted\n--- live\n+++ after apply\n"),
+            text.starts_with(
+                "► ConfigMap/apps/a drifted\n  .data.value (kubectl-edit)\n--- live\n+++ after apply\n"
+            ),
             "{text}"
         );
         assert!(
@@ -278,6 +303,7 @@ mod tests {
                 id: id("Secret", "s"),
                 live: Box::new(live),
                 desired: Box::new(desired),
+                drift: Drift::default(),
             }],
             &SecretValues::new(),
         );

@@ -106,6 +106,8 @@ pub struct Context {
     pub sources: SourceReader,
     failures: Mutex<HashMap<ObjectRef<Kustomization>, u32>>,
     applied: Mutex<HashMap<ObjectRef<Kustomization>, Applied>>,
+    /// The drift set each Kustomization in warn mode last reported (`None`: no drift).
+    drift_reports: Mutex<HashMap<ObjectRef<Kustomization>, Option<u64>>>,
 }
 
 impl Context {
@@ -135,6 +137,7 @@ impl Context {
             settings,
             failures: Mutex::new(HashMap::new()),
             applied: Mutex::new(HashMap::new()),
+            drift_reports: Mutex::new(HashMap::new()),
         }
     }
 
@@ -222,6 +225,28 @@ impl Context {
     pub fn forget_applied(&self, ks: &Kustomization) {
         if let Ok(mut applied) = self.applied.lock() {
             applied.remove(&ObjectRef::from_obj(ks));
+        }
+        if let Ok(mut reports) = self.drift_reports.lock() {
+            reports.remove(&ObjectRef::from_obj(ks));
+        }
+    }
+
+    /// Records `fingerprint` as the drift set `ks` reported last (`None`: no drift, or not
+    /// in warn mode); returns the one before, `None` when none was recorded since the
+    /// controller started.
+    pub fn swap_drift_report(
+        &self,
+        ks: &Kustomization,
+        fingerprint: Option<u64>,
+    ) -> Option<Option<u64>> {
+        let mut reports = self.drift_reports.lock().ok()?;
+        reports.insert(ObjectRef::from_obj(ks), fingerprint)
+    }
+
+    /// Forgets the drift set `ks` reported last (it corrects drift).
+    pub fn forget_drift_report(&self, ks: &Kustomization) {
+        if let Ok(mut reports) = self.drift_reports.lock() {
+            reports.remove(&ObjectRef::from_obj(ks));
         }
     }
 

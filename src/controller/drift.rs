@@ -11,6 +11,10 @@
 //! `spec.ignore` paths (an HPA owning `spec.replicas`). Two writers fighting over a field
 //! do not make a loop: each further correction within a minute of the last waits twice as
 //! long (2 s, 4 s, 8 s, ... up to 5 minutes), and the first throttled one says so in an event.
+//!
+//! A Kustomization in detect-only mode (`kustomize.toolkit.fluxcd.io/drift-detection: warn`,
+//! see [`super::detect`]) is reconciled as promptly, and that reconcile reports the drift
+//! instead of correcting it: no correction is counted, and its report counts the detection.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -24,6 +28,7 @@ use tokio::sync::broadcast;
 use tokio::time::Instant;
 
 use super::context::Context;
+use super::detect::{self, Detection};
 use super::events::{self, Action, InvolvedObject, Notice, Severity};
 use crate::api::Kustomization;
 use crate::flags::DriftCorrection;
@@ -209,23 +214,47 @@ pub fn corrections(
             let Some(drift) = judge(&write, &ks, default, recorded.as_deref()) else {
                 continue;
             };
-            ctx.metrics.count_drift(namespace, name);
-            schedule(&ctx, &paces, &queue, owner, &ks, &write, drift).await;
+            // In warn mode the reconcile tells (and counts) what drifted.
+            let reporting = detect::mode(&ks) == Detection::Warn;
+            if !reporting {
+                ctx.metrics.count_drift(namespace, name);
+            }
+            let request = Request {
+                owner,
+                drift,
+                reporting,
+            };
+            schedule(&ctx, &paces, &queue, &ks, &write, request).await;
         }
     });
     requests
 }
 
-/// Queues a correction of `ks` after its pace's delay, unless one is already waiting.
+/// A reconcile to queue for drift.
+struct Request {
+    /// The Kustomization.
+    owner: ObjectRef<Kustomization>,
+    /// What drifted.
+    drift: Drift,
+    /// The reconcile reports the drift (warn mode) rather than correcting it.
+    reporting: bool,
+}
+
+/// Queues a correction (or, in warn mode, a report) of `ks` after its pace's delay, unless
+/// one is already waiting.
 async fn schedule(
     ctx: &Arc<Context>,
     paces: &Arc<Mutex<HashMap<ObjectRef<Kustomization>, Pace>>>,
     queue: &mpsc::Sender<ObjectRef<Kustomization>>,
-    owner: ObjectRef<Kustomization>,
     ks: &Kustomization,
     write: &Written,
-    drift: Drift,
+    request: Request,
 ) {
+    let Request {
+        owner,
+        drift,
+        reporting,
+    } = request;
     let now = Instant::now();
     let (delay, report) = {
         let Ok(mut paces) = paces.lock() else { return };
@@ -245,11 +274,17 @@ async fn schedule(
         Drift::Written { manager } => format!("written by {manager}"),
         Drift::Deleted => "deleted".to_string(),
     };
-    tracing::info!(kustomization = %owner.name, namespace = owner.namespace.as_deref().unwrap_or_default(), %object, drift = %by, delay = ?delay, "drift detected, correcting");
+    let namespace = owner.namespace.as_deref().unwrap_or_default();
+    if reporting {
+        tracing::info!(kustomization = %owner.name, namespace, %object, drift = %by, delay = ?delay, "drift detected, reporting");
+    } else {
+        tracing::info!(kustomization = %owner.name, namespace, %object, drift = %by, delay = ?delay, "drift detected, correcting");
+    }
     if report {
+        let what = if reporting { "report" } else { "correction" };
         let message = format!(
-            "drift correction throttled: {object} was {by} again within a minute of the last \
-             correction; the next correction runs in {}s",
+            "drift {what} throttled: {object} was {by} again within a minute of the last \
+             {what}; the next {what} runs in {}s",
             delay.as_secs()
         );
         let involved = InvolvedObject::of(ks);
@@ -271,8 +306,10 @@ async fn schedule(
         {
             pace.pending = false;
         }
-        let namespace = owner.namespace.clone().unwrap_or_default();
-        ctx.metrics.count_drift_correction(&namespace, &owner.name);
+        if !reporting {
+            let namespace = owner.namespace.clone().unwrap_or_default();
+            ctx.metrics.count_drift_correction(&namespace, &owner.name);
+        }
         let _ = queue.try_send(owner);
     });
 }

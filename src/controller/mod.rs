@@ -4,6 +4,7 @@
 mod config_watch;
 mod context;
 pub mod dependencies;
+mod detect;
 mod drift;
 pub mod events;
 pub mod history;

@@ -15,6 +15,7 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use super::context::Context;
 use super::dependencies::{self, DependencyError};
+use super::detect::{self, Detection};
 use super::events::{self, Action as EventAction, InvolvedObject, Notice, Reference, Severity};
 use super::history;
 use super::outcome::{
@@ -369,6 +370,7 @@ async fn run_pipeline(
         Applying {
             cluster: &cluster,
             build,
+            digest: &digest,
             exprs: &exprs,
             timeout,
             permit,
@@ -438,6 +440,8 @@ async fn reused_build(
 struct Applying<'a> {
     cluster: &'a TargetCluster,
     build: Build,
+    /// The build's digest (`status.history`).
+    digest: &'a str,
     exprs: &'a HealthCheckExprs,
     timeout: Duration,
     permit: Option<OwnedSemaphorePermit>,
@@ -456,6 +460,7 @@ async fn apply_prune_and_check(
     let Applying {
         cluster,
         build,
+        digest,
         exprs,
         timeout,
         permit,
@@ -463,7 +468,10 @@ async fn apply_prune_and_check(
     } = applying;
     let revision = run.revision.as_deref().unwrap_or("");
     let inventory_before = status.inventory.clone();
-    let options = apply_options(ks, ctx, cluster, inventory_before.as_ref())?;
+    let detection = detect::mode(ks);
+    let mut options = apply_options(ks, ctx, cluster, inventory_before.as_ref())?;
+    options.report_drift =
+        detection == Detection::Warn && detect::inputs_unchanged(ks, status, revision, digest);
     let previous = ctx.take_applied(ks, &cluster.key);
     // A reused build applies nothing, so what was recorded stays true.
     let kept = matches!(build, Build::Reused(_)).then(|| previous.clone());
@@ -489,11 +497,7 @@ async fn apply_prune_and_check(
             let unchanged = status
                 .inventory_objects()
                 .into_iter()
-                .map(|id| apply::Change {
-                    id,
-                    action: Action::Unchanged,
-                    generation: None,
-                });
+                .map(|id| apply::Change::new(id, Action::Unchanged));
             ctx.put_applied(ks, &cluster.key, kept.unwrap_or_default(), None);
             (Ok(ChangeSet(unchanged.collect())), last.jobs_with_ttl)
         }
@@ -521,6 +525,7 @@ async fn apply_prune_and_check(
         let output = changes.log_output(ctx.settings.group_change_log);
         tracing::info!(kustomization = %ks.name_any(), namespace = ks.namespace().unwrap_or_default(), %output, %revision, "server-side apply completed");
     }
+    report_drift(ks, ctx, status, run, &changes, detection, secrets).await;
     let drifted = changes.has_changes();
     if drifted {
         let summary = secrets.redact(&changes.summary());
@@ -574,6 +579,59 @@ async fn apply_prune_and_check(
         },
     )
     .await
+}
+
+/// In warn mode, records the objects left drifted in the `Drifted` condition and tells a new
+/// set of them in a Warning event, counted in `gotk_drift_detected_total`; in correcting
+/// mode, removes the condition.
+async fn report_drift(
+    ks: &Kustomization,
+    ctx: &Context,
+    status: &mut KustomizationStatus,
+    run: &Run,
+    changes: &ChangeSet,
+    detection: Detection,
+    secrets: &SecretValues,
+) {
+    let report = detect::Report::of(changes);
+    if detection == Detection::Enabled {
+        ctx.forget_drift_report(ks);
+        detect::mark(ks, status, detection, &report);
+        return;
+    }
+    let fingerprint = (!report.is_empty()).then(|| report.fingerprint());
+    let previous = ctx.swap_drift_report(ks, fingerprint);
+    let new = fingerprint.is_some_and(|fingerprint| {
+        detect::is_new(
+            previous,
+            detect::condition(status),
+            fingerprint,
+            &report.condition_message(),
+        )
+    });
+    detect::mark(ks, status, detection, &report);
+    if !new {
+        return;
+    }
+    let (name, namespace) = (ks.name_any(), ks.namespace().unwrap_or_default());
+    let message = secrets.redact(&report.event_message());
+    tracing::warn!(kustomization = %name, namespace, revision = run.revision.as_deref().unwrap_or_default(), "{message}");
+    ctx.metrics.count_drift(&namespace, &name);
+    let object = InvolvedObject::of(ks);
+    let notice = Notice {
+        severity: Severity::Error,
+        action: EventAction::Apply,
+        reason: detect::DRIFT_DETECTED,
+        message: &message,
+        metadata: events::metadata(
+            &object,
+            run.revision.as_deref(),
+            run.origin_revision.as_deref(),
+            false,
+        ),
+        related: run.source.as_ref(),
+    };
+    ctx.events.publish(&object, notice).await;
 }
 
 /// An informational event of a stage of `run` that goes on.
@@ -928,6 +986,7 @@ fn apply_options(
         custom_stage_kinds: ctx.settings.custom_apply_stage_kinds.clone(),
         live_versions: cluster.live_versions.clone(),
         trust_live_versions: !status::reconcile_requested(ks),
+        report_drift: false,
         inventoried: inventory
             .map(|inventory| inventory.entries.iter().map(|e| e.id.clone()).collect())
             .unwrap_or_default(),
@@ -1081,6 +1140,7 @@ fn health_targets(ks: &Kustomization, changes: &ChangeSet) -> Vec<Target> {
             .0
             .iter()
             .filter(|c| !matches!(c.action, Action::Skipped | Action::Deleted))
+            .filter(|c| !c.left_deleted())
             .map(|c| Target {
                 id: c.id.clone(),
                 min_generation: c.generation,
@@ -1420,6 +1480,7 @@ mod tests {
             },
             action,
             generation: Some(3),
+            drift: None,
         }
     }
 

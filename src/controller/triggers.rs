@@ -2,7 +2,9 @@
 //! handling and Flux's predicates decide it: an object the watch newly holds (created, or
 //! newly matching `--watch-label-selector`) always; an update only when its generation, its
 //! `reconcile.fluxcd.io/requestedAt` annotation or its deletion changed. Status updates alone
-//! never trigger one.
+//! never trigger one. Beyond Flux, a change of this controller's own drift annotations
+//! (`drift-correction`, `drift-detection`) does: switching a Kustomization from reporting
+//! drift to correcting it corrects it at once.
 //!
 //! kube-runtime's `predicate_filter` is not enough here: it never hears that an object left
 //! the watch, so a Kustomization relabelled away from a shard and back again would look
@@ -16,6 +18,8 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher::Event;
 use kube::{Resource, ResourceExt};
 
+use super::detect::DRIFT_DETECTION_ANNOTATION;
+use super::drift::DRIFT_CORRECTION_ANNOTATION;
 use crate::api::Kustomization;
 use crate::api::names::RECONCILE_REQUESTED_AT_ANNOTATION;
 
@@ -65,14 +69,18 @@ impl Triggers {
 
 /// A hash of what asks for a reconcile: the object's identity (a Kustomization deleted and
 /// recreated under the same name while the watch was broken is a new one), its generation
-/// (spec changes), the `requestedAt` annotation, and deletion.
+/// (spec changes), the `requestedAt` annotation, the drift annotations, and deletion.
 fn trigger_key(ks: &Kustomization) -> u64 {
     let mut hasher = DefaultHasher::new();
     ks.meta().uid.hash(&mut hasher);
     ks.meta().generation.hash(&mut hasher);
-    ks.annotations()
-        .get(RECONCILE_REQUESTED_AT_ANNOTATION)
-        .hash(&mut hasher);
+    for annotation in [
+        RECONCILE_REQUESTED_AT_ANNOTATION,
+        DRIFT_DETECTION_ANNOTATION,
+        DRIFT_CORRECTION_ANNOTATION,
+    ] {
+        ks.annotations().get(annotation).hash(&mut hasher);
+    }
     ks.meta().deletion_timestamp.is_some().hash(&mut hasher);
     hasher.finish()
 }
@@ -120,7 +128,25 @@ mod tests {
             "2026-11-26T10:00:00Z".into(),
         );
         assert!(triggered(&mut triggers, Event::Apply(requested.clone())));
-        assert!(!triggered(&mut triggers, Event::Apply(requested)));
+        assert!(!triggered(&mut triggers, Event::Apply(requested.clone())));
+        let mut labelled = requested.clone();
+        labelled
+            .annotations_mut()
+            .insert("team".into(), "web".into());
+        assert!(
+            !triggered(&mut triggers, Event::Apply(labelled)),
+            "another annotation"
+        );
+        let mut warned = requested;
+        warned
+            .annotations_mut()
+            .insert(DRIFT_DETECTION_ANNOTATION.into(), "warn".into());
+        assert!(triggered(&mut triggers, Event::Apply(warned.clone())));
+        warned.annotations_mut().remove(DRIFT_DETECTION_ANNOTATION);
+        assert!(
+            triggered(&mut triggers, Event::Apply(warned)),
+            "back to correcting"
+        );
     }
 
     #[test]

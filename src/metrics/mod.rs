@@ -84,7 +84,7 @@ impl Metrics {
         let drift_detected = Family::<ReconcileLabels, Counter>::default();
         registry.register(
             "gotk_drift_detected",
-            "Writes by other managers to objects a Kustomization applied, seen as they happen (with prompt drift correction or detection on).",
+            "Drift of objects a Kustomization applied: writes by other managers seen as they happen (prompt drift correction), or each distinct set of drifted objects reported (drift-detection: warn).",
             drift_detected.clone(),
         );
         let drift_corrections = Family::<ReconcileLabels, Counter>::default();
@@ -123,7 +123,8 @@ impl Metrics {
             .observe(elapsed.as_secs_f64());
     }
 
-    /// Counts a write by another manager to an object Kustomization `namespace/name` applied.
+    /// Counts drift of objects Kustomization `namespace/name` applied: a write by another
+    /// manager (prompt correction), or a new set of drifted objects reported (warn mode).
     pub fn count_drift(&self, namespace: &str, name: &str) {
         self.drift_detected
             .get_or_create(&kustomization_labels(namespace, name))

@@ -36,7 +36,7 @@ fn files(
 }
 
 /// Writes `files` under a fresh directory and returns its `deploy` folder.
-fn local_dir(files: &[(String, String)]) -> tempfile::TempDir {
+pub(super) fn local_dir(files: &[(String, String)]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("temp dir");
     for (path, content) in files {
         let file = dir.path().join(path);
@@ -173,7 +173,12 @@ async fn diff_shows_what_applying_would_change() {
 }
 
 /// Runs `diff app -n ns --path <dir>/deploy`, checks its exit status, returns its stdout.
-fn diff_exiting(ns: &str, dir: &tempfile::TempDir, kubeconfig: &Path, code: i32) -> String {
+pub(super) fn diff_exiting(
+    ns: &str,
+    dir: &tempfile::TempDir,
+    kubeconfig: &Path,
+    code: i32,
+) -> String {
     let path = dir.path().join("deploy");
     let output = diff(
         &["app", "-n", ns, "--path", &path.to_string_lossy()],

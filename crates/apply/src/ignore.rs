@@ -24,6 +24,7 @@ use std::collections::BTreeMap;
 use regex::Regex;
 use serde_json::{Map, Value};
 
+use super::field_paths::{FieldPath, Step, differences};
 use super::spec::{IgnoreRule, Selector};
 use labelselector::LabelSelector;
 
@@ -200,6 +201,48 @@ pub fn try_has_drifted(
     apply_patch(&mut live, &ops)?;
     apply_patch(&mut dry_run_copy, &ops)?;
     Ok(drifted(&live, &dry_run_copy))
+}
+
+/// The fields [`try_has_drifted`] finds different: labels and annotations by key, then every
+/// other field but `metadata` and `status`, the ignored paths left out on the same terms.
+pub(crate) fn try_changed_paths(
+    live: &Value,
+    dry_run: &Value,
+    rules: &IgnoreRules,
+) -> Result<Vec<FieldPath>, IgnorePatchError> {
+    let paths = if nested_str(live, &["metadata", "resourceVersion"]).is_empty() {
+        Vec::new()
+    } else {
+        rules.paths_for(dry_run)
+    };
+    let ops: Vec<PatchOp<'_>> = paths.iter().map(|path| PatchOp::Remove(path)).collect();
+    let (mut live, mut dry_run) = (live.clone(), dry_run.clone());
+    apply_patch(&mut live, &ops)?;
+    apply_patch(&mut dry_run, &ops)?;
+    let mut changed = Vec::new();
+    for field in ["labels", "annotations"] {
+        let (before, after) = (string_map(&live, field), string_map(&dry_run, field));
+        let added = after.keys().filter(|key| !before.contains_key(*key));
+        for key in before.keys().chain(added) {
+            if before.get(key) != after.get(key) {
+                changed.push(FieldPath(vec![
+                    Step::Field("metadata".into()),
+                    Step::Field(field.into()),
+                    Step::Field(key.clone()),
+                ]));
+            }
+        }
+    }
+    let body = |object: &Value| {
+        let mut body = prepare_for_diff(object);
+        if let Some(fields) = body.as_object_mut() {
+            fields.shift_remove("metadata");
+            fields.shift_remove("status");
+        }
+        body
+    };
+    changed.extend(differences(&body(&live), &body(&dry_run)));
+    Ok(changed)
 }
 
 /// Removes from `object` the paths of the rules whose target selects `match_object`, as

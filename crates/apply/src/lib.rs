@@ -20,6 +20,7 @@
 mod applied;
 mod ca_bundle;
 pub mod drift;
+mod field_paths;
 pub mod ignore;
 mod inventory;
 pub mod kstatus;
@@ -89,6 +90,9 @@ pub enum Action {
     Deleted,
     /// The object was left alone by an annotation or label.
     Skipped,
+    /// The object drifted from the configuration and was left as it is, drift being
+    /// reported rather than corrected ([`ApplyOptions::report_drift`]).
+    Drifted,
 }
 
 impl fmt::Display for Action {
@@ -99,6 +103,7 @@ impl fmt::Display for Action {
             Action::Unchanged => "unchanged",
             Action::Deleted => "deleted",
             Action::Skipped => "skipped",
+            Action::Drifted => "drifted",
         })
     }
 }
@@ -112,6 +117,41 @@ pub struct Change {
     pub action: Action,
     /// `metadata.generation` of the object the API server returned, when it was applied.
     pub generation: Option<i64>,
+    /// How the object had drifted: for an object configured (its fields changed by other
+    /// managers, if any) and for one [`Action::Drifted`].
+    pub drift: Option<drift::Drift>,
+}
+
+impl Change {
+    /// A change of `id` that applied nothing (unchanged, skipped, deleted).
+    pub fn new(id: ObjectId, action: Action) -> Self {
+        Change {
+            id,
+            action,
+            generation: None,
+            drift: None,
+        }
+    }
+
+    /// Whether the object is gone and was left so: drift reported, not corrected.
+    pub fn left_deleted(&self) -> bool {
+        self.action == Action::Drifted && self.drift.as_ref().is_some_and(|d| d.deleted)
+    }
+
+    /// The line of Flux's change-set event: `Kind/namespace/name action`; a configured object
+    /// that other managers had changed names them, `(drifted by kubectl-edit)`.
+    fn line(&self) -> String {
+        let line = format!("{} {}", self.id.describe(), self.action);
+        let managers = match (&self.action, &self.drift) {
+            (Action::Configured, Some(drift)) => drift.managers(),
+            _ => Vec::new(),
+        };
+        if managers.is_empty() {
+            line
+        } else {
+            format!("{line} (drifted by {})", managers.join(", "))
+        }
+    }
 }
 
 /// The outcome of an apply or a prune, in order.
@@ -125,9 +165,16 @@ impl ChangeSet {
     }
 
     /// Flux's apply event text: one `Kind/namespace/name action` line per object created,
-    /// configured or deleted; unchanged and skipped objects left out.
+    /// configured or deleted; unchanged, skipped and drifted objects left out. A configured
+    /// object that other managers had changed names them (see [`Change`]), which Flux's does
+    /// not; every other line is Flux's.
     pub fn summary(&self) -> String {
-        self.lines(|c| changed(c.action))
+        self.0
+            .iter()
+            .filter(|c| changed(c.action))
+            .map(Change::line)
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
     /// Flux's garbage collection text: every object the prune looked at, skipped ones
@@ -169,7 +216,10 @@ impl ChangeSet {
 }
 
 fn changed(action: Action) -> bool {
-    !matches!(action, Action::Unchanged | Action::Skipped)
+    !matches!(
+        action,
+        Action::Unchanged | Action::Skipped | Action::Drifted
+    )
 }
 
 /// Why applying or pruning failed; each variant names the object.
@@ -347,6 +397,13 @@ pub struct ApplyOptions {
     /// unchanged, without a request. Off for a reconcile a user requested, which must see
     /// a change made a moment before even if the watch has not delivered it yet.
     pub trust_live_versions: bool,
+    /// Detect-only drift: an object of the inventory ([`ApplyOptions::inventoried`]) that
+    /// drifted from its configuration, or that somebody deleted, is left as it is and
+    /// reported as [`Action::Drifted`] with its [`drift::Drift`]; nothing is written to it,
+    /// not even the managed-field takeovers of the apply stage. Objects outside the
+    /// inventory are applied as ever. For a Kustomization whose inputs are those of its last
+    /// successful apply: anything an apply would change is somebody else's doing.
+    pub report_drift: bool,
     /// Inventory IDs (`<namespace>_<name>_<group>_<kind>`) of the objects the Kustomization
     /// held before this run. An object outside it is most likely new: it is dry-run before
     /// it is read, and read only when the dry-run shows that it exists.
@@ -587,6 +644,7 @@ mod tests {
             },
             action,
             generation: None,
+            drift: None,
         }
     }
 
@@ -605,6 +663,35 @@ mod tests {
         let old = vec![id("a", "v1"), id("b", "v1"), id("c", "v1")];
         let new = vec![id("a", "v2"), id("c", "v1")];
         assert_eq!(stale_objects(&old, &new), vec![id("b", "v1")]);
+    }
+
+    #[test]
+    fn a_configured_object_names_the_managers_that_drifted_it() {
+        let field = |path: &str, managers: &[&str]| drift::DriftedField {
+            path: path.into(),
+            managers: managers.iter().map(|m| m.to_string()).collect(),
+        };
+        let drifted = |fields| drift::Drift {
+            fields,
+            deleted: false,
+        };
+        let mut edited = change("ConfigMap", "default", "a", Action::Configured);
+        edited.drift = Some(drifted(vec![
+            field(".data.a", &["kubectl-edit"]),
+            field(".data.b", &["rival", "kubectl-edit"]),
+        ]));
+        let mut upgraded = change("ConfigMap", "default", "b", Action::Configured);
+        upgraded.drift = Some(drifted(vec![field(".data.a", &[])]));
+        let mut left = change("ConfigMap", "default", "c", Action::Drifted);
+        left.drift = Some(drift::Drift::deleted());
+        let set = ChangeSet(vec![edited, upgraded, left.clone()]);
+        assert_eq!(
+            set.summary(),
+            "ConfigMap/default/a configured (drifted by kubectl-edit, rival)\n\
+             ConfigMap/default/b configured"
+        );
+        assert!(left.left_deleted());
+        assert!(!ChangeSet(vec![left]).has_changes(), "drift left as it is");
     }
 
     #[test]

@@ -56,7 +56,8 @@ impl FieldManager {
         }
     }
 
-    fn matches(&self, entry: &Value) -> bool {
+    /// Whether `entry` (one of an object's `metadata.managedFields`) is this manager's.
+    pub fn matches(&self, entry: &Value) -> bool {
         let field = |key: &str| entry.get(key).and_then(Value::as_str).unwrap_or("");
         if field("operation") != self.operation.as_str() || !field("subresource").is_empty() {
             return false;

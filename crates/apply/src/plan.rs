@@ -9,9 +9,10 @@ use serde_json::Value;
 
 use super::Object;
 use super::applied::{AppliedRecord, configuration_hash};
+use super::drift::{Drift, drift_of};
 use super::managed_fields::{
-    before_dry_run_managers, cleanup_managers, has_switch, migrate_api_version, owned_fields,
-    remove_stale_metadata, take_over,
+    FieldManager, before_dry_run_managers, cleanup_managers, has_switch, migrate_api_version,
+    owned_fields, remove_stale_metadata, take_over,
 };
 use super::names::{
     APPLY_FIELD_MANAGER, DISABLED_VALUE, ENABLED_VALUE, FORCE_ANNOTATION, OWNER_NAME_LABEL,
@@ -38,6 +39,8 @@ pub(super) enum Planned {
         target: Target,
         configuration: Value,
         action: Action,
+        /// How the live object had drifted, when it is configured.
+        drift: Option<Drift>,
     },
     /// Applied before with this configuration and seen unchanged at `resource_version`:
     /// re-applied with that version as a precondition.
@@ -142,6 +145,7 @@ impl Applier {
             configuration: target.configuration.clone(),
             target,
             action: Action::Created,
+            drift: None,
         })
     }
 
@@ -199,6 +203,7 @@ impl Applier {
                     id: target.id,
                     action,
                     generation: applied.metadata.generation,
+                    drift: None,
                 }))
             }
             // A conflict (written since), a deletion, or anything else: the full path finds
@@ -219,6 +224,13 @@ impl Applier {
         if skipped(desired, live.as_ref()) {
             return Ok(done(target.id, Action::Skipped));
         }
+        // Drift is of an object applied before: one taken over from others is not drifted.
+        let inventoried = self.options.inventoried.contains(&target.id.inventory_id());
+        if inventoried && self.options.report_drift {
+            return self.detect(target, live).await;
+        }
+        // As read, before the takeovers below: who wrote what.
+        let read = if inventoried { live.clone() } else { None };
         let mut patched = false;
         if let Some(current) = &live {
             let api_version = desired
@@ -305,6 +317,20 @@ impl Applier {
             }
             return Ok(done(target.id, Action::Unchanged));
         }
+        let drift = match &read {
+            Some(read) if !created => {
+                let taken_over = self.taken_over(desired, read);
+                drift_of(
+                    read,
+                    &dry_run,
+                    &self.options.ignore,
+                    APPLY_FIELD_MANAGER,
+                    &taken_over,
+                )
+                .ok()
+            }
+            _ => None,
+        };
         let mut configuration = target.configuration.clone();
         if let Some(current) = &live
             && !created
@@ -331,18 +357,77 @@ impl Applier {
             } else {
                 Action::Configured
             },
+            drift,
         })
+    }
+
+    /// Detect-only: the object as it is, compared with the dry-run of its configuration
+    /// without any write. Drifted (or deleted), it is left as it is and reported; otherwise
+    /// it is unchanged, whatever bookkeeping of managed fields an apply would have done.
+    async fn detect(&self, target: Target, live: Option<Value>) -> Result<Planned, ApplyError> {
+        let Some(live) = live else {
+            return Ok(Planned::Done(Change {
+                drift: Some(Drift::deleted()),
+                ..Change::new(target.id, Action::Drifted)
+            }));
+        };
+        let object = target.id.describe();
+        let dry_run = self
+            .dry_run(&target)
+            .await
+            .map_err(|source| ApplyError::DryRun {
+                object: object.clone(),
+                source,
+            })?;
+        let taken_over = self.taken_over(&target.configuration, &live);
+        let drift = drift_of(
+            &live,
+            &dry_run,
+            &self.options.ignore,
+            APPLY_FIELD_MANAGER,
+            &taken_over,
+        )
+        .map_err(|source| ApplyError::Ignore { object, source })?;
+        if !drift.is_empty() {
+            return Ok(Planned::Done(Change {
+                drift: Some(drift),
+                ..Change::new(target.id, Action::Drifted)
+            }));
+        }
+        if owned_fields(&live, APPLY_FIELD_MANAGER) == owned_fields(&dry_run, APPLY_FIELD_MANAGER)
+            && let Some(version) = live
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+        {
+            self.remember(&target, version);
+        }
+        Ok(done(target.id, Action::Unchanged))
+    }
+
+    /// The managers whose fields the apply stage takes over before or after the dry-run;
+    /// none under `ssa: Merge`.
+    pub(super) fn taken_over(&self, desired: &Value, live: &Value) -> Vec<FieldManager> {
+        if merged(desired, live) {
+            return Vec::new();
+        }
+        let mut managers = before_dry_run_managers(&self.options.override_managers_before_dry_run);
+        managers.extend(cleanup_managers(
+            APPLY_FIELD_MANAGER,
+            &self.options.override_managers,
+        ));
+        managers
     }
 
     /// Applies a validated object.
     pub(super) async fn write(&self, planned: Planned) -> Result<Change, ApplyError> {
-        let (target, configuration, action) = match planned {
+        let (target, configuration, action, drift) = match planned {
             Planned::Done(change) => return Ok(change),
             Planned::Apply {
                 target,
                 configuration,
                 action,
-            } => (target, configuration, action),
+                drift,
+            } => (target, configuration, action, drift),
             // `reassert` has turned every one of these into something else.
             Planned::Reassert { target, .. } => {
                 let planned = Box::pin(self.plan(target)).await?;
@@ -365,6 +450,7 @@ impl Applier {
             id: target.id,
             action,
             generation: applied.metadata.generation,
+            drift,
         })
     }
 
@@ -485,11 +571,7 @@ fn merged(desired: &Value, live: &Value) -> bool {
 }
 
 fn done(id: ObjectId, action: Action) -> Planned {
-    Planned::Done(Change {
-        id,
-        action,
-        generation: None,
-    })
+    Planned::Done(Change::new(id, action))
 }
 
 /// How the built object asks to be applied.

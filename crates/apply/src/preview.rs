@@ -5,7 +5,9 @@
 use serde_json::Value;
 
 use super::Object;
-use super::{Applier, ApplyError, ObjectId, ignore, plan, sort_for_apply};
+use super::drift::{Drift, drift_of};
+use super::names::APPLY_FIELD_MANAGER;
+use super::{Applier, ApplyError, ObjectId, plan, sort_for_apply};
 
 /// What applying one object would do.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,6 +27,8 @@ pub enum Preview {
         live: Box<Value>,
         /// The object as the dry-run of the build's configuration returned it.
         desired: Box<Value>,
+        /// The fields the apply would change, and the managers that wrote them.
+        drift: Drift,
     },
     /// It left the build and would be pruned.
     Delete {
@@ -126,12 +130,20 @@ impl Applier {
                 desired: dry_run,
             }));
         };
-        let drifted = ignore::try_has_drifted(&live, &dry_run, &self.options.ignore)
-            .map_err(|source| ApplyError::Ignore { object, source })?;
-        Ok(drifted.then(|| Preview::Configure {
+        let taken_over = self.taken_over(&target.configuration, &live);
+        let drift = drift_of(
+            &live,
+            &dry_run,
+            &self.options.ignore,
+            APPLY_FIELD_MANAGER,
+            &taken_over,
+        )
+        .map_err(|source| ApplyError::Ignore { object, source })?;
+        Ok((!drift.is_empty()).then(|| Preview::Configure {
             id: target.id,
             live: Box::new(live),
             desired: Box::new(dry_run),
+            drift,
         }))
     }
 }

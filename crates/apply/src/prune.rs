@@ -125,11 +125,7 @@ impl Applier {
             return Ok(None);
         };
         if !prunable {
-            return Ok(Some(Change {
-                id: id.clone(),
-                action: Action::Skipped,
-                generation: None,
-            }));
+            return Ok(Some(Change::new(id.clone(), Action::Skipped)));
         }
         if live.metadata.deletion_timestamp.is_none() {
             let params = DeleteParams {
@@ -142,10 +138,6 @@ impl Applier {
                 Err(err) => return Err(delete_error(err)),
             }
         }
-        Ok(Some(Change {
-            id: id.clone(),
-            action: Action::Deleted,
-            generation: None,
-        }))
+        Ok(Some(Change::new(id.clone(), Action::Deleted)))
     }
 }

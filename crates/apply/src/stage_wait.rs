@@ -64,9 +64,15 @@ fn listed(assessed: &[(ObjectId, Assessment)], keep: impl Fn(&Assessment) -> boo
 
 impl Applier {
     /// Waits until every object of a stage's change set is Current, as Flux does after its
-    /// cluster definition and class stages.
+    /// cluster definition and class stages; an object left deleted (drift reported, not
+    /// corrected) is not waited for.
     pub(super) async fn wait_for_stage(&self, changes: &[Change]) -> Result<(), ApplyError> {
-        self.wait_for_stage_within(changes, STAGE_WAIT_TIMEOUT)
+        let present: Vec<Change> = changes
+            .iter()
+            .filter(|c| !c.left_deleted())
+            .cloned()
+            .collect();
+        self.wait_for_stage_within(&present, STAGE_WAIT_TIMEOUT)
             .await
     }
 
