@@ -79,6 +79,8 @@ pub struct Settings {
     pub migrate_api_version: bool,
     /// Log change sets grouped by action (`GroupChangeLog`).
     pub group_change_log: bool,
+    /// When drift is corrected unless a Kustomization's annotation says (`--drift-correction`).
+    pub drift_correction: crate::flags::DriftCorrection,
 }
 
 /// State shared by all reconciles. Nothing in it is mutated by a reconcile except the

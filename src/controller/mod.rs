@@ -161,6 +161,7 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
         override_managers_before_dry_run: flags.override_manager_before_dry_run.clone(),
         migrate_api_version: gates.enabled("MigrateAPIVersion"),
         group_change_log: gates.enabled("GroupChangeLog"),
+        drift_correction: flags.drift_correction,
         decryption: DecryptionSettings {
             global_age_secret: match (&runtime_namespace, flags.sops_age_secret.as_str()) {
                 (Some(namespace), name) if !name.is_empty() => Some(GlobalAgeSecret {

@@ -16,6 +16,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use super::context::Context;
 use super::dependencies::{self, DependencyError};
 use super::detect::{self, Detection};
+use super::drift;
 use super::events::{self, Action as EventAction, InvolvedObject, Notice, Reference, Severity};
 use super::history;
 use super::outcome::{
@@ -33,6 +34,7 @@ use crate::api::source::{Artifact, artifact_of, source_version};
 use crate::api::{ConditionStatus, Kustomization, KustomizationStatus};
 use crate::client::api_message;
 use crate::cluster::TargetCluster;
+use crate::flags::DriftCorrection;
 use crate::render::keys::ClusterKeys;
 use crate::render::variables::ClusterVariables;
 use crate::render::{self, Rendered, SecretValues};
@@ -488,7 +490,9 @@ async fn apply_prune_and_check(
             refuse_encrypted_secrets(&objects)?;
             record_intent(writer, status, &objects).await?;
             let jobs_with_ttl = jobs_with_ttl(&objects);
-            let applied = apply(&applier, objects, timeout).await;
+            let applied = apply(&applier, objects, timeout)
+                .await
+                .map(|changes| worded_for(ks, ctx, changes));
             // Each record is a fact about one object, kept whether the apply succeeded or not.
             ctx.put_applied(ks, &cluster.key, applier.take_records(), None);
             (applied, jobs_with_ttl)
@@ -963,6 +967,25 @@ async fn apply(
             applied: None,
         }),
     }
+}
+
+/// `changes` as Flux words its change set, unless `ks` chose a drift mode beyond Flux's
+/// (prompt correction, or detect-only): only then does a corrected object's line name the
+/// managers that drifted it, so that with nothing set the events are Flux's to the byte.
+fn worded_for(ks: &Kustomization, ctx: &Context, mut changes: ChangeSet) -> ChangeSet {
+    let beyond_flux = drift::correction(ks, ctx.settings.drift_correction)
+        == DriftCorrection::Prompt
+        || detect::mode(ks) == Detection::Warn;
+    if !beyond_flux {
+        for change in changes
+            .0
+            .iter_mut()
+            .filter(|c| c.action == Action::Configured)
+        {
+            change.drift = None;
+        }
+    }
+    changes
 }
 
 /// The apply options of a Kustomization: its spec and the controller's flags.

@@ -1,8 +1,7 @@
 //! The apply engine against the real API server, with Flux's semantics
 //! (`fluxcd/pkg/ssa` `ApplyAllStaged`, as kustomize-controller v1.10 configures it): every
 //! object is dry-run before anything is applied, only objects that drifted are applied, the
-//! change set names what was created, configured or deleted (beyond Flux, with the managers
-//! that drifted a configured object), foreign field managers that
+//! change set names what was created, configured or deleted, foreign field managers that
 //! Flux takes over are cleaned up, `spec.ignore` paths are left alone, and immutable fields
 //! are recreated only when forced.
 
@@ -281,8 +280,7 @@ async fn change_set_events_list_exactly_what_changed() {
 }
 
 /// A value changed in the cluster the way `kubectl edit` changes it is put back by the next
-/// reconcile, which reports the object `configured (drifted by kubectl-edit)`; `kubectl-edit`
-/// owns nothing afterwards.
+/// reconcile, which reports the object `configured`; `kubectl-edit` owns nothing afterwards.
 #[tokio::test]
 async fn drift_from_kubectl_edit_is_reverted_on_the_next_reconcile() {
     let f = Fixture::new("apply-drift").await;
@@ -306,7 +304,7 @@ async fn drift_from_kubectl_edit_is_reverted_on_the_next_reconcile() {
     let (status, _, message) = reconcile_now(&f.client, ns, "app", controller()).await;
     assert_eq!(status, ConditionStatus::True, "{message}");
     assert_eq!(data_of(&config_maps, "a").await, json!({"value": "1"}));
-    let configured = format!("ConfigMap/{ns}/a configured (drifted by {KUBECTL_EDIT})");
+    let configured = format!("ConfigMap/{ns}/a configured");
     assert!(
         change_set_counts(&f.client, ns, "app")
             .await
@@ -525,10 +523,7 @@ async fn ignored_paths_changed_in_the_cluster_are_left_alone() {
     );
     let counts = change_set_counts(&f.client, ns, "app").await;
     assert!(
-        counts.contains(&(
-            format!("Deployment/{ns}/web configured (drifted by operator)"),
-            1
-        )),
+        counts.contains(&(format!("Deployment/{ns}/web configured"), 1)),
         "{counts:?}"
     );
 }
@@ -749,12 +744,7 @@ async fn override_manager_takes_over_and_cleans_up_the_named_managers() {
     );
     let counts = change_set_counts(&f.client, ns, "override").await;
     assert!(
-        counts.contains(&(
-            format!(
-                "ConfigMap/{ns}/overridden configured (drifted by node-fetch, node-fetch-agent)"
-            ),
-            1
-        )),
+        counts.contains(&(format!("ConfigMap/{ns}/overridden configured"), 1)),
         "{counts:?}"
     );
 
@@ -1397,8 +1387,8 @@ async fn managed_fields_are_migrated_to_the_applied_version_with_the_gate() {
 /// `resourceVersion` is the one recorded after the last apply), write nothing and emit no
 /// event: with the inputs unchanged too, they reuse the last build without fetching,
 /// building or applying. An object edited with `kubectl edit` is still reverted at the next
-/// interval, without anyone asking, and reported as `configured (drifted by kubectl-edit)`;
-/// the object nobody edited is confirmed by its watched version, without a request.
+/// interval, without anyone asking, and reported as `configured`; the object nobody edited
+/// is confirmed by its watched version, without a request.
 #[tokio::test]
 async fn periodic_reconciles_skip_untouched_objects_and_still_revert_drift() {
     let f = Fixture::new("apply-periodic").await;
@@ -1461,7 +1451,7 @@ async fn periodic_reconciles_skip_untouched_objects_and_still_revert_drift() {
         },
     )
     .await;
-    let configured = format!("ConfigMap/{ns}/a configured (drifted by {KUBECTL_EDIT})");
+    let configured = format!("ConfigMap/{ns}/a configured");
     wait_for(WAIT, "the configured event", async || {
         let counts = change_set_counts(&f.client, ns, "app").await;
         if counts.contains(&(configured.clone(), 1)) {

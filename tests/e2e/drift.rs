@@ -101,6 +101,14 @@ async fn an_edit_is_reverted_promptly_with_the_annotation_and_not_without() {
     let status = kustomization_status_json(&f.client, ns).await;
     assert!(status["lastHandledReconcileAt"].is_null(), "{status:#}");
     assert!(corrections_in(ns) >= 1, "{}", tail(&controller().log(), 20));
+    // Beyond Flux, the change set names who drifted the object.
+    let corrected = format!("ConfigMap/{ns}/a configured (drifted by kubectl-edit)");
+    let events = kustomization_events(&f.client, ns, "app").await;
+    assert!(
+        events.iter().any(|e| e.message == corrected),
+        "{:?}",
+        events.iter().map(|e| &e.message).collect::<Vec<_>>()
+    );
 
     // Deleted by somebody: recreated as promptly.
     config_maps
@@ -388,7 +396,8 @@ async fn warn_mode_reports_drift_and_leaves_it_until_drift_is_corrected_again() 
         },
     )
     .await;
-    let corrected = format!("ConfigMap/{ns}/a configured (drifted by kubectl-edit)");
+    // Back in Flux's mode, the change set is Flux's to the byte.
+    let corrected = format!("ConfigMap/{ns}/a configured");
     let events = kustomization_events(&f.client, ns, "app").await;
     assert!(
         events.iter().any(|e| e.message == corrected),
