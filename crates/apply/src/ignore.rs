@@ -26,13 +26,17 @@ use serde_json::{Map, Value};
 
 use super::field_paths::{FieldPath, Step, differences};
 use super::spec::{IgnoreRule, Selector};
+use kustomize::goregex::GoRegexError;
 use labelselector::LabelSelector;
 
 /// An ignore rule that cannot be compiled.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum IgnoreRuleError {
     /// A target field is not a valid regular expression.
-    #[error("spec.ignore[{index}].target.{field}: invalid regex {pattern:?}: {reason}")]
+    #[error(
+        "spec.ignore[{index}].target.{field}: invalid regex {pattern:?}: {}",
+        .source.reason
+    )]
     InvalidRegex {
         /// Position of the rule in `spec.ignore`.
         index: usize,
@@ -41,10 +45,10 @@ pub enum IgnoreRuleError {
         /// The pattern as written in the rule.
         pattern: String,
         /// Why the pattern does not compile.
-        reason: String,
+        source: GoRegexError,
     },
     /// A label or annotation selector does not parse.
-    #[error("spec.ignore[{index}].target.{field}: invalid selector {selector:?}: {reason}")]
+    #[error("spec.ignore[{index}].target.{field}: invalid selector {selector:?}: {source}")]
     InvalidSelector {
         /// Position of the rule in `spec.ignore`.
         index: usize,
@@ -53,7 +57,7 @@ pub enum IgnoreRuleError {
         /// The selector as written in the rule.
         selector: String,
         /// Why the selector does not parse.
-        reason: String,
+        source: labelselector::ParseError,
     },
 }
 
@@ -487,12 +491,12 @@ struct CompiledSelector {
 impl CompiledSelector {
     fn compile(index: usize, target: &Selector) -> Result<CompiledSelector, IgnoreRuleError> {
         let regex = |field: &'static str, pattern: &Option<String>| {
-            compile_anchored(pattern.as_deref().unwrap_or("")).map_err(|reason| {
+            compile_anchored(pattern.as_deref().unwrap_or("")).map_err(|source| {
                 IgnoreRuleError::InvalidRegex {
                     index,
                     field,
                     pattern: pattern.clone().unwrap_or_default(),
-                    reason: reason.to_string(),
+                    source,
                 }
             })
         };
@@ -503,11 +507,11 @@ impl CompiledSelector {
             "" => Ok(None),
             expression => LabelSelector::parse(expression)
                 .map(Some)
-                .map_err(|reason| IgnoreRuleError::InvalidSelector {
+                .map_err(|source| IgnoreRuleError::InvalidSelector {
                     index,
                     field,
                     selector: expression.to_string(),
-                    reason: reason.to_string(),
+                    source,
                 }),
         };
         Ok(CompiledSelector {
@@ -543,13 +547,11 @@ impl CompiledSelector {
 
 /// Compiles a target regex so that it must match the whole value, with Go's meaning; `None`
 /// for an empty pattern, which matches anything.
-fn compile_anchored(pattern: &str) -> Result<Option<Regex>, String> {
+fn compile_anchored(pattern: &str) -> Result<Option<Regex>, GoRegexError> {
     if pattern.is_empty() {
         return Ok(None);
     }
-    kustomize::goregex::compile_anchored(pattern)
-        .map(Some)
-        .map_err(|error| error.reason)
+    kustomize::goregex::compile_anchored(pattern).map(Some)
 }
 
 // ---------------------------------------------------------------------------------------

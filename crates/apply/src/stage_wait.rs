@@ -11,7 +11,19 @@ use k8s_openapi::jiff::Timestamp;
 use serde_json::Value;
 
 use super::kstatus::{self, Assessment, Status};
+use super::resolve::ResolveError;
 use super::{Applier, ApplyError, Change, ObjectId};
+
+/// Why a live object could not be read for its status.
+#[derive(Debug, thiserror::Error)]
+enum ReadLiveError {
+    /// Its kind is not served.
+    #[error(transparent)]
+    Resolve(#[from] ResolveError),
+    /// The API server refused the read (its message, or the client's error).
+    #[error("{}", super::api_message(.0))]
+    Get(#[source] kube::Error),
+}
 
 /// How long a stage's objects are waited for (Flux's `DefaultApplyOptions().WaitTimeout`).
 pub(super) const STAGE_WAIT_TIMEOUT: Duration = Duration::from_secs(60);
@@ -115,24 +127,20 @@ impl Applier {
             Err(error) => Assessment {
                 status: Status::Unknown,
                 message: String::new(),
-                error: Some(error),
+                error: Some(error.to_string()),
             },
         };
         (id.clone(), assessment)
     }
 
-    async fn read_live(&self, id: &ObjectId) -> Result<Option<Value>, String> {
-        let resource = self
-            .resolver
-            .resolve(&id.api_version(), &id.kind)
-            .await
-            .map_err(|e| e.to_string())?;
+    async fn read_live(&self, id: &ObjectId) -> Result<Option<Value>, ReadLiveError> {
+        let resource = self.resolver.resolve(&id.api_version(), &id.kind).await?;
         let namespace = (!id.namespace.is_empty()).then_some(id.namespace.as_str());
         let found = self
             .api(namespace, &resource.api_resource)
             .get_opt(&id.name)
             .await
-            .map_err(|e| super::api_message(&e))?;
+            .map_err(ReadLiveError::Get)?;
         Ok(found.and_then(|o| serde_json::to_value(o).ok()))
     }
 }

@@ -37,11 +37,11 @@ pub use spec::CustomHealthCheck;
 
 /// Why `spec.healthCheckExprs` could not be compiled, or an expression not evaluated. The texts are
 /// Flux's.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CelError {
     /// The CEL environment could not be built (a bug, not a user error).
     #[error("failed to create CEL environment: {0}")]
-    Environment(String),
+    Environment(#[source] DeclarationError),
     /// Two entries cover the same group and kind (the version is not part of the key).
     #[error("duplicate custom health check for GroupKind {group_kind} at healthchecks[{index}]")]
     Duplicate {
@@ -307,8 +307,8 @@ fn context_with<'a>(
 
 /// The environment every Kustomization's expressions share: built once.
 fn shared_env() -> Result<Arc<Env>, CelError> {
-    static ENV: LazyLock<Result<Arc<Env>, String>> =
-        LazyLock::new(|| build_env().map(Arc::new).map_err(|e| e.to_string()));
+    static ENV: LazyLock<Result<Arc<Env>, DeclarationError>> =
+        LazyLock::new(|| build_env().map(Arc::new));
     ENV.clone().map_err(CelError::Environment)
 }
 

@@ -68,7 +68,7 @@ pub use read::{Booleans, DuplicateKeys, MAX_ALIAS_BYTES, MAX_DEPTH, PathStep, Pl
 use serde_json::Value;
 
 /// A YAML document that could not be read; the message names the line (and column).
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct YamlError(pub String);
 

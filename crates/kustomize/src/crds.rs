@@ -35,12 +35,12 @@ pub enum CrdError {
     #[error(transparent)]
     Load(#[from] LoadError),
     /// The file is not a map of OpenAPI definitions.
-    #[error("unable to parse open API definition from '{file}': {message}")]
+    #[error("unable to parse open API definition from '{file}': {source}")]
     Parse {
         /// The file as named in the kustomization.
         file: String,
         /// What is wrong.
-        message: String,
+        source: DefinitionsError,
     },
     /// The field specs of the file conflict with each other.
     #[error("'{file}': {source}")]
@@ -50,6 +50,17 @@ pub enum CrdError {
         /// The conflict.
         source: ConfigError,
     },
+}
+
+/// Why a `crds:` file's text is not a map of OpenAPI definitions.
+#[derive(Debug, thiserror::Error)]
+pub enum DefinitionsError {
+    /// The text is not YAML or JSON.
+    #[error(transparent)]
+    Yaml(#[from] yaml::YamlError),
+    /// The first document is not a map.
+    #[error("expected a map from type names to definitions")]
+    NotAMap,
 }
 
 /// The transformer configuration the OpenAPI definition `files` (named relative to the
@@ -62,9 +73,9 @@ pub fn config_from_crd_files(
     let mut config = TransformerConfig::default();
     for file in files {
         let text = loader.read_text(dir, file)?;
-        let definitions = parse_definitions(&text).map_err(|message| CrdError::Parse {
+        let definitions = parse_definitions(&text).map_err(|source| CrdError::Parse {
             file: file.clone(),
-            message,
+            source,
         })?;
         let merge_error = |source| CrdError::Merge {
             file: file.clone(),
@@ -77,12 +88,12 @@ pub fn config_from_crd_files(
 }
 
 /// The map of definitions of a file (JSON or YAML; the first document).
-fn parse_definitions(text: &str) -> Result<Map<String, Value>, String> {
-    let docs = yaml::parse_documents(text).map_err(|e| e.to_string())?;
+fn parse_definitions(text: &str) -> Result<Map<String, Value>, DefinitionsError> {
+    let docs = yaml::parse_documents(text)?;
     match docs.into_iter().next() {
         Some(Value::Object(map)) => Ok(map),
         Some(Value::Null) | None => Ok(Map::new()),
-        Some(_) => Err("expected a map from type names to definitions".to_string()),
+        Some(_) => Err(DefinitionsError::NotAMap),
     }
 }
 

@@ -33,8 +33,12 @@ use serde_json::value::RawValue;
 
 use super::resource::Object;
 
+mod error;
 mod node;
 
+pub use error::{
+    AccessError, ApplyError, AtoiError, DocumentError, FieldError, OpError, OpsError, ScalarError,
+};
 use node::{Node, same};
 
 /// Why a JSON 6902 patch could not be applied. The patch transformer reports these as its
@@ -42,20 +46,20 @@ use node::{Node, same};
 #[derive(Debug, thiserror::Error)]
 pub enum Json6902Error {
     /// The patch text is not a list of JSON patch operations.
-    #[error("unable to parse SM or JSON patch from {patch}: {message}")]
+    #[error("unable to parse SM or JSON patch from {patch}: {source}")]
     Parse {
         /// The patch.
         patch: String,
-        /// The parser's message.
-        message: String,
+        /// Why.
+        source: OpsError,
     },
     /// An operation failed, or the patched document outgrew its budget.
-    #[error("applying JSON 6902 patch {patch}: {message}")]
+    #[error("applying JSON 6902 patch {patch}: {source}")]
     Apply {
         /// The patch (and target, when known).
         patch: String,
         /// The failing operation and path.
-        message: String,
+        source: Box<ApplyError>,
     },
 }
 
@@ -64,9 +68,9 @@ pub enum Json6902Error {
 /// operations copying the document into itself) reaches it.
 pub const MIN_PATCHED_BYTES: usize = 16 << 20;
 
-/// A field of an operation that must be a string (`path`, `from`): the string, or the
-/// library's message for why it cannot be read.
-type StringField = Result<String, String>;
+/// A field of an operation that must be a string (`path`, `from`): the string, or why it
+/// cannot be read.
+type StringField = Result<String, FieldError>;
 
 /// One JSON patch operation, decoded as leniently as the json-patch library decodes it.
 #[derive(Clone, Debug)]
@@ -93,12 +97,11 @@ pub fn looks_like_ops(value: &Value) -> bool {
 
 /// The first document of `ops_text`: JSON when the text starts with `[`, else YAML read as
 /// go-yaml v2 reads it (YAML 1.1 booleans; only the first document counts, as in kustomize).
-pub fn parse_ops_value(ops_text: &str) -> Result<Value, String> {
+pub fn parse_ops_value(ops_text: &str) -> Result<Value, DocumentError> {
     if ops_text.starts_with('[') {
-        serde_json::from_str(ops_text).map_err(|e| e.to_string())
+        Ok(serde_json::from_str(ops_text)?)
     } else {
-        Ok(goyaml::parse_documents_yaml11(ops_text)
-            .map_err(|e| e.to_string())?
+        Ok(goyaml::parse_documents_yaml11(ops_text)?
             .into_iter()
             .next()
             .unwrap_or(Value::Null))
@@ -109,13 +112,14 @@ pub fn parse_ops_value(ops_text: &str) -> Result<Value, String> {
 /// As in kustomize, the text need only be a list of maps (or nulls); the operations
 /// themselves are checked when applied. Empty YAML is an empty list. Messages say
 /// "JSON 6902 patch" and name the operation's index.
-pub fn parse_ops(ops_text: &str) -> Result<Vec<Operation>, String> {
-    let parsed = if ops_text.starts_with('[') {
+pub fn parse_ops(ops_text: &str) -> Result<Vec<Operation>, OpsError> {
+    if ops_text.starts_with('[') {
         ops_from_json(ops_text)
     } else {
-        parse_ops_value(ops_text).and_then(ops_from_value)
-    };
-    parsed.map_err(|e| format!("JSON 6902 patch: {e}"))
+        parse_ops_value(ops_text)
+            .map_err(OpsError::Document)
+            .and_then(ops_from_value)
+    }
 }
 
 fn kind_of(value: &Value) -> &'static str {
@@ -141,20 +145,15 @@ fn go_type_name(value: &Value) -> &'static str {
 }
 
 /// Operations from a YAML document.
-fn ops_from_value(value: Value) -> Result<Vec<Operation>, String> {
+fn ops_from_value(value: Value) -> Result<Vec<Operation>, OpsError> {
     let items = match value {
         Value::Null => return Ok(Vec::new()),
         Value::Array(items) => items,
         other => {
-            let hint = if looks_like_ops(&other) {
-                " (a single operation must still be written as a list: `- op: ...` or `[{...}]`)"
-            } else {
-                ""
-            };
-            return Err(format!(
-                "expected a list of operations, got {}{hint}",
-                kind_of(&other)
-            ));
+            return Err(OpsError::NotAList {
+                kind: kind_of(&other),
+                single_operation: looks_like_ops(&other),
+            });
         }
     };
     items
@@ -169,17 +168,18 @@ fn ops_from_value(value: Value) -> Result<Vec<Operation>, String> {
                     .collect();
                 Ok(Operation::from_fields(&fields))
             }
-            other => Err(format!(
-                "operation {index}: expected a map, got {}",
-                kind_of(other)
-            )),
+            other => Err(OpsError::NotAMap {
+                index,
+                kind: kind_of(other),
+            }),
         })
         .collect()
 }
 
 /// Operations from JSON text, each value kept as written.
-fn ops_from_json(text: &str) -> Result<Vec<Operation>, String> {
-    let items: Vec<Box<RawValue>> = serde_json::from_str(text).map_err(|e| e.to_string())?;
+fn ops_from_json(text: &str) -> Result<Vec<Operation>, OpsError> {
+    let items: Vec<Box<RawValue>> =
+        serde_json::from_str(text).map_err(|e| OpsError::Document(DocumentError::Json(e)))?;
     items
         .iter()
         .enumerate()
@@ -188,8 +188,8 @@ fn ops_from_json(text: &str) -> Result<Vec<Operation>, String> {
             match raw.as_bytes().first() {
                 Some(b'n') => Ok(Operation::from_fields(&BTreeMap::new())),
                 Some(b'{') => {
-                    let map: BTreeMap<String, Option<Box<RawValue>>> =
-                        serde_json::from_str(raw).map_err(|e| format!("operation {index}: {e}"))?;
+                    let map: BTreeMap<String, Option<Box<RawValue>>> = serde_json::from_str(raw)
+                        .map_err(|source| OpsError::Fields { index, source })?;
                     let fields = map
                         .iter()
                         .map(|(k, v)| (k.clone(), v.as_deref().map(Field::Raw)))
@@ -198,10 +198,10 @@ fn ops_from_json(text: &str) -> Result<Vec<Operation>, String> {
                 }
                 _ => {
                     let value: Value = serde_json::from_str(raw).unwrap_or(Value::Null);
-                    Err(format!(
-                        "operation {index}: expected a map, got {}",
-                        kind_of(&value)
-                    ))
+                    Err(OpsError::NotAMap {
+                        index,
+                        kind: kind_of(&value),
+                    })
                 }
             }
         })
@@ -232,10 +232,9 @@ impl Field<'_> {
         match value {
             Value::Null => None,
             Value::String(s) => Some(Ok(s)),
-            other => Some(Err(format!(
-                "json: cannot unmarshal {} into Go value of type string",
-                go_type_name(&other)
-            ))),
+            other => Some(Err(FieldError::NotAString {
+                go_type: go_type_name(&other),
+            })),
         }
     }
 }
@@ -247,10 +246,8 @@ impl Operation {
             Some(Ok(kind)) => kind,
             _ => "unknown".to_string(),
         };
-        let path = string("path")
-            .unwrap_or_else(|| Err("operation missing path field: missing value".to_string()));
-        let from = string("from")
-            .unwrap_or_else(|| Err("operation, missing from field: missing value".to_string()));
+        let path = string("path").unwrap_or(Err(FieldError::MissingPath));
+        let from = string("from").unwrap_or(Err(FieldError::MissingFrom));
         let value = fields
             .get("value")
             .map(|f| f.as_ref().map_or(Node::Null, Field::node));
@@ -293,43 +290,23 @@ fn decode_token(token: &str) -> String {
     out
 }
 
-/// `s` quoted as Go's `strconv.Quote` quotes it (enough for its error messages).
-fn go_quote(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 /// An array index as Go's `strconv.Atoi` reads it: an optional sign and decimal digits.
-fn atoi(key: &str) -> Result<i64, String> {
+fn atoi(key: &str) -> Result<i64, AtoiError> {
     let digits = key.strip_prefix(['+', '-']).unwrap_or(key);
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(format!(
-            "strconv.Atoi: parsing {}: invalid syntax",
-            go_quote(key)
-        ));
+        return Err(AtoiError::Syntax {
+            key: key.to_string(),
+        });
     }
-    key.trim_start_matches('+').parse().map_err(|_| {
-        format!(
-            "strconv.Atoi: parsing {}: value out of range",
-            go_quote(key)
-        )
-    })
+    key.trim_start_matches('+')
+        .parse()
+        .map_err(|_| AtoiError::Range {
+            key: key.to_string(),
+        })
 }
 
-fn invalid_index(index: i64) -> String {
-    format!("Unable to access invalid index: {index}: invalid index referenced")
+fn invalid_index(index: i64) -> AccessError {
+    AccessError::InvalidIndex { index }
 }
 
 /// Resolves a possibly negative index against `len` elements (`len` is one more than the
@@ -341,19 +318,19 @@ fn resolve_index(index: i64, len: usize) -> Option<usize> {
 }
 
 /// The position of the existing element `key` of an array of `len` elements.
-fn array_index(key: &str, len: usize) -> Result<usize, String> {
+fn array_index(key: &str, len: usize) -> Result<usize, AccessError> {
     let index = atoi(key)?;
     resolve_index(index, len).ok_or_else(|| invalid_index(index))
 }
 
 /// The element `key` of an array, as the library reads it.
-fn array_get<'a>(items: &'a [Node], key: &str) -> Result<&'a Node, String> {
+fn array_get<'a>(items: &'a [Node], key: &str) -> Result<&'a Node, AccessError> {
     let at = array_index(key, items.len())?;
     items.get(at).ok_or_else(|| invalid_index(at as i64))
 }
 
 /// The member or element `key` of a container; a missing member is null.
-fn container_get<'a>(container: &'a Node, key: &str) -> Result<&'a Node, String> {
+fn container_get<'a>(container: &'a Node, key: &str) -> Result<&'a Node, AccessError> {
     match container {
         Node::Object(map) => Ok(map.get(key).unwrap_or(&Node::Null)),
         Node::Array(items) => array_get(items, key),
@@ -363,7 +340,7 @@ fn container_get<'a>(container: &'a Node, key: &str) -> Result<&'a Node, String>
 
 /// Adds `value` at `key`: an object member is set; an array gets an element inserted (`-`
 /// appends, negative indices count from the end of the longer array).
-fn container_add(container: &mut Node, key: &str, value: Node) -> Result<(), String> {
+fn container_add(container: &mut Node, key: &str, value: Node) -> Result<(), AccessError> {
     match container {
         Node::Object(map) => {
             map.insert(key.to_string(), value);
@@ -374,8 +351,10 @@ fn container_add(container: &mut Node, key: &str, value: Node) -> Result<(), Str
                 items.push(value);
                 return Ok(());
             }
-            let index = atoi(key)
-                .map_err(|e| format!("value was not a proper array index: '{key}': {e}"))?;
+            let index = atoi(key).map_err(|source| AccessError::NotAnIndex {
+                key: key.to_string(),
+                source,
+            })?;
             let at = resolve_index(index, items.len() + 1).ok_or_else(|| invalid_index(index))?;
             items.insert(at, value);
             Ok(())
@@ -385,11 +364,11 @@ fn container_add(container: &mut Node, key: &str, value: Node) -> Result<(), Str
 }
 
 /// Removes and returns the member or element `key`.
-fn container_remove(container: &mut Node, key: &str) -> Result<Node, String> {
+fn container_remove(container: &mut Node, key: &str) -> Result<Node, AccessError> {
     match container {
-        Node::Object(map) => map
-            .remove(key)
-            .ok_or_else(|| format!("Unable to remove nonexistent key: {key}: missing value")),
+        Node::Object(map) => map.remove(key).ok_or_else(|| AccessError::NonexistentKey {
+            key: key.to_string(),
+        }),
         Node::Array(items) => {
             let at = array_index(key, items.len())?;
             Ok(items.remove(at))
@@ -434,62 +413,73 @@ fn lookup<'a>(root: &'a mut Node, path: &str) -> Option<&'a Node> {
     container_get(container, &key).ok()
 }
 
-fn path_of(op: &Operation, name: &str, strict_message: bool) -> Result<String, String> {
-    op.path.clone().map_err(|e| {
+fn path_of(op: &Operation, name: &'static str, strict_message: bool) -> Result<String, OpError> {
+    op.path.clone().map_err(|source| {
         if strict_message {
-            format!("{name} operation failed to decode path: missing value")
+            OpError::PathMissing { op: name }
         } else {
-            format!("{name} operation failed to decode path: {e}")
+            OpError::DecodePath { op: name, source }
         }
     })
 }
 
-fn from_of(op: &Operation, name: &str) -> Result<String, String> {
+fn from_of(op: &Operation, name: &'static str) -> Result<String, OpError> {
     op.from
         .clone()
-        .map_err(|e| format!("{name} operation failed to decode from: {e}"))
+        .map_err(|source| OpError::DecodeFrom { op: name, source })
 }
 
-fn op_add(root: &mut Node, op: &Operation) -> Result<(), String> {
+fn op_add(root: &mut Node, op: &Operation) -> Result<(), OpError> {
     let path = path_of(op, "add", true)?;
-    let (container, key) = find_container(root, &path).ok_or_else(|| {
-        format!("add operation does not apply: doc is missing path: \"{path}\": missing value")
-    })?;
-    container_add(container, &key, op.value_or_null())
-        .map_err(|e| format!("error in add for path: '{path}': {e}"))
+    let Some((container, key)) = find_container(root, &path) else {
+        return Err(OpError::MissingPathQuoted { op: "add", path });
+    };
+    container_add(container, &key, op.value_or_null()).map_err(|source| OpError::AtPath {
+        op: "add",
+        path,
+        source,
+    })
 }
 
-fn op_remove(root: &mut Node, op: &Operation) -> Result<(), String> {
+fn op_remove(root: &mut Node, op: &Operation) -> Result<(), OpError> {
     let path = path_of(op, "remove", true)?;
-    let (container, key) = find_container(root, &path).ok_or_else(|| {
-        format!("remove operation does not apply: doc is missing path: \"{path}\": missing value")
-    })?;
+    let Some((container, key)) = find_container(root, &path) else {
+        return Err(OpError::MissingPathQuoted { op: "remove", path });
+    };
     container_remove(container, &key)
         .map(|_| ())
-        .map_err(|e| format!("error in remove for path: '{path}': {e}"))
+        .map_err(|source| OpError::AtPath {
+            op: "remove",
+            path,
+            source,
+        })
 }
 
-fn op_replace(root: &mut Node, op: &Operation) -> Result<(), String> {
+fn op_replace(root: &mut Node, op: &Operation) -> Result<(), OpError> {
     let path = path_of(op, "replace", false)?;
     if path.is_empty() {
         let value = op.value_or_null();
         if !value.is_container() {
-            return Err("replace operation value must be object or array: %!w(<nil>)".to_string());
+            return Err(OpError::ReplaceRootWithScalar);
         }
         *root = value;
         return Ok(());
     }
-    let (container, key) = find_container(root, &path).ok_or_else(|| {
-        format!("replace operation does not apply: doc is missing path: {path}: missing value")
-    })?;
+    let Some((container, key)) = find_container(root, &path) else {
+        return Err(OpError::MissingPath {
+            op: "replace",
+            path,
+        });
+    };
     match container {
         Node::Array(items) => {
             let at = array_index(&key, items.len()).ok();
-            let slot = at.and_then(|i| items.get_mut(i)).ok_or_else(|| {
-                format!(
-                    "replace operation does not apply: doc is missing key: {path}: missing value"
-                )
-            })?;
+            let Some(slot) = at.and_then(|i| items.get_mut(i)) else {
+                return Err(OpError::MissingKey {
+                    op: "replace",
+                    path,
+                });
+            };
             *slot = op.value_or_null();
         }
         Node::Object(map) => {
@@ -500,66 +490,85 @@ fn op_replace(root: &mut Node, op: &Operation) -> Result<(), String> {
     Ok(())
 }
 
-fn op_move(root: &mut Node, op: &Operation) -> Result<(), String> {
+fn op_move(root: &mut Node, op: &Operation) -> Result<(), OpError> {
     let from = from_of(op, "move")?;
-    let (container, key) = find_container(root, &from).ok_or_else(|| {
-        format!("move operation does not apply: doc is missing from path: {from}: missing value")
+    let Some((container, key)) = find_container(root, &from) else {
+        return Err(OpError::MissingFrom { op: "move", from });
+    };
+    let value = container_remove(container, &key).map_err(|source| OpError::AtPath {
+        op: "move",
+        path: key.clone(),
+        source,
     })?;
-    let value = container_remove(container, &key)
-        .map_err(|e| format!("error in move for path: '{key}': {e}"))?;
     let path = path_of(op, "move", false)?;
-    let (container, key) = find_container(root, &path).ok_or_else(|| {
-        format!(
-            "move operation does not apply: doc is missing destination path: {path}: missing value"
-        )
-    })?;
-    container_add(container, &key, value)
-        .map_err(|e| format!("error in move for path: '{path}': {e}"))
+    let Some((container, key)) = find_container(root, &path) else {
+        return Err(OpError::MissingDestination { op: "move", path });
+    };
+    container_add(container, &key, value).map_err(|source| OpError::AtPath {
+        op: "move",
+        path,
+        source,
+    })
 }
 
-fn op_test(root: &mut Node, op: &Operation) -> Result<(), String> {
+fn op_test(root: &mut Node, op: &Operation) -> Result<(), OpError> {
     let path = path_of(op, "test", false)?;
-    let failed = || format!("testing value {path} failed: test failed");
     if path.is_empty() {
         return if op.value.as_ref().is_some_and(|v| same(root, v)) {
             Ok(())
         } else {
-            Err(failed())
+            Err(OpError::TestFailed { path })
         };
     }
-    let (container, key) = find_container(root, &path).ok_or_else(|| {
-        format!("test operation does not apply: is missing path: {path}: missing value")
-    })?;
-    let found = container_get(container, &key)
-        .map_err(|e| format!("error in test for path: '{path}': {e}"))?;
+    let Some((container, key)) = find_container(root, &path) else {
+        return Err(OpError::TestMissingPath { op: "test", path });
+    };
+    let found = match container_get(container, &key) {
+        Ok(found) => found,
+        Err(source) => {
+            return Err(OpError::AtPath {
+                op: "test",
+                path,
+                source,
+            });
+        }
+    };
     let passed = match (found, &op.value) {
         (Node::Null, None | Some(Node::Null)) => true,
         (_, None) => false,
         (found, Some(expected)) => same(found, expected),
     };
-    if passed { Ok(()) } else { Err(failed()) }
+    if passed {
+        Ok(())
+    } else {
+        Err(OpError::TestFailed { path })
+    }
 }
 
-fn op_copy(root: &mut Node, op: &Operation) -> Result<(), String> {
+fn op_copy(root: &mut Node, op: &Operation) -> Result<(), OpError> {
     let from = from_of(op, "copy")?;
-    let (container, key) = find_container(root, &from).ok_or_else(|| {
-        format!("copy operation does not apply: doc is missing from path: {from}: missing value")
-    })?;
-    let value = container_get(container, &key)
-        .map_err(|e| format!("error in copy for from: '{from}': {e}"))?
-        .deep_copy();
+    let Some((container, key)) = find_container(root, &from) else {
+        return Err(OpError::MissingFrom { op: "copy", from });
+    };
+    let value = match container_get(container, &key) {
+        Ok(value) => value.deep_copy(),
+        Err(source) => {
+            return Err(OpError::AtFrom {
+                op: "copy",
+                from,
+                source,
+            });
+        }
+    };
     let path = path_of(op, "copy", true)?;
-    let (container, key) = find_container(root, &path).ok_or_else(|| {
-        format!(
-            "copy operation does not apply: doc is missing destination path: {path}: missing value"
-        )
-    })?;
-    container_add(container, &key, value)
-        .map_err(|e| format!("error while adding value during copy: {e}"))
+    let Some((container, key)) = find_container(root, &path) else {
+        return Err(OpError::MissingDestination { op: "copy", path });
+    };
+    container_add(container, &key, value).map_err(|source| OpError::CopyAdd { source })
 }
 
 /// Applies one operation to the document `root`.
-fn apply_op(root: &mut Node, op: &Operation) -> Result<(), String> {
+fn apply_op(root: &mut Node, op: &Operation) -> Result<(), OpError> {
     match op.kind.as_str() {
         "add" => op_add(root, op),
         "remove" => op_remove(root, op),
@@ -567,7 +576,9 @@ fn apply_op(root: &mut Node, op: &Operation) -> Result<(), String> {
         "move" => op_move(root, op),
         "test" => op_test(root, op),
         "copy" => op_copy(root, op),
-        other => Err(format!("Unexpected kind: {other}")),
+        other => Err(OpError::UnknownKind {
+            kind: other.to_string(),
+        }),
     }
 }
 
@@ -584,7 +595,7 @@ fn check_growth(
     index: usize,
     size: &mut usize,
     budget: usize,
-) -> Result<(), String> {
+) -> Result<(), ApplyError> {
     let Ok(path) = &op.path else {
         return Ok(());
     };
@@ -609,19 +620,19 @@ fn check_growth(
         return Ok(());
     };
     if pointer_depth(path) + depth > goyaml::MAX_DEPTH {
-        return Err(format!(
-            "operation {index} ({}): the document would nest more than {} levels deep",
-            op.kind,
-            goyaml::MAX_DEPTH
-        ));
+        return Err(ApplyError::TooDeep {
+            index,
+            op: op.kind.clone(),
+            max_depth: goyaml::MAX_DEPTH,
+        });
     }
     *size = size.saturating_add(bytes);
     if *size > budget {
-        return Err(format!(
-            "operation {index} ({}): the patched document would exceed {} MiB",
-            op.kind,
-            budget >> 20
-        ));
+        return Err(ApplyError::TooLarge {
+            index,
+            op: op.kind.clone(),
+            mib: budget >> 20,
+        });
     }
     Ok(())
 }
@@ -635,9 +646,9 @@ pub fn apply_ops(
     ops: &[Operation],
     file: &str,
 ) -> Result<usize, Json6902Error> {
-    let fail = |message: String| Json6902Error::Apply {
+    let fail = |source: ApplyError| Json6902Error::Apply {
         patch: file.to_string(),
-        message,
+        source: Box::new(source),
     };
     let mut doc = Node::from_doc(Value::Object(target.clone()));
     let (mut size, _) = doc.extent();
@@ -646,25 +657,22 @@ pub fn apply_ops(
     let budget = MIN_PATCHED_BYTES.max(size.saturating_mul(2));
     for (index, op) in ops.iter().enumerate() {
         check_growth(&mut doc, op, index, &mut size, budget)
-            .and_then(|()| apply_op(&mut doc, op).map_err(|e| format!("operation {index}: {e}")))
+            .and_then(|()| {
+                apply_op(&mut doc, op).map_err(|source| ApplyError::Operation { index, source })
+            })
             .map_err(fail)?;
     }
     if matches!(doc, Node::Array(_) | Node::Doc(Value::Array(_))) {
-        return Err(fail(
-            "json: cannot unmarshal array into Go value of type map[string]interface {}"
-                .to_string(),
-        ));
+        return Err(fail(ApplyError::ArrayDocument));
     }
-    match doc.into_value().map_err(fail)? {
+    match doc.into_value().map_err(|e| fail(e.into()))? {
         Value::Object(map) => {
             // Go's json.Marshal writes map keys sorted: expanded maps are, the others are
             // sorted when the build's output is.
             *target = map;
             Ok(size.saturating_sub(initial))
         }
-        _ => Err(fail(
-            "the patched document is no longer an object".to_string(),
-        )),
+        _ => Err(fail(ApplyError::NotAnObject)),
     }
 }
 
@@ -675,9 +683,9 @@ pub fn apply_json6902(
     ops_text: &str,
     file: &str,
 ) -> Result<(), Json6902Error> {
-    let ops = parse_ops(ops_text).map_err(|message| Json6902Error::Parse {
+    let ops = parse_ops(ops_text).map_err(|source| Json6902Error::Parse {
         patch: file.to_string(),
-        message,
+        source,
     })?;
     apply_ops(target, &ops, file).map(|_| ())
 }

@@ -37,12 +37,12 @@ pub enum PatchError {
         message: String,
     },
     /// The patch text is neither a strategic merge patch nor a JSON patch.
-    #[error("unable to parse SM or JSON patch from {patch}: {message}")]
+    #[error("unable to parse SM or JSON patch from {patch}: {source}")]
     Parse {
         /// The patch.
         patch: String,
-        /// The parser's message.
-        message: String,
+        /// Why.
+        source: ParseError,
     },
     /// The patch has no content.
     #[error("patch appears to be empty; {patch}")]
@@ -79,12 +79,12 @@ pub enum PatchError {
         source: SmpError,
     },
     /// A JSON patch failed.
-    #[error("applying JSON 6902 patch {patch}: {message}")]
+    #[error("applying JSON 6902 patch {patch}: {source}")]
     Json6902 {
         /// The patch (and target, when known).
         patch: String,
         /// The failing operation and path.
-        message: String,
+        source: Box<json6902::ApplyError>,
     },
     /// Applying the patch to all its targets would copy too much.
     #[error(transparent)]
@@ -108,14 +108,55 @@ pub enum PatchError {
 impl From<json6902::Json6902Error> for PatchError {
     fn from(error: json6902::Json6902Error) -> Self {
         match error {
-            json6902::Json6902Error::Parse { patch, message } => {
-                PatchError::Parse { patch, message }
-            }
-            json6902::Json6902Error::Apply { patch, message } => {
-                PatchError::Json6902 { patch, message }
+            json6902::Json6902Error::Parse { patch, source } => PatchError::Parse {
+                patch,
+                source: source.into(),
+            },
+            json6902::Json6902Error::Apply { patch, source } => {
+                PatchError::Json6902 { patch, source }
             }
         }
     }
+}
+
+/// Why a patch's text is neither a strategic merge patch nor a JSON patch.
+#[derive(Debug, thiserror::Error)]
+pub enum ParseError {
+    /// It is not a strategic merge patch.
+    #[error(transparent)]
+    Smp(#[from] SmpDocError),
+    /// It is not a list of JSON patch operations.
+    #[error(transparent)]
+    Ops(#[from] json6902::OpsError),
+    /// It is empty, so no JSON patch.
+    #[error("empty json patch operations")]
+    EmptyOps,
+}
+
+/// Why a patch's text is not a strategic merge patch.
+#[derive(Debug, thiserror::Error)]
+pub enum SmpDocError {
+    /// The text is not YAML.
+    #[error(transparent)]
+    Yaml(#[from] goyaml::YamlError),
+    /// A document is not a map.
+    #[error("a strategic merge patch must be a map")]
+    NotAMap,
+    /// A document names no kind.
+    #[error("strategic merge patch document {index}: missing kind")]
+    MissingKind {
+        /// The document's index.
+        index: usize,
+    },
+    /// A document (not a list) names no object.
+    #[error("strategic merge patch document {index}: missing metadata.name")]
+    MissingName {
+        /// The document's index.
+        index: usize,
+    },
+    /// An item of a `*List` document is not a map.
+    #[error("a list item must be a map")]
+    ListItemNotAMap,
 }
 
 /// `options` of a patch.
@@ -136,8 +177,8 @@ enum Loaded {
 
 /// Parses strategic merge patch documents: every document must be a map with a `kind` and
 /// (unless it is a `*List`) a `metadata.name`, as kustomize reads patches as resources.
-fn parse_smp(text: &str) -> Result<Vec<serde_json::Map<String, Value>>, String> {
-    let docs = goyaml::parse_documents(text).map_err(|e| e.to_string())?;
+fn parse_smp(text: &str) -> Result<Vec<serde_json::Map<String, Value>>, SmpDocError> {
+    let docs = goyaml::parse_documents(text)?;
     docs.into_iter()
         .enumerate()
         .map(|(index, doc)| match doc {
@@ -145,7 +186,7 @@ fn parse_smp(text: &str) -> Result<Vec<serde_json::Map<String, Value>>, String> 
                 check_smp_metadata(&map, index)?;
                 expand_list(map)
             }
-            _ => Err("a strategic merge patch must be a map".to_string()),
+            _ => Err(SmpDocError::NotAMap),
         })
         .collect::<Result<Vec<_>, _>>()
         .map(|nested| nested.into_iter().flatten().collect())
@@ -153,12 +194,13 @@ fn parse_smp(text: &str) -> Result<Vec<serde_json::Map<String, Value>>, String> 
 
 /// A strategic merge patch names its target's kind and name (kustomize's
 /// `GetValidatedMetadata`).
-fn check_smp_metadata(map: &serde_json::Map<String, Value>, index: usize) -> Result<(), String> {
+fn check_smp_metadata(
+    map: &serde_json::Map<String, Value>,
+    index: usize,
+) -> Result<(), SmpDocError> {
     let kind = map.get("kind").and_then(Value::as_str).unwrap_or("");
     if kind.is_empty() {
-        return Err(format!(
-            "strategic merge patch document {index}: missing kind"
-        ));
+        return Err(SmpDocError::MissingKind { index });
     }
     let name = map
         .get("metadata")
@@ -166,9 +208,7 @@ fn check_smp_metadata(map: &serde_json::Map<String, Value>, index: usize) -> Res
         .and_then(Value::as_str)
         .unwrap_or("");
     if name.is_empty() && !kind.ends_with("List") {
-        return Err(format!(
-            "strategic merge patch document {index}: missing metadata.name"
-        ));
+        return Err(SmpDocError::MissingName { index });
     }
     Ok(())
 }
@@ -176,7 +216,7 @@ fn check_smp_metadata(map: &serde_json::Map<String, Value>, index: usize) -> Res
 /// A `*List` document with `items` stands for its items.
 fn expand_list(
     map: serde_json::Map<String, Value>,
-) -> Result<Vec<serde_json::Map<String, Value>>, String> {
+) -> Result<Vec<serde_json::Map<String, Value>>, SmpDocError> {
     let is_list = map
         .get("kind")
         .and_then(Value::as_str)
@@ -187,7 +227,7 @@ fn expand_list(
             .map(|item| {
                 item.as_object()
                     .cloned()
-                    .ok_or_else(|| "a list item must be a map".to_string())
+                    .ok_or(SmpDocError::ListItemNotAMap)
             })
             .collect(),
         _ => Ok(vec![map]),
@@ -198,9 +238,9 @@ fn expand_list(
 fn classify(text: &str, source: &str) -> Result<Loaded, PatchError> {
     let smp = parse_smp(text);
     let json = if text.is_empty() {
-        Err("empty json patch operations".to_string())
+        Err(ParseError::EmptyOps)
     } else {
-        json6902::parse_ops(text)
+        json6902::parse_ops(text).map_err(ParseError::from)
     };
     match (smp, json) {
         (Ok(docs), Ok(ops)) if !docs.is_empty() && !ops.is_empty() => Err(PatchError::Config {
@@ -217,7 +257,7 @@ fn classify(text: &str, source: &str) -> Result<Loaded, PatchError> {
                 .unwrap_or(false);
             Err(PatchError::Parse {
                 patch: source.to_string(),
-                message: if ops_like { json } else { smp },
+                source: if ops_like { json } else { smp.into() },
             })
         }
     }
@@ -580,9 +620,9 @@ fn load_smp_entries(
             Err(_) => {
                 let source = describe_source(entry);
                 let text = read_patch(loader, dir, entry)?;
-                let docs = parse_smp(&text).map_err(|message| PatchError::Parse {
+                let docs = parse_smp(&text).map_err(|e| PatchError::Parse {
                     patch: source.clone(),
-                    message,
+                    source: e.into(),
                 })?;
                 (source, docs)
             }
@@ -662,9 +702,9 @@ fn configure_json6902(
     if text.is_empty() {
         return Err(PatchError::Empty { patch: source });
     }
-    let ops = json6902::parse_ops(&text).map_err(|message| PatchError::Parse {
+    let ops = json6902::parse_ops(&text).map_err(|e| PatchError::Parse {
         patch: source.clone(),
-        message,
+        source: e.into(),
     })?;
     if ops.is_empty() {
         return Err(PatchError::Empty { patch: source });
@@ -759,9 +799,9 @@ pub fn apply_builtin_patch_transformer(
             }
             let mut patches = load_smp_entries(&paths, loader, dir)?;
             if !inline.is_empty() {
-                let docs = parse_smp(inline).map_err(|message| PatchError::Parse {
+                let docs = parse_smp(inline).map_err(|e| PatchError::Parse {
                     patch: describe_source(""),
-                    message,
+                    source: e.into(),
                 })?;
                 patches.extend(docs.into_iter().map(|d| (describe_source(""), d)));
             }

@@ -13,24 +13,24 @@ use super::resource::{ResMap, Resource};
 #[derive(Debug, thiserror::Error)]
 pub enum SelectorError {
     /// A field is not a valid regular expression.
-    #[error("invalid {field} regex {pattern:?} in target selector: {message}")]
+    #[error("invalid {field} regex {pattern:?} in target selector: {}", .source.reason)]
     Regex {
         /// `group`, `version`, `kind`, `name` or `namespace`.
         field: &'static str,
         /// The pattern.
         pattern: String,
-        /// The regex compiler's message.
-        message: String,
+        /// The regex compiler's error.
+        source: Box<crate::goregex::GoRegexError>,
     },
     /// A label or annotation selector that does not parse.
-    #[error("invalid {field} {selector:?}: {message}")]
+    #[error("invalid {field} {selector:?}: {source}")]
     Label {
         /// `labelSelector` or `annotationSelector`.
         field: &'static str,
         /// The selector text.
         selector: String,
         /// What is wrong.
-        message: String,
+        source: Box<labelselector::ParseError>,
     },
 }
 
@@ -54,10 +54,10 @@ pub(crate) fn anchored(field: &'static str, pattern: &str) -> Result<Option<Rege
     }
     crate::goregex::compile_anchored(pattern)
         .map(Some)
-        .map_err(|e| SelectorError::Regex {
+        .map_err(|source| SelectorError::Regex {
             field,
             pattern: pattern.to_string(),
-            message: e.reason,
+            source: Box::new(source),
         })
 }
 
@@ -74,20 +74,22 @@ impl CompiledSelector {
             kind: anchored("kind", &selector.kind)?,
             name: anchored("name", &selector.name)?,
             namespace: anchored("namespace", &selector.namespace)?,
-            labels: parse_label_selector(&selector.label_selector).map_err(|message| {
+            // apimachinery's `labels.Parse` grammar, as kustomize parses them; an empty
+            // selector selects everything.
+            labels: LabelSelector::parse(&selector.label_selector).map_err(|source| {
                 SelectorError::Label {
                     field: "labelSelector",
                     selector: selector.label_selector.clone(),
-                    message,
+                    source: Box::new(source),
                 }
             })?,
-            annotations: parse_label_selector(&selector.annotation_selector).map_err(
-                |message| SelectorError::Label {
+            annotations: LabelSelector::parse(&selector.annotation_selector).map_err(|source| {
+                SelectorError::Label {
                     field: "annotationSelector",
                     selector: selector.annotation_selector.clone(),
-                    message,
-                },
-            )?,
+                    source: Box::new(source),
+                }
+            })?,
         })
     }
 
@@ -125,12 +127,6 @@ pub fn select(resmap: &ResMap, selector: &Selector) -> Result<Vec<usize>, Select
         .filter(|(_, r)| compiled.matches(r))
         .map(|(i, _)| i)
         .collect())
-}
-
-/// Parses a label or annotation selector with apimachinery's `labels.Parse` grammar, as
-/// kustomize does; an empty one selects everything.
-fn parse_label_selector(text: &str) -> Result<LabelSelector, String> {
-    LabelSelector::parse(text).map_err(|e| e.to_string())
 }
 
 /// Whether the pairs meet every requirement of `selector`.

@@ -178,15 +178,22 @@ fn parse_directive(value: &Value) -> Option<Directive> {
     }
 }
 
+/// A `$patch` value that is not a directive: its text.
+struct UnknownDirective(String);
+
 /// The directive of a patch map, and the map without it. An unknown directive is an
-/// error, reported only where kustomize reports it (`Err` carries the value).
-fn map_directive(patch: &Map<String, Value>) -> Result<(Directive, Map<String, Value>), String> {
+/// error, reported only where kustomize reports it.
+fn map_directive(
+    patch: &Map<String, Value>,
+) -> Result<(Directive, Map<String, Value>), UnknownDirective> {
     let Some(raw) = patch.get(DIRECTIVE) else {
         return Ok((Directive::Merge, patch.clone()));
     };
-    let directive = parse_directive(raw).ok_or_else(|| match raw {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
+    let directive = parse_directive(raw).ok_or_else(|| {
+        UnknownDirective(match raw {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
     })?;
     let mut rest = patch.clone();
     rest.shift_remove(DIRECTIVE);
@@ -241,7 +248,7 @@ fn walk_map(
         return Ok(Outcome::Clear);
     };
     let (directive, rest) =
-        map_directive(patch_map).map_err(|value| SmpError::UnknownDirective {
+        map_directive(patch_map).map_err(|UnknownDirective(value)| SmpError::UnknownDirective {
             path: dotted(path),
             value,
         })?;

@@ -24,47 +24,43 @@ struct Requirement {
 }
 
 impl Requirement {
-    fn new(key: String, operator: Operator, values: Vec<String>) -> Result<Requirement, String> {
-        if let Some(error) = label_key_error(&key) {
-            return Err(format!("key: Invalid value: {key:?}: {error}"));
+    fn new(
+        key: String,
+        operator: Operator,
+        values: Vec<String>,
+    ) -> Result<Requirement, RequirementError> {
+        if let Some(reason) = label_key_error(&key) {
+            return Err(RequirementError::Key { key, reason });
         }
         match operator {
             Operator::In | Operator::NotIn if values.is_empty() => {
-                return Err(
-                    "values: for 'in', 'notin' operators, values set can't be empty".into(),
-                );
+                return Err(RequirementError::EmptyValueSet);
             }
             Operator::Equals | Operator::DoubleEquals | Operator::NotEquals
                 if values.len() != 1 =>
             {
-                return Err("values: exact-match compatibility requires one single value".into());
+                return Err(RequirementError::NotOneValue);
             }
             Operator::Exists | Operator::DoesNotExist if !values.is_empty() => {
-                return Err(
-                    "values: values set must be empty for exists and does not exist".into(),
-                );
+                return Err(RequirementError::ValuesForExists);
             }
             Operator::GreaterThan | Operator::LessThan => {
                 if values.len() != 1 {
-                    return Err(
-                        "values: for 'Gt', 'Lt' operators, exactly one value is required".into(),
-                    );
+                    return Err(RequirementError::NotOneNumber);
                 }
                 if let Some(value) = values.iter().find(|value| value.parse::<i64>().is_err()) {
-                    return Err(format!(
-                        "values: Invalid value: {value:?}: for 'Gt', 'Lt' operators, \
-                         the value must be an integer"
-                    ));
+                    return Err(RequirementError::NotAnInteger {
+                        value: value.clone(),
+                    });
                 }
             }
             _ => {}
         }
         if let Some(value) = values.iter().find(|value| !is_label_value(value)) {
-            return Err(format!(
-                "values[{key}]: Invalid value: {value:?}: a valid label must be an empty string \
-                 or consist of alphanumeric characters, '-', '_' or '.', and must start and end \
-                 with an alphanumeric character"
-            ));
+            return Err(RequirementError::Value {
+                value: value.clone(),
+                key,
+            });
         }
         Ok(Requirement {
             key,
@@ -101,17 +97,128 @@ impl Requirement {
     }
 }
 
-/// Why a selector does not parse: `labels.Parse`'s reason, such as `unable to parse
-/// requirement: found '', expected: identifier`.
+/// Why a selector does not parse, as `labels.Parse` words it (`unable to parse
+/// requirement: found '', expected: identifier`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ParseError(String);
+pub enum ParseError {
+    /// A requirement is malformed.
+    #[error("unable to parse requirement: {0}")]
+    Requirement(#[source] RequirementError),
+    /// An unexpected token between requirements.
+    #[error(transparent)]
+    Syntax(#[from] SyntaxError),
+}
 
-impl ParseError {
-    /// The reason, as `labels.Parse` words it.
-    pub fn reason(&self) -> &str {
-        &self.0
-    }
+/// Why a requirement (`key op values`) is malformed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RequirementError {
+    /// An unexpected token.
+    #[error(transparent)]
+    Syntax(#[from] SyntaxError),
+    /// The key, as read, is not a label key.
+    #[error("Invalid value: {key:?}: {reason}")]
+    InvalidKey {
+        /// The key.
+        key: String,
+        /// Why, as apimachinery's validation says.
+        reason: String,
+    },
+    /// The requirement's key is not a label key.
+    #[error("key: Invalid value: {key:?}: {reason}")]
+    Key {
+        /// The key.
+        key: String,
+        /// Why, as apimachinery's validation says.
+        reason: String,
+    },
+    /// `in` or `notin` with no values.
+    #[error("values: for 'in', 'notin' operators, values set can't be empty")]
+    EmptyValueSet,
+    /// `=`, `==` or `!=` with other than one value.
+    #[error("values: exact-match compatibility requires one single value")]
+    NotOneValue,
+    /// An existence test with values.
+    #[error("values: values set must be empty for exists and does not exist")]
+    ValuesForExists,
+    /// `gt` or `lt` with other than one value.
+    #[error("values: for 'Gt', 'Lt' operators, exactly one value is required")]
+    NotOneNumber,
+    /// `gt` or `lt` with a value that is not an integer.
+    #[error(
+        "values: Invalid value: {value:?}: for 'Gt', 'Lt' operators, the value must be an integer"
+    )]
+    NotAnInteger {
+        /// The value.
+        value: String,
+    },
+    /// A value that is not a label value.
+    #[error(
+        "values[{key}]: Invalid value: {value:?}: a valid label must be an empty string or \
+         consist of alphanumeric characters, '-', '_' or '.', and must start and end with an \
+         alphanumeric character"
+    )]
+    Value {
+        /// The requirement's key.
+        key: String,
+        /// The value.
+        value: String,
+    },
+}
+
+/// A token where the grammar wants another.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SyntaxError {
+    /// Another token than expected.
+    #[error("found '{found}', expected: {expected}")]
+    Unexpected {
+        /// The token's text.
+        found: String,
+        /// What was expected.
+        expected: Expected,
+    },
+    /// A value set that does not start with `(` (worded without the comma, as in Go).
+    #[error("found '{found}' expected: '('")]
+    NoOpenParen {
+        /// The token's text.
+        found: String,
+    },
+}
+
+/// What the grammar expected where a token did not fit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Expected {
+    /// A key after a comma.
+    #[error("identifier after ','")]
+    IdentifierAfterComma,
+    /// The end of a requirement.
+    #[error("',' or 'end of string'")]
+    CommaOrEnd,
+    /// The start of a requirement.
+    #[error("!, identifier, or 'end of string'")]
+    RequirementStart,
+    /// A key or value.
+    #[error("identifier")]
+    Identifier,
+    /// An operator.
+    #[error("in, notin, =, ==, !=, gt, lt")]
+    Operator,
+    /// The end of a value set.
+    #[error("')'")]
+    CloseParen,
+    /// The start of a value set's contents.
+    #[error("',', ')' or identifier")]
+    ValueSetStart,
+    /// What follows a value in a set.
+    #[error("',' or ')'")]
+    CommaOrCloseParen,
+    /// A value in a set.
+    #[error("',', or identifier")]
+    CommaOrIdentifier,
+}
+
+/// A [`SyntaxError::Unexpected`].
+fn unexpected(found: String, expected: Expected) -> SyntaxError {
+    SyntaxError::Unexpected { found, expected }
 }
 
 /// A parsed label selector: every requirement must match.
@@ -128,7 +235,7 @@ impl LabelSelector {
             items: lex_selector(expression),
             position: 0,
         };
-        let mut requirements = parser.parse().map_err(ParseError)?;
+        let mut requirements = parser.parse()?;
         requirements.sort_by(|a, b| a.key.cmp(&b.key));
         Ok(LabelSelector { requirements })
     }
@@ -296,15 +403,13 @@ impl SelectorParser {
         item
     }
 
-    fn parse(&mut self) -> Result<Vec<Requirement>, String> {
+    fn parse(&mut self) -> Result<Vec<Requirement>, ParseError> {
         let mut requirements = Vec::new();
         loop {
             let (token, literal) = self.lookahead(Context::Values);
             match token {
                 Token::Identifier | Token::DoesNotExist => {
-                    let requirement = self
-                        .requirement()
-                        .map_err(|error| format!("unable to parse requirement: {error}"))?;
+                    let requirement = self.requirement().map_err(ParseError::Requirement)?;
                     requirements.push(requirement);
                     let (token, literal) = self.consume(Context::Values);
                     match token {
@@ -312,29 +417,25 @@ impl SelectorParser {
                         Token::Comma => {
                             let (next, literal) = self.lookahead(Context::Values);
                             if next != Token::Identifier && next != Token::DoesNotExist {
-                                return Err(format!(
-                                    "found '{literal}', expected: identifier after ','"
-                                ));
+                                return Err(
+                                    unexpected(literal, Expected::IdentifierAfterComma).into()
+                                );
                             }
                         }
                         _ => {
-                            return Err(format!(
-                                "found '{literal}', expected: ',' or 'end of string'"
-                            ));
+                            return Err(unexpected(literal, Expected::CommaOrEnd).into());
                         }
                     }
                 }
                 Token::End => return Ok(requirements),
                 _ => {
-                    return Err(format!(
-                        "found '{literal}', expected: !, identifier, or 'end of string'"
-                    ));
+                    return Err(unexpected(literal, Expected::RequirementStart).into());
                 }
             }
         }
     }
 
-    fn requirement(&mut self) -> Result<Requirement, String> {
+    fn requirement(&mut self) -> Result<Requirement, RequirementError> {
         let (key, operator) = self.key_and_inferred_operator()?;
         if let Some(operator @ (Operator::Exists | Operator::DoesNotExist)) = operator {
             return Requirement::new(key, operator, Vec::new());
@@ -347,7 +448,9 @@ impl SelectorParser {
         Requirement::new(key, operator, values)
     }
 
-    fn key_and_inferred_operator(&mut self) -> Result<(String, Option<Operator>), String> {
+    fn key_and_inferred_operator(
+        &mut self,
+    ) -> Result<(String, Option<Operator>), RequirementError> {
         let mut operator = None;
         let (mut token, mut literal) = self.consume(Context::Values);
         if token == Token::DoesNotExist {
@@ -355,10 +458,13 @@ impl SelectorParser {
             (token, literal) = self.consume(Context::Values);
         }
         if token != Token::Identifier {
-            return Err(format!("found '{literal}', expected: identifier"));
+            return Err(unexpected(literal, Expected::Identifier).into());
         }
-        if let Some(error) = label_key_error(&literal) {
-            return Err(format!("Invalid value: {literal:?}: {error}"));
+        if let Some(reason) = label_key_error(&literal) {
+            return Err(RequirementError::InvalidKey {
+                key: literal,
+                reason,
+            });
         }
         let (next, _) = self.lookahead(Context::Values);
         if matches!(next, Token::End | Token::Comma) && operator.is_none() {
@@ -367,7 +473,7 @@ impl SelectorParser {
         Ok((literal, operator))
     }
 
-    fn operator(&mut self) -> Result<Operator, String> {
+    fn operator(&mut self) -> Result<Operator, SyntaxError> {
         let (token, literal) = self.consume(Context::KeyAndOperator);
         Ok(match token {
             Token::In => Operator::In,
@@ -378,18 +484,16 @@ impl SelectorParser {
             Token::NotIn => Operator::NotIn,
             Token::NotEquals => Operator::NotEquals,
             _ => {
-                return Err(format!(
-                    "found '{literal}', expected: in, notin, =, ==, !=, gt, lt"
-                ));
+                return Err(unexpected(literal, Expected::Operator));
             }
         })
     }
 
     /// `( value, ... )`; the values come back sorted and de-duplicated.
-    fn value_set(&mut self) -> Result<Vec<String>, String> {
+    fn value_set(&mut self) -> Result<Vec<String>, SyntaxError> {
         let (token, literal) = self.consume(Context::Values);
         if token != Token::OpenPar {
-            return Err(format!("found '{literal}' expected: '('"));
+            return Err(SyntaxError::NoOpenParen { found: literal });
         }
         let (token, literal) = self.lookahead(Context::Values);
         let values = match token {
@@ -397,7 +501,7 @@ impl SelectorParser {
                 let values = self.identifier_list()?;
                 let (token, _) = self.consume(Context::Values);
                 if token != Token::ClosedPar {
-                    return Err(format!("found '{literal}', expected: ')'"));
+                    return Err(unexpected(literal, Expected::CloseParen));
                 }
                 values
             }
@@ -406,9 +510,7 @@ impl SelectorParser {
                 vec![String::new()]
             }
             _ => {
-                return Err(format!(
-                    "found '{literal}', expected: ',', ')' or identifier"
-                ));
+                return Err(unexpected(literal, Expected::ValueSetStart));
             }
         };
         let mut values = values;
@@ -417,7 +519,7 @@ impl SelectorParser {
         Ok(values)
     }
 
-    fn identifier_list(&mut self) -> Result<Vec<String>, String> {
+    fn identifier_list(&mut self) -> Result<Vec<String>, SyntaxError> {
         let mut values: Vec<String> = Vec::new();
         loop {
             let (token, literal) = self.consume(Context::Values);
@@ -428,7 +530,7 @@ impl SelectorParser {
                     match next {
                         Token::Comma => continue,
                         Token::ClosedPar => return Ok(values),
-                        _ => return Err(format!("found '{literal}', expected: ',' or ')'")),
+                        _ => return Err(unexpected(literal, Expected::CommaOrCloseParen)),
                     }
                 }
                 Token::Comma => {
@@ -444,12 +546,12 @@ impl SelectorParser {
                         values.push(String::new());
                     }
                 }
-                _ => return Err(format!("found '{literal}', expected: ',', or identifier")),
+                _ => return Err(unexpected(literal, Expected::CommaOrIdentifier)),
             }
         }
     }
 
-    fn exact_value(&mut self) -> Result<Vec<String>, String> {
+    fn exact_value(&mut self) -> Result<Vec<String>, SyntaxError> {
         let (token, _) = self.lookahead(Context::Values);
         if matches!(token, Token::End | Token::Comma) {
             return Ok(vec![String::new()]);
@@ -458,7 +560,7 @@ impl SelectorParser {
         if token == Token::Identifier {
             Ok(vec![literal])
         } else {
-            Err(format!("found '{literal}', expected: identifier"))
+            Err(unexpected(literal, Expected::Identifier))
         }
     }
 }
@@ -614,7 +716,7 @@ mod tests {
     fn invalid_selectors_are_refused_with_apimachinery_reasons() {
         let reason = |expression: &str| match LabelSelector::parse(expression) {
             Ok(_) => panic!("{expression:?} parsed"),
-            Err(error) => error.reason().to_string(),
+            Err(error) => error.to_string(),
         };
         assert_eq!(
             reason("a in b"),
@@ -628,5 +730,30 @@ mod tests {
         assert!(reason("a/b/c").contains("a valid label key must consist of"));
         assert!(reason(&format!("{}=x", "k".repeat(64))).contains("no more than 63 characters"));
         assert!(reason(&format!("k={}", "v".repeat(64))).contains("Invalid value"));
+    }
+
+    #[test]
+    fn errors_carry_the_token_and_what_was_expected() {
+        assert_eq!(
+            LabelSelector::parse("a in b"),
+            Err(ParseError::Requirement(RequirementError::Syntax(
+                SyntaxError::NoOpenParen {
+                    found: "b".to_string()
+                }
+            )))
+        );
+        assert_eq!(
+            LabelSelector::parse("a,,b"),
+            Err(ParseError::Syntax(SyntaxError::Unexpected {
+                found: ",".to_string(),
+                expected: Expected::IdentifierAfterComma,
+            }))
+        );
+        assert_eq!(
+            LabelSelector::parse("a>b"),
+            Err(ParseError::Requirement(RequirementError::NotAnInteger {
+                value: "b".to_string()
+            }))
+        );
     }
 }

@@ -27,7 +27,7 @@ pub enum MetadataError {
     /// `version` is missing, empty or not a semantic version; sops refuses such files when
     /// it decrypts them (its words follow the field name).
     #[error("sops metadata field 'version' is invalid: {0}")]
-    Version(String),
+    Version(#[source] SemverError),
 }
 
 /// Which values of the file are encrypted (one rule at most; sops' default is the
@@ -203,40 +203,125 @@ fn check_version(version: &str) -> Result<(), MetadataError> {
     semver(version).map_err(MetadataError::Version)
 }
 
-fn semver(s: &str) -> Result<(), String> {
+/// Why a version is not a semantic version, in blang/semver's words.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum SemverError {
+    /// The version is empty.
+    #[error("Version string empty")]
+    Empty,
+    /// Fewer than three dot-separated parts.
+    #[error("No Major.Minor.Patch elements found")]
+    NoMajorMinorPatch,
+    /// A version number that is not decimal digits.
+    #[error("Invalid character(s) found in {} number {text:?}", part.lower())]
+    NumberCharacters {
+        /// Which number.
+        part: Part,
+        /// The number as written.
+        text: String,
+    },
+    /// A version number with a leading zero.
+    #[error("{} number must not contain leading zeroes {text:?}", part.capitalized())]
+    NumberLeadingZero {
+        /// Which number.
+        part: Part,
+        /// The number as written.
+        text: String,
+    },
+    /// A version number beyond 64 bits.
+    #[error("strconv.ParseUint: parsing {text:?}: invalid syntax or value out of range")]
+    NumberRange {
+        /// The number as written.
+        text: String,
+    },
+    /// An empty prerelease identifier.
+    #[error("Prerelease is empty")]
+    EmptyPrerelease,
+    /// A numeric prerelease identifier with a leading zero.
+    #[error("Numeric PreRelease version must not contain leading zeroes {text:?}")]
+    PrereleaseLeadingZero {
+        /// The identifier.
+        text: String,
+    },
+    /// A prerelease identifier with characters other than `[0-9A-Za-z-]`.
+    #[error("Invalid character(s) found in prerelease {text:?}")]
+    PrereleaseCharacters {
+        /// The identifier.
+        text: String,
+    },
+    /// An empty build metadata identifier.
+    #[error("Build meta data is empty")]
+    EmptyBuild,
+    /// A build metadata identifier with characters other than `[0-9A-Za-z-]`.
+    #[error("Invalid character(s) found in build meta data {text:?}")]
+    BuildCharacters {
+        /// The identifier.
+        text: String,
+    },
+}
+
+/// One of the three numbers of a semantic version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    /// The major version.
+    Major,
+    /// The minor version.
+    Minor,
+    /// The patch version.
+    Patch,
+}
+
+impl Part {
+    fn lower(self) -> &'static str {
+        match self {
+            Part::Major => "major",
+            Part::Minor => "minor",
+            Part::Patch => "patch",
+        }
+    }
+
+    fn capitalized(self) -> &'static str {
+        match self {
+            Part::Major => "Major",
+            Part::Minor => "Minor",
+            Part::Patch => "Patch",
+        }
+    }
+}
+
+fn semver(s: &str) -> Result<(), SemverError> {
     const ALPHANUM: &str = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ-0123456789";
     let only = |s: &str, set: &str| s.chars().all(|c| set.contains(c));
     let digits = |s: &str| s.chars().all(|c| c.is_ascii_digit());
     let leading_zero = |s: &str| s.len() > 1 && s.starts_with('0');
-    let number = |part: &str, what: &str| -> Result<(), String> {
-        if !digits(part) {
-            return Err(format!(
-                "Invalid character(s) found in {what} number {part:?}"
-            ));
+    let number = |text: &str, part: Part| -> Result<(), SemverError> {
+        if !digits(text) {
+            return Err(SemverError::NumberCharacters {
+                part,
+                text: text.to_string(),
+            });
         }
-        if leading_zero(part) {
-            let what = match what {
-                "major" => "Major",
-                "minor" => "Minor",
-                _ => "Patch",
-            };
-            return Err(format!(
-                "{what} number must not contain leading zeroes {part:?}"
-            ));
+        if leading_zero(text) {
+            return Err(SemverError::NumberLeadingZero {
+                part,
+                text: text.to_string(),
+            });
         }
-        part.parse::<u64>().map(|_| ()).map_err(|_| {
-            format!("strconv.ParseUint: parsing {part:?}: invalid syntax or value out of range")
-        })
+        text.parse::<u64>()
+            .map(|_| ())
+            .map_err(|_| SemverError::NumberRange {
+                text: text.to_string(),
+            })
     };
     if s.is_empty() {
-        return Err("Version string empty".into());
+        return Err(SemverError::Empty);
     }
     let parts: Vec<&str> = s.splitn(3, '.').collect();
     let [major, minor, rest] = parts.as_slice() else {
-        return Err("No Major.Minor.Patch elements found".into());
+        return Err(SemverError::NoMajorMinorPatch);
     };
-    number(major, "major")?;
-    number(minor, "minor")?;
+    number(major, Part::Major)?;
+    number(minor, Part::Minor)?;
     let (rest, build) = match rest.split_once('+') {
         Some((rest, build)) => (rest, Some(build)),
         None => (*rest, None),
@@ -245,28 +330,30 @@ fn semver(s: &str) -> Result<(), String> {
         Some((patch, pre)) => (patch, Some(pre)),
         None => (rest, None),
     };
-    number(patch, "patch")?;
+    number(patch, Part::Patch)?;
     for part in pre.into_iter().flat_map(|p| p.split('.')) {
         if part.is_empty() {
-            return Err("Prerelease is empty".into());
+            return Err(SemverError::EmptyPrerelease);
         }
         if digits(part) && leading_zero(part) {
-            return Err(format!(
-                "Numeric PreRelease version must not contain leading zeroes {part:?}"
-            ));
+            return Err(SemverError::PrereleaseLeadingZero {
+                text: part.to_string(),
+            });
         }
         if !only(part, ALPHANUM) {
-            return Err(format!("Invalid character(s) found in prerelease {part:?}"));
+            return Err(SemverError::PrereleaseCharacters {
+                text: part.to_string(),
+            });
         }
     }
     for part in build.into_iter().flat_map(|b| b.split('.')) {
         if part.is_empty() {
-            return Err("Build meta data is empty".into());
+            return Err(SemverError::EmptyBuild);
         }
         if !only(part, ALPHANUM) {
-            return Err(format!(
-                "Invalid character(s) found in build meta data {part:?}"
-            ));
+            return Err(SemverError::BuildCharacters {
+                text: part.to_string(),
+            });
         }
     }
     Ok(())
@@ -627,7 +714,7 @@ mod tests {
             Metadata::parse(&branch).map(|_| ())
         };
         let refused = |version: Option<Value>| match with(version) {
-            Err(MetadataError::Version(message)) => message,
+            Err(MetadataError::Version(error)) => error.to_string(),
             other => panic!("{other:?}"),
         };
         // sops 3.13.2's own words for each.

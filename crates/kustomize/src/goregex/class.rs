@@ -1,6 +1,7 @@
 //! Go's bracketed character classes (`[a-z]`, `[^]x]`, `[[:alpha:]\d]`), written as
 //! `regex` crate classes.
 
+use super::error::{ErrorCode, SyntaxError};
 use super::escape::{parse_escape, perl_class, push_literal, reason, unicode_class};
 
 /// The POSIX class names Go knows (the `regex` crate knows the same, with the same
@@ -12,8 +13,8 @@ const POSIX_NAMES: [&str; 14] = [
 
 /// Translates the class at the start of `rest` (which starts with `[`) into `out`;
 /// returns the bytes it takes.
-pub(super) fn translate_class(rest: &str, out: &mut String) -> Result<usize, String> {
-    let missing = || reason("missing closing ]", rest);
+pub(super) fn translate_class(rest: &str, out: &mut String) -> Result<usize, SyntaxError> {
+    let missing = || reason(ErrorCode::MissingBracket, rest);
     let mut pos = 1;
     out.push('[');
     if rest[pos..].starts_with('^') {
@@ -58,7 +59,7 @@ pub(super) fn translate_class(rest: &str, out: &mut String) -> Result<usize, Str
             let (hi, hi_len) = class_char(&after[1..]).map_err(|e| e.unwrap_or_else(missing))?;
             let range_len = lo_len + 1 + hi_len;
             if hi < lo {
-                return Err(reason("invalid character class range", &t[..range_len]));
+                return Err(reason(ErrorCode::InvalidCharRange, &t[..range_len]));
             }
             push_literal(out, lo);
             out.push('-');
@@ -74,7 +75,7 @@ pub(super) fn translate_class(rest: &str, out: &mut String) -> Result<usize, Str
 /// A POSIX class `[:alpha:]` or `[:^alpha:]` at the start of `t`: its length, `None` when
 /// `t` does not start with one (then `[` is a plain character), an error for an unknown
 /// name.
-fn posix_class(t: &str) -> Result<Option<usize>, String> {
+fn posix_class(t: &str) -> Result<Option<usize>, SyntaxError> {
     if t.len() <= 2 || !t.starts_with("[:") {
         return Ok(None);
     }
@@ -87,13 +88,13 @@ fn posix_class(t: &str) -> Result<Option<usize>, String> {
     if POSIX_NAMES.contains(&name) {
         Ok(Some(len))
     } else {
-        Err(reason("invalid character class range", &t[..len]))
+        Err(reason(ErrorCode::InvalidCharRange, &t[..len]))
     }
 }
 
 /// One character of a class, escaped or not: the character and its length. `Err(None)`
 /// when the class ends before it.
-fn class_char(t: &str) -> Result<(char, usize), Option<String>> {
+fn class_char(t: &str) -> Result<(char, usize), Option<SyntaxError>> {
     let Some(c) = t.chars().next() else {
         return Err(None);
     };

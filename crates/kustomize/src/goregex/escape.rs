@@ -2,9 +2,14 @@
 
 use std::fmt::Write as _;
 
-/// Go's message for a refused pattern: `kind: `fragment``.
-pub(super) fn reason(kind: &str, fragment: &str) -> String {
-    format!("{kind}: `{fragment}`")
+use super::error::{ErrorCode, SyntaxError};
+
+/// Go's error for a refused pattern: what is wrong, and the fragment at fault.
+pub(super) fn reason(code: ErrorCode, fragment: &str) -> SyntaxError {
+    SyntaxError {
+        code,
+        expr: fragment.to_string(),
+    }
 }
 
 /// Appends `c` as a literal that means `c` in the `regex` crate, inside or outside a
@@ -36,13 +41,13 @@ pub(super) fn perl_class(c: char) -> Option<&'static str> {
 /// A Unicode class `\pL`, `\p{Greek}`, `\PL` or `\P{^Greek}` at the start of `rest`
 /// (which starts with the backslash): its text and length. `None` when `rest` does not
 /// start with `\p` or `\P`.
-pub(super) fn unicode_class(rest: &str) -> Option<Result<&str, String>> {
+pub(super) fn unicode_class(rest: &str) -> Option<Result<&str, SyntaxError>> {
     let tail = rest
         .strip_prefix("\\p")
         .or_else(|| rest.strip_prefix("\\P"))?;
     let mut chars = tail.chars();
     let Some(first) = chars.next() else {
-        return Some(Err(reason("invalid character class range", rest)));
+        return Some(Err(reason(ErrorCode::InvalidCharRange, rest)));
     };
     if first != '{' {
         let text = &rest[..2 + first.len_utf8()];
@@ -50,30 +55,27 @@ pub(super) fn unicode_class(rest: &str) -> Option<Result<&str, String>> {
         return Some(if "CLMNPSZ".contains(first) {
             Ok(text)
         } else {
-            Err(reason("invalid character class range", text))
+            Err(reason(ErrorCode::InvalidCharRange, text))
         });
     }
     Some(match tail.find('}') {
         Some(end) if end > 1 => Ok(&rest[..2 + end + 1]),
-        Some(end) => Err(reason(
-            "invalid character class range",
-            &rest[..2 + end + 1],
-        )),
-        None => Err(reason("invalid character class range", rest)),
+        Some(end) => Err(reason(ErrorCode::InvalidCharRange, &rest[..2 + end + 1])),
+        None => Err(reason(ErrorCode::InvalidCharRange, rest)),
     })
 }
 
 /// Go's `parseEscape`: the character `rest` (starting with the backslash) escapes, and
 /// how many bytes the escape takes. Octal (`\0`, `\12`, `\101`), hex (`\x41`, `\x{41}`),
 /// `\a \f \n \r \t \v` and any escaped ASCII punctuation.
-pub(super) fn parse_escape(rest: &str) -> Result<(char, usize), String> {
+pub(super) fn parse_escape(rest: &str) -> Result<(char, usize), SyntaxError> {
     let after = &rest[1..];
     let Some(c) = after.chars().next() else {
-        return Err(reason("trailing backslash at end of expression", ""));
+        return Err(reason(ErrorCode::TrailingBackslash, ""));
     };
     let invalid = |len: usize| {
         let end = (1 + len).min(rest.len());
-        reason("invalid escape sequence", rest.get(..end).unwrap_or(rest))
+        reason(ErrorCode::InvalidEscape, rest.get(..end).unwrap_or(rest))
     };
     let bytes = after.as_bytes();
     let is_octal = |i: usize| bytes.get(i).is_some_and(|b| (b'0'..=b'7').contains(b));

@@ -24,6 +24,7 @@
 //! quietly match here. Unicode class names (`\p{Greek}`) are passed on as written.
 
 mod class;
+mod error;
 mod escape;
 mod translate;
 
@@ -32,25 +33,15 @@ mod tests;
 
 use regex::Regex;
 
+pub use error::{ErrorCode, GoRegexError, Reason, SyntaxError};
 pub use translate::translate;
-
-/// A pattern Go's `regexp` refuses, or one the `regex` crate cannot compile after
-/// translation.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("invalid regular expression {pattern:?}: {reason}")]
-pub struct GoRegexError {
-    /// The pattern as written.
-    pub pattern: String,
-    /// What is wrong, in Go's words where Go refuses it (`missing closing ]: `[a``).
-    pub reason: String,
-}
 
 /// Compiles `pattern` with Go's meaning.
 pub fn compile(pattern: &str) -> Result<Regex, GoRegexError> {
     let translated = translate(pattern)?;
     Regex::new(&translated).map_err(|e| GoRegexError {
         pattern: pattern.to_string(),
-        reason: regex_crate_reason(&e),
+        reason: Reason::Unsupported(regex_crate_reason(&e)),
     })
 }
 

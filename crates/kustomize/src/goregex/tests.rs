@@ -5,7 +5,7 @@
 
 use proptest::prelude::*;
 
-use super::{compile, compile_anchored, translate};
+use super::{ErrorCode, Reason, SyntaxError, compile, compile_anchored, translate};
 
 /// What Go does with a pattern: matches an input or not, or refuses it with a message.
 type GoOutcome = Result<(&'static str, bool), &'static str>;
@@ -139,9 +139,9 @@ fn patterns_mean_what_they_mean_in_go() {
         let got = compile(pattern);
         match (expected, &got) {
             (Ok((input, matches)), Ok(regex)) if regex.is_match(input) == *matches => {}
-            (Err(message), Err(error)) if error.reason == *message => {}
+            (Err(message), Err(error)) if error.reason.to_string() == *message => {}
             // Unicode class names are left to the `regex` crate, in its words.
-            (Err(_), Err(error)) if error.reason == "Unicode property not found" => {}
+            (Err(_), Err(error)) if error.reason.to_string() == "Unicode property not found" => {}
             _ => wrong.push(format!(
                 "{pattern:?}: Go {expected:?}, here {:?}",
                 got.map(|r| (r.as_str().to_string(), expected.map(|(i, _)| r.is_match(i))))
@@ -175,23 +175,36 @@ fn anchored_patterns_are_joined_as_text_like_go() {
 fn errors_name_the_pattern_and_go_reason() {
     let error = compile_anchored("a{2}{3}").expect_err("Go refuses it");
     assert_eq!(error.pattern, "a{2}{3}");
-    assert_eq!(error.reason, "invalid nested repetition operator: `{2}{3}`");
+    assert_eq!(
+        error.reason,
+        Reason::Syntax(SyntaxError {
+            code: ErrorCode::InvalidRepeatOp,
+            expr: "{2}{3}".to_string(),
+        })
+    );
+    assert_eq!(
+        error.reason.to_string(),
+        "invalid nested repetition operator: `{2}{3}`"
+    );
     assert_eq!(
         error.to_string(),
         "invalid regular expression \"a{2}{3}\": invalid nested repetition operator: `{2}{3}`"
     );
     let error = compile("[a").expect_err("Go refuses it");
-    assert_eq!(error.reason, "missing closing ]: `[a`");
+    assert_eq!(error.reason.to_string(), "missing closing ]: `[a`");
     assert_eq!(
-        compile("(a").expect_err("unclosed").reason,
+        compile("(a").expect_err("unclosed").reason.to_string(),
         "missing closing ): `(a`"
     );
     assert_eq!(
-        compile("a)").expect_err("unopened").reason,
+        compile("a)").expect_err("unopened").reason.to_string(),
         "unexpected ): `a)`"
     );
     assert_eq!(
-        compile("(?P<n>a)(?P<n>b)").expect_err("twice").reason,
+        compile("(?P<n>a)(?P<n>b)")
+            .expect_err("twice")
+            .reason
+            .to_string(),
         "duplicate capture group name: `n`"
     );
 }
@@ -226,7 +239,7 @@ proptest! {
             // Unknown Unicode class names are left to the `regex` crate (Go refuses them too).
             let unknown_class = compiled
                 .as_ref()
-                .is_err_and(|e| e.reason == "Unicode property not found");
+                .is_err_and(|e| e.reason.to_string() == "Unicode property not found");
             prop_assert!(compiled.is_ok() || unknown_class, "{pattern:?} became {translated:?}: {compiled:?}");
         }
     }

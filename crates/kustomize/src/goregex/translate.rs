@@ -4,6 +4,7 @@ use std::collections::HashSet;
 
 use super::GoRegexError;
 use super::class::translate_class;
+use super::error::{ErrorCode, SyntaxError};
 use super::escape::{parse_escape, perl_class, push_literal, reason, unicode_class};
 
 /// Go's largest repetition count.
@@ -26,9 +27,9 @@ pub fn translate(pattern: &str) -> Result<String, GoRegexError> {
         operand_repeated: false,
         group_starts: Vec::new(),
     };
-    walk.run().map_err(|reason| GoRegexError {
+    walk.run().map_err(|e| GoRegexError {
         pattern: pattern.to_string(),
-        reason,
+        reason: e.into(),
     })?;
     Ok(walk.out)
 }
@@ -75,13 +76,13 @@ impl<'a> Walk<'a> {
         self.operand_start = self.out.len();
     }
 
-    fn run(&mut self) -> Result<(), String> {
+    fn run(&mut self) -> Result<(), SyntaxError> {
         while let Some(c) = self.rest().chars().next() {
             match c {
                 '(' => self.group()?,
                 ')' => {
                     if self.depth == 0 {
-                        return Err(reason("unexpected )", self.pattern));
+                        return Err(reason(ErrorCode::UnexpectedParen, self.pattern));
                     }
                     self.depth -= 1;
                     self.begin();
@@ -119,7 +120,7 @@ impl<'a> Walk<'a> {
             }
         }
         if self.depth > 0 {
-            return Err(reason("missing closing )", self.pattern));
+            return Err(reason(ErrorCode::MissingParen, self.pattern));
         }
         self.begin();
         Ok(())
@@ -134,13 +135,16 @@ impl<'a> Walk<'a> {
 
     /// A repetition operator `len` bytes long at `pos`: `*`, `+`, `?` (`counts` `None`) or
     /// `{min,max}` (`max` -1 for no limit), with an optional lazy `?` after it.
-    fn repeat(&mut self, len: usize, counts: Option<(i64, i64)>) -> Result<(), String> {
+    fn repeat(&mut self, len: usize, counts: Option<(i64, i64)>) -> Result<(), SyntaxError> {
         let start = self.pos;
         let mut end = start + len;
         if let Some((min, max)) = counts
             && (!(0..=MAX_REPEAT).contains(&min) || max > MAX_REPEAT || (max >= 0 && min > max))
         {
-            return Err(reason("invalid repeat count", &self.pattern[start..end]));
+            return Err(reason(
+                ErrorCode::InvalidRepeatSize,
+                &self.pattern[start..end],
+            ));
         }
         let lazy = self.pattern[end..].starts_with('?');
         if lazy {
@@ -148,13 +152,13 @@ impl<'a> Walk<'a> {
         }
         if let Some(previous) = self.last_repeat {
             return Err(reason(
-                "invalid nested repetition operator",
+                ErrorCode::InvalidRepeatOp,
                 &self.pattern[previous..end],
             ));
         }
         if !self.has_operand {
             return Err(reason(
-                "missing argument to repetition operator",
+                ErrorCode::MissingRepeatArgument,
                 &self.pattern[start..end],
             ));
         }
@@ -179,7 +183,7 @@ impl<'a> Walk<'a> {
     }
 
     /// `(`, `(?P<name>`, `(?<name>`, `(?flags)` or `(?flags:`.
-    fn group(&mut self) -> Result<(), String> {
+    fn group(&mut self) -> Result<(), SyntaxError> {
         let rest = self.rest();
         let Some(after) = rest.strip_prefix("(?") else {
             self.open_group("(", 1);
@@ -191,15 +195,15 @@ impl<'a> Walk<'a> {
             .or_else(|| after.strip_prefix('<'));
         if let Some(name_and_rest) = named {
             let Some(end) = name_and_rest.find('>') else {
-                return Err(reason("invalid named capture", rest));
+                return Err(reason(ErrorCode::InvalidNamedCapture, rest));
             };
             let name = &name_and_rest[..end];
             let len = rest.len() - name_and_rest.len() + end + 1;
             if name.is_empty() || !name.bytes().all(|b| b == b'_' || b.is_ascii_alphanumeric()) {
-                return Err(reason("invalid named capture", &rest[..len]));
+                return Err(reason(ErrorCode::InvalidNamedCapture, &rest[..len]));
             }
             if !self.names.insert(name) {
-                return Err(reason("duplicate capture group name", name));
+                return Err(reason(ErrorCode::DuplicateName, name));
             }
             // Only whether a pattern matches is ever asked, so the name is not needed (and
             // Go allows names the `regex` crate does not, like `1a`).
@@ -221,7 +225,7 @@ impl<'a> Walk<'a> {
 
     /// A flag group; `after` follows its `(?`. Each of `i`, `m`, `s`, `U` takes the last
     /// setting written (Go allows `(?i-i)`, the `regex` crate refuses repeated flags).
-    fn flags(&mut self, after: &str) -> Result<(), String> {
+    fn flags(&mut self, after: &str) -> Result<(), SyntaxError> {
         let mut on = String::new();
         let mut off = String::new();
         let mut negated = false;
@@ -229,10 +233,7 @@ impl<'a> Walk<'a> {
         for (i, c) in after.char_indices() {
             let invalid = || {
                 let end = self.pos + 2 + i + c.len_utf8();
-                reason(
-                    "invalid or unsupported Perl syntax",
-                    &self.pattern[self.pos..end],
-                )
+                reason(ErrorCode::InvalidPerlOp, &self.pattern[self.pos..end])
             };
             match c {
                 'i' | 'm' | 's' | 'U' => {
@@ -273,14 +274,11 @@ impl<'a> Walk<'a> {
                 _ => return Err(invalid()),
             }
         }
-        Err(reason(
-            "invalid or unsupported Perl syntax",
-            &self.pattern[self.pos..],
-        ))
+        Err(reason(ErrorCode::InvalidPerlOp, &self.pattern[self.pos..]))
     }
 
     /// A backslash escape outside a class.
-    fn escape(&mut self) -> Result<(), String> {
+    fn escape(&mut self) -> Result<(), SyntaxError> {
         let rest = self.rest();
         match rest[1..].chars().next() {
             Some('A') => self.assertion(r"\A"),
@@ -288,7 +286,7 @@ impl<'a> Walk<'a> {
             // Go's word boundaries are ASCII.
             Some('b') => self.assertion(r"(?-u:\b)"),
             Some('B') => self.assertion(r"(?-u:\B)"),
-            Some('C') => return Err(reason("invalid escape sequence", r"\C")),
+            Some('C') => return Err(reason(ErrorCode::InvalidEscape, r"\C")),
             Some('Q') => {
                 let quoted = &rest[2..];
                 let (text, len) = match quoted.find(r"\E") {
@@ -303,7 +301,8 @@ impl<'a> Walk<'a> {
                 self.pos += len;
             }
             Some('p' | 'P') => {
-                let text = unicode_class(rest).unwrap_or_else(|| Err(rest.to_string()))?;
+                let text = unicode_class(rest)
+                    .unwrap_or_else(|| Err(reason(ErrorCode::InvalidCharRange, rest)))?;
                 self.begin();
                 self.out.push_str(text);
                 self.pos += text.len();

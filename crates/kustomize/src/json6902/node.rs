@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 use serde_json::value::RawValue;
 use serde_json::{Number, Value};
 
+use super::ScalarError;
+
 /// What one node of a document is counted as, besides its text.
 const NODE_OVERHEAD: usize = 48;
 
@@ -109,7 +111,7 @@ impl Node {
     }
 
     /// The value as kustomize reads the patched JSON back: numbers through float64.
-    pub fn into_value(self) -> Result<Value, String> {
+    pub fn into_value(self) -> Result<Value, ScalarError> {
         Ok(match self {
             Node::Null => Value::Null,
             Node::Scalar(text) => scalar_value(&text)?,
@@ -276,7 +278,7 @@ fn html_escape(text: &str) -> String {
 }
 
 /// A scalar's JSON text read back as kustomize does: a number becomes a float64.
-fn scalar_value(text: &str) -> Result<Value, String> {
+fn scalar_value(text: &str) -> Result<Value, ScalarError> {
     match text {
         "true" => return Ok(Value::Bool(true)),
         "false" => return Ok(Value::Bool(false)),
@@ -284,14 +286,14 @@ fn scalar_value(text: &str) -> Result<Value, String> {
         _ => {}
     }
     if text.starts_with('"') {
-        return serde_json::from_str(text).map_err(|e| e.to_string());
+        return Ok(serde_json::from_str(text)?);
     }
     let float: f64 = text
         .parse()
         .ok()
         .filter(|f: &f64| f.is_finite())
-        .ok_or_else(|| {
-            format!("json: cannot unmarshal number {text} into Go value of type float64")
+        .ok_or_else(|| ScalarError::Number {
+            text: text.to_string(),
         })?;
     Ok(Value::Number(float_number(float)))
 }

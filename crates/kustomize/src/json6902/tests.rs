@@ -446,7 +446,7 @@ fn the_text_must_be_a_list_of_maps() {
         ("[{]", "JSON 6902 patch: "),
     ];
     for (text, needle) in cases {
-        let err = parse_ops(text).unwrap_err();
+        let err = parse_ops(text).unwrap_err().to_string();
         assert!(err.starts_with("JSON 6902 patch: "), "{err}");
         assert!(err.contains(needle), "{text:?}: {err}");
     }

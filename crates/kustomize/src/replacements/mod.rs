@@ -32,6 +32,7 @@ use super::kustfile::Selector;
 use super::loader::{LoadError, Loader};
 use super::resource::{Object, ResId, ResMap, Resource};
 use super::selector::{CompiledSelector, SelectorError, anchored};
+pub use path::PathError;
 use path::{Leaf, NodeKind, WalkError};
 use scalar::{is_scalar, resolve_plain, scalar_text};
 
@@ -120,12 +121,12 @@ pub enum ReplacementError {
         selector: String,
     },
     /// The source field path cannot be followed.
-    #[error("error looking up replacement source {selector}: {message}")]
+    #[error("error looking up replacement source {selector}: {source}")]
     SourceLookup {
         /// The source selector.
         selector: String,
         /// Why.
-        message: String,
+        source: PathError,
     },
     /// The source field is absent, null or empty.
     #[error("fieldPath `{field_path}` is missing for replacement source {id}")]
@@ -173,7 +174,7 @@ pub enum ReplacementError {
     #[error(
         "unable to find{} field {field_path:?} in replacement target {target}{}",
         if *.create { " or create" } else { "" },
-        .detail.as_deref().map(|d| format!(": {d}")).unwrap_or_default()
+        .detail.as_ref().map(|d| format!(": {d}")).unwrap_or_default()
     )]
     TargetField {
         /// The field path.
@@ -183,18 +184,38 @@ pub enum ReplacementError {
         /// Whether `options.create` was set.
         create: bool,
         /// Why, when known.
-        detail: Option<String>,
+        detail: Option<PathError>,
     },
     /// The value cannot be written into a matched target field.
-    #[error("field {field_path:?} of replacement target {target}: {message}")]
+    #[error("field {field_path:?} of replacement target {target}: {source}")]
     TargetValue {
         /// The field path.
         field_path: String,
         /// The target object's id.
         target: String,
         /// Why.
-        message: String,
+        source: ValueError,
     },
+}
+
+/// Why a value cannot be written into a target field.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ValueError {
+    /// A delimiter option on a field that is not a scalar.
+    #[error("delimiter option can only be used with scalar nodes")]
+    DelimiterOnNonScalar,
+    /// A boolean field and a value that is not one.
+    #[error("the field is a boolean and the new value is not")]
+    NotABoolean,
+    /// A floating-point field and a value that is not a number.
+    #[error("the field is a number and the new value is not")]
+    NotANumber,
+    /// An integer field and a value that is not one.
+    #[error("the field is an integer and the new value is not")]
+    NotAnInteger,
+    /// The build's copy budget ran out (the budget's own error is reported instead).
+    #[error("over budget")]
+    OverBudget,
 }
 
 /// Applies a kustomization's `replacements:` entries: inline replacements (strict schema)
@@ -420,11 +441,10 @@ fn source_value(
     }
     let segments = path::split_path(&source.field_path);
     let root = Value::Object(object.obj.clone());
-    let found =
-        path::lookup(&root, &segments).map_err(|message| ReplacementError::SourceLookup {
-            selector: source.describe(),
-            message,
-        })?;
+    let found = path::lookup(&root, &segments).map_err(|e| ReplacementError::SourceLookup {
+        selector: source.describe(),
+        source: e,
+    })?;
     let value = match found {
         None | Some(Value::Null) => None,
         Some(Value::Object(m)) if m.is_empty() => None,
@@ -682,7 +702,7 @@ fn write_target(
         &mut |node, leaf| {
             if let Err(e) = charge(&target_id) {
                 over_budget = Some(e);
-                return Err("over budget".to_string());
+                return Err(ValueError::OverBudget);
             }
             set_field(node, leaf, value, options)
         },
@@ -706,10 +726,10 @@ fn write_target(
         Ok(0) => Err(field_error(None)),
         Ok(_) => Ok(()),
         Err(WalkError::Path(detail)) => Err(field_error(Some(detail))),
-        Err(WalkError::Visit(message)) => Err(ReplacementError::TargetValue {
+        Err(WalkError::Visit(source)) => Err(ReplacementError::TargetValue {
             field_path: field_path.to_string(),
             target: target_id.clone(),
-            message,
+            source,
         }),
     }
 }
@@ -721,13 +741,13 @@ fn set_field(
     leaf: Leaf,
     value: &SourceValue,
     options: Option<&FieldOptions>,
-) -> Result<(), String> {
+) -> Result<(), ValueError> {
     let delimited = options.filter(|o| !o.delimiter.is_empty() && !leaf.structured);
     let mut text = value.text();
     if let Some(options) = delimited {
         let current = scalar_text(target)
             .filter(|_| is_scalar(target))
-            .ok_or("delimiter option can only be used with scalar nodes")?;
+            .ok_or(ValueError::DelimiterOnNonScalar)?;
         let mut parts: Vec<&str> = current.split(options.delimiter.as_str()).collect();
         match usize::try_from(options.index) {
             Err(_) => parts.insert(0, &text),
@@ -746,7 +766,7 @@ fn set_field(
 
 /// New text for an existing scalar keeps the scalar's type; a scalar the walk created has
 /// no type yet and takes the one its text resolves to.
-fn typed_like(target: &Value, text: &str, created: bool) -> Result<Value, String> {
+fn typed_like(target: &Value, text: &str, created: bool) -> Result<Value, ValueError> {
     if created {
         return Ok(resolve_plain(text));
     }
@@ -756,12 +776,12 @@ fn typed_like(target: &Value, text: &str, created: bool) -> Result<Value, String
         Value::Null => Ok(Value::String(text.to_string())),
         Value::Bool(_) => match resolve_plain(text) {
             b @ Value::Bool(_) => Ok(b),
-            _ => Err("the field is a boolean and the new value is not".to_string()),
+            _ => Err(ValueError::NotABoolean),
         },
         Value::Number(n) => match resolve_plain(text) {
             Value::Number(new) if n.is_f64() || !new.is_f64() => Ok(Value::Number(new)),
-            _ if n.is_f64() => Err("the field is a number and the new value is not".into()),
-            _ => Err("the field is an integer and the new value is not".to_string()),
+            _ if n.is_f64() => Err(ValueError::NotANumber),
+            _ => Err(ValueError::NotAnInteger),
         },
         Value::Array(_) | Value::Object(_) => Ok(target.clone()),
     }

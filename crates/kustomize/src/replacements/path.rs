@@ -8,7 +8,9 @@
 use regex::Regex;
 use serde_json::{Map, Value};
 
+use super::ValueError;
 use super::scalar::{go_json, resolve_plain, scalar_text};
+use crate::goregex::GoRegexError;
 
 /// Splits a field path on dots. `\.` escapes a dot; `[...]` keeps its dots, and loses its
 /// brackets unless it is a `[key=value]` list matcher.
@@ -74,12 +76,12 @@ fn is_list_matcher(segment: &str) -> bool {
 }
 
 /// `[key=value]` into `(key, value)`; `[=value]` has an empty key.
-fn split_matcher(segment: &str) -> Result<(&str, &str), String> {
+fn split_matcher(segment: &str) -> Result<(&str, &str), PathError> {
     let inner = segment.strip_suffix(']').unwrap_or(segment);
     let inner = inner.strip_prefix('[').unwrap_or(inner);
-    inner
-        .split_once('=')
-        .ok_or_else(|| format!("list matcher {segment:?} must have the form [field=value]"))
+    inner.split_once('=').ok_or_else(|| PathError::BadMatcher {
+        segment: segment.to_string(),
+    })
 }
 
 fn kind_name(value: &Value) -> &'static str {
@@ -91,28 +93,29 @@ fn kind_name(value: &Value) -> &'static str {
     }
 }
 
-fn wrong_kind(segment: &str, expected: &str, found: &Value) -> String {
-    format!(
-        "segment {segment:?} needs {expected}, found {}",
-        kind_name(found)
-    )
+fn wrong_kind(segment: &str, expected: &'static str, found: &Value) -> PathError {
+    PathError::WrongKind {
+        segment: segment.to_string(),
+        expected,
+        found: kind_name(found),
+    }
 }
 
 /// Reads the single value at `segments` (list matchers compare exactly and take the first
 /// match; `-` is the last element; `*` is refused). `Ok(None)` when a part is missing.
-pub fn lookup<'a>(node: &'a Value, segments: &[String]) -> Result<Option<&'a Value>, String> {
+pub fn lookup<'a>(node: &'a Value, segments: &[String]) -> Result<Option<&'a Value>, PathError> {
     let mut current = node;
     for segment in segments.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
         let next = if let Some(i) = go_atoi(segment) {
             if i < 0 {
-                return Err(format!("list index {i} cannot be negative"));
+                return Err(PathError::NegativeIndex { index: i });
             }
             let items = list_items(current, segment)?;
             usize::try_from(i).ok().and_then(|i| items.get(i))
         } else if segment == "-" {
             list_items(current, segment)?.last()
         } else if segment == "*" {
-            return Err("wildcard segment \"*\" is not allowed in a source field path".into());
+            return Err(PathError::Wildcard);
         } else if is_list_matcher(segment) {
             let (key, value) = split_matcher(segment)?;
             list_items(current, segment)?
@@ -133,7 +136,7 @@ pub fn lookup<'a>(node: &'a Value, segments: &[String]) -> Result<Option<&'a Val
     Ok(Some(current))
 }
 
-fn list_items<'a>(node: &'a Value, segment: &str) -> Result<&'a [Value], String> {
+fn list_items<'a>(node: &'a Value, segment: &str) -> Result<&'a [Value], PathError> {
     match node {
         Value::Null => Ok(&[]),
         Value::Array(items) => Ok(items),
@@ -195,17 +198,77 @@ pub struct Leaf {
     pub structured: bool,
 }
 
+/// Why a field path cannot be followed (or created).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PathError {
+    /// A `[...]` segment without `=`.
+    #[error("list matcher {segment:?} must have the form [field=value]")]
+    BadMatcher {
+        /// The segment.
+        segment: String,
+    },
+    /// A segment applied to a node of the wrong kind.
+    #[error("segment {segment:?} needs {expected}, found {found}")]
+    WrongKind {
+        /// The segment.
+        segment: String,
+        /// The kind of node it needs ("a map", "a list").
+        expected: &'static str,
+        /// The kind of node found.
+        found: &'static str,
+    },
+    /// A negative list index in a source path.
+    #[error("list index {index} cannot be negative")]
+    NegativeIndex {
+        /// The index.
+        index: i64,
+    },
+    /// `*` in a source path.
+    #[error("wildcard segment \"*\" is not allowed in a source field path")]
+    Wildcard,
+    /// A list index past the end of the list.
+    #[error("index {index} specified but only {len} elements found")]
+    IndexOutOfRange {
+        /// The index.
+        index: usize,
+        /// The list's length.
+        len: usize,
+    },
+    /// A list matcher's value is not a valid regular expression.
+    #[error("invalid regex in list matcher {segment:?}: {}", .source.reason)]
+    BadRegex {
+        /// The segment.
+        segment: String,
+        /// The compiler's error.
+        source: Box<GoRegexError>,
+    },
+    /// A segment after a string field whose text is not YAML or JSON.
+    #[error("field {segment:?} holds text that is not YAML or JSON: {source}")]
+    NotStructured {
+        /// The string field's segment.
+        segment: String,
+        /// The parser's error.
+        source: goyaml::YamlError,
+    },
+    /// The element created for a list matcher does not match it.
+    #[error("the element created for {segment:?} does not match its own pattern")]
+    CreatedMismatch {
+        /// The segment.
+        segment: String,
+    },
+}
+
 /// Why a walk stopped.
 #[derive(Debug, PartialEq, Eq)]
 pub enum WalkError {
     /// The path cannot be followed (or created).
-    Path(String),
+    Path(PathError),
     /// The visitor refused a node.
-    Visit(String),
+    Visit(ValueError),
 }
 
 /// Called for every node a path matches.
-pub type Visitor<'a> = dyn FnMut(&mut Value, Leaf) -> Result<(), String> + 'a;
+pub type Visitor<'a> = dyn FnMut(&mut Value, Leaf) -> Result<(), ValueError> + 'a;
 
 /// Walks `segments` from `node`, calling `visit` on every match; returns the number of
 /// matches. With `create`, missing map keys, list elements for `[k=v]` matchers, and the
@@ -284,9 +347,10 @@ impl Walker<'_, '_> {
         leaf: Leaf,
     ) -> Result<usize, WalkError> {
         if node.is_null() && self.create.is_none() {
-            return Err(WalkError::Path(format!(
-                "index {index} specified but only 0 elements found"
-            )));
+            return Err(WalkError::Path(PathError::IndexOutOfRange {
+                index,
+                len: 0,
+            }));
         }
         let kind = self.kind_before(rest);
         let creating = self.create.is_some();
@@ -298,9 +362,7 @@ impl Walker<'_, '_> {
         }
         let len = items.len();
         let Some(item) = items.get_mut(index) else {
-            return Err(WalkError::Path(format!(
-                "index {index} specified but only {len} elements found"
-            )));
+            return Err(WalkError::Path(PathError::IndexOutOfRange { index, len }));
         };
         self.walk(item, rest, Leaf { created, ..leaf })
     }
@@ -322,11 +384,11 @@ impl Walker<'_, '_> {
         if items.is_empty() && !creating {
             return Ok(0);
         }
-        let regex = crate::goregex::compile(&pattern).map_err(|e| {
-            WalkError::Path(format!(
-                "invalid regex in list matcher {segment:?}: {}",
-                e.reason
-            ))
+        let regex = crate::goregex::compile(&pattern).map_err(|source| {
+            WalkError::Path(PathError::BadRegex {
+                segment: segment.to_string(),
+                source: Box::new(source),
+            })
         })?;
         let mut count = 0;
         for item in items.iter_mut() {
@@ -351,9 +413,9 @@ impl Walker<'_, '_> {
             ..leaf
         };
         match self.match_item(item, &key, &regex, rest, created)? {
-            0 => Err(WalkError::Path(format!(
-                "the element created for {segment:?} does not match its own pattern"
-            ))),
+            0 => Err(WalkError::Path(PathError::CreatedMismatch {
+                segment: segment.to_string(),
+            })),
             n => Ok(n),
         }
     }
@@ -442,10 +504,11 @@ impl Walker<'_, '_> {
     ) -> Result<usize, WalkError> {
         let text = scalar_text(field).unwrap_or_default();
         let mut parsed = goyaml::parse_documents(&text)
-            .map_err(|e| {
-                WalkError::Path(format!(
-                    "field {segment:?} holds text that is not YAML or JSON: {e}"
-                ))
+            .map_err(|source| {
+                WalkError::Path(PathError::NotStructured {
+                    segment: segment.to_string(),
+                    source,
+                })
             })?
             .into_iter()
             .next()
@@ -564,9 +627,10 @@ mod tests {
         assert!(doc["spec"]["tls"][0]["hosts"][0].is_object());
         assert_eq!(
             set_all(&mut doc, "spec.q.5", Some(NodeKind::Scalar)),
-            Err(WalkError::Path(
-                "index 5 specified but only 0 elements found".into()
-            ))
+            Err(WalkError::Path(PathError::IndexOutOfRange {
+                index: 5,
+                len: 0
+            }))
         );
         let mut doc = json!({"env": [{"name": "A"}]});
         assert_eq!(

@@ -3,7 +3,7 @@
 use regex::Regex;
 use serde_json::Value;
 
-use super::{Create, TransformError, apply_spec};
+use super::{Create, FieldSetError, TransformError, apply_spec};
 use crate::fieldspec::FieldSpec;
 use crate::kustfile::Image;
 use crate::resource::{ResMap, Resource};
@@ -68,13 +68,13 @@ impl<'a> ImageRule<'a> {
     }
 
     /// Rewrites an image field in place.
-    fn apply(&self, node: &mut Value) -> Result<(), String> {
+    fn apply(&self, node: &mut Value) -> Result<(), FieldSetError> {
         let text = match node {
             Value::Null => String::new(),
             Value::String(s) => s.clone(),
             Value::Number(n) => n.to_string(),
             Value::Bool(b) => b.to_string(),
-            _ => return Err("wrong node kind: expected a scalar image".to_string()),
+            _ => return Err(FieldSetError::ImageNotScalar),
         };
         if let Some(new) = self.rewrite(&text) {
             *node = Value::String(new);
@@ -149,14 +149,14 @@ fn rewrite_container_lists(res: &mut Resource, rule: &ImageRule<'_>) -> Result<(
     if let Value::Object(obj) = root {
         res.obj = obj;
     }
-    result.map_err(|reason| TransformError::Field {
+    result.map_err(|source| TransformError::Field {
         id,
         path: "containers[]/image".to_string(),
-        reason,
+        source,
     })
 }
 
-fn walk_containers(node: &mut Value, rule: &ImageRule<'_>) -> Result<(), String> {
+fn walk_containers(node: &mut Value, rule: &ImageRule<'_>) -> Result<(), FieldSetError> {
     match node {
         Value::Object(map) => {
             for (key, value) in map.iter_mut() {
@@ -172,7 +172,7 @@ fn walk_containers(node: &mut Value, rule: &ImageRule<'_>) -> Result<(), String>
     }
 }
 
-fn rewrite_list(list: &mut Value, rule: &ImageRule<'_>) -> Result<(), String> {
+fn rewrite_list(list: &mut Value, rule: &ImageRule<'_>) -> Result<(), FieldSetError> {
     let Value::Array(items) = list else {
         return Ok(());
     };

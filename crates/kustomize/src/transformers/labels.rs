@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use super::{Create, TransformError, apply_spec, merge_specs};
+use super::{Create, FieldSetError, TransformError, apply_spec, merge_specs};
 use crate::config::TransformerConfig;
 use crate::fieldspec::FieldSpec;
 use crate::kustfile::Label;
@@ -12,7 +12,7 @@ use crate::resource::ResMap;
 
 /// Sets `key: value` in a label or annotation map, making a `null` into a map. Values are
 /// always strings.
-pub(crate) fn set_map_entry(node: &mut Value, key: &str, value: &str) -> Result<(), String> {
+pub(crate) fn set_map_entry(node: &mut Value, key: &str, value: &str) -> Result<(), FieldSetError> {
     if node.is_null() {
         *node = Value::Object(Map::new());
     }
@@ -21,7 +21,7 @@ pub(crate) fn set_map_entry(node: &mut Value, key: &str, value: &str) -> Result<
             map.insert(key.to_string(), Value::String(value.to_string()));
             Ok(())
         }
-        _ => Err("wrong node kind: expected MappingNode".to_string()),
+        _ => Err(FieldSetError::NotAMap),
     }
 }
 

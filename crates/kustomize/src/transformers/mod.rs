@@ -32,14 +32,14 @@ use super::resource::{Gvk, Resource};
 #[derive(Debug, thiserror::Error)]
 pub enum TransformError {
     /// A field a field spec selects could not be set.
-    #[error("considering field '{path}' of object {id}: {reason}")]
+    #[error("considering field '{path}' of object {id}: {source}")]
     Field {
         /// The resource, as kustomize prints ids.
         id: String,
         /// The field spec's path.
         path: String,
         /// What was wrong with the field.
-        reason: String,
+        source: FieldSetError,
     },
     /// Two resources ended up with the same id after the namespace was set.
     #[error("namespace transformation produces ID conflict: {id} already exists")]
@@ -73,6 +73,35 @@ pub enum TransformError {
         /// What is wrong.
         reason: String,
     },
+}
+
+/// Why a field a field spec selects could not be set, in kyaml's words.
+#[derive(Debug, thiserror::Error)]
+pub enum FieldSetError {
+    /// The path goes through a scalar.
+    #[error("expected sequence or mapping node")]
+    NotContainer,
+    /// The path has an empty segment.
+    #[error("cannot set or create an empty field name")]
+    EmptyName,
+    /// A namespace field that is a map or a list.
+    #[error("namespace field specs must target scalar nodes")]
+    NamespaceNotScalar,
+    /// An image field that is a map or a list.
+    #[error("wrong node kind: expected a scalar image")]
+    ImageNotScalar,
+    /// A name field that is a map or a list.
+    #[error("expected a scalar name field")]
+    NameNotScalar,
+    /// A label or annotation field that is not a map.
+    #[error("wrong node kind: expected MappingNode")]
+    NotAMap,
+    /// A (cluster)role binding's `subjects` that is not a list.
+    #[error("subjects is not a sequence")]
+    SubjectsNotASequence,
+    /// A (cluster)role binding's subjects could not be given the namespace.
+    #[error("setting namespace on (cluster)role binding subjects: {0}")]
+    Subjects(#[source] Box<FieldSetError>),
 }
 
 /// What a field spec with `create: true` creates where its last field is missing.
@@ -134,7 +163,7 @@ pub(crate) fn spec_selects(spec: &FieldSpec, gvk: &Gvk) -> bool {
 }
 
 /// A setter applied to each field a spec finds; `Err` carries the reason.
-pub(crate) type Setter<'a> = dyn FnMut(&mut Value) -> Result<(), String> + 'a;
+pub(crate) type Setter<'a> = dyn FnMut(&mut Value) -> Result<(), FieldSetError> + 'a;
 
 /// Calls `set` on every field `spec` locates in `res` (when the spec selects it).
 ///
@@ -158,10 +187,10 @@ pub(crate) fn apply_spec(
         Some((first, rest)) => walk_map(&mut res.obj, first, rest, create, set),
         None => Ok(()),
     };
-    result.map_err(|reason| TransformError::Field {
+    result.map_err(|source| TransformError::Field {
         id: res.id().describe(),
         path: spec.path.clone(),
-        reason,
+        source,
     })
 }
 
@@ -170,7 +199,7 @@ fn walk(
     segments: &[Segment],
     create: Create,
     set: &mut Setter<'_>,
-) -> Result<(), String> {
+) -> Result<(), FieldSetError> {
     let Some((first, rest)) = segments.split_first() else {
         return set(node);
     };
@@ -183,7 +212,7 @@ fn walk(
             Ok(())
         }
         Value::Object(map) => walk_map(map, first, rest, create, set),
-        _ => Err("expected sequence or mapping node".to_string()),
+        _ => Err(FieldSetError::NotContainer),
     }
 }
 
@@ -200,9 +229,9 @@ fn walk_map(
     rest: &[Segment],
     create: Create,
     set: &mut Setter<'_>,
-) -> Result<(), String> {
+) -> Result<(), FieldSetError> {
     if segment.name.is_empty() {
-        return Err("cannot set or create an empty field name".to_string());
+        return Err(FieldSetError::EmptyName);
     }
     let creating = create != Create::Nothing && !segment.sequence;
     if !map.contains_key(&segment.name) {

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::{Create, TransformError, apply_spec, scalar_text};
+use super::{Create, FieldSetError, TransformError, apply_spec, scalar_text};
 use crate::fieldspec::FieldSpec;
 use crate::resource::{ResMap, Resource};
 
@@ -77,9 +77,9 @@ pub fn set_namespace(
 }
 
 /// Sets a namespace scalar, honouring `unset_only`.
-fn set_value(node: &mut Value, namespace: &str, unset_only: bool) -> Result<(), String> {
+fn set_value(node: &mut Value, namespace: &str, unset_only: bool) -> Result<(), FieldSetError> {
     let Some(current) = scalar_text(node) else {
-        return Err("namespace field specs must target scalar nodes".to_string());
+        return Err(FieldSetError::NamespaceNotScalar);
     };
     if !unset_only || current.is_empty() {
         *node = Value::String(namespace.to_string());
@@ -139,15 +139,15 @@ fn set_subject_namespaces(
         return Ok(());
     }
     let id = res.id().describe();
-    let fail = |reason: String| TransformError::Field {
+    let fail = |reason: FieldSetError| TransformError::Field {
         id: id.clone(),
         path: "subjects".to_string(),
-        reason: format!("setting namespace on (cluster)role binding subjects: {reason}"),
+        source: FieldSetError::Subjects(Box::new(reason)),
     };
     let subjects = match res.obj.get_mut("subjects") {
         None | Some(Value::Null) => return Ok(()),
         Some(Value::Array(items)) => items,
-        Some(_) => return Err(fail("subjects is not a sequence".to_string())),
+        Some(_) => return Err(fail(FieldSetError::SubjectsNotASequence)),
     };
     for subject in subjects.iter_mut() {
         let Value::Object(map) = subject else {

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::{Create, TransformError, apply_spec, scalar_text};
+use super::{Create, FieldSetError, TransformError, apply_spec, scalar_text};
 use crate::fieldspec::FieldSpec;
 use crate::resource::{Gvk, ResMap, Resource};
 
@@ -82,9 +82,9 @@ fn record(res: &mut Resource, end: End, affix: &str) {
     }
 }
 
-fn extend_value(node: &mut Value, end: End, affix: &str) -> Result<(), String> {
+fn extend_value(node: &mut Value, end: End, affix: &str) -> Result<(), FieldSetError> {
     let Some(current) = scalar_text(node) else {
-        return Err("expected a scalar name field".to_string());
+        return Err(FieldSetError::NameNotScalar);
     };
     let extended = match end {
         End::Prefix => format!("{affix}{current}"),
