@@ -31,7 +31,7 @@ pub enum GitError {
         /// The ref as given, quoted.
         git_ref: String,
         /// Why it was refused.
-        reason: String,
+        reason: crate::refname::RefNameError,
     },
     /// The destination exists and holds something.
     #[error("cannot check out {git_ref} of {url} into {dest}: the directory is not empty")]

@@ -19,6 +19,7 @@ use std::path::Path;
 use std::time::Duration;
 
 pub use error::{FetchError, GitError};
+pub use refname::RefNameError;
 pub use submodules::{MAX_DEPTH as MAX_SUBMODULE_DEPTH, Submodule};
 
 /// How far a [`checkout`] may go.

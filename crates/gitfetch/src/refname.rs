@@ -19,33 +19,46 @@ pub(crate) enum Wanted {
     Prefix(gix::hash::Prefix, String),
 }
 
+/// Why a ref is not one git fetches.
+#[derive(Debug, thiserror::Error)]
+pub enum RefNameError {
+    /// A commit id, full or abbreviated, that gix does not read.
+    #[error("{0}")]
+    Id(#[from] gix::Error),
+    /// A character git refuses in ref names.
+    #[error("it contains {0:?}")]
+    Character(char),
+    /// A shape git refuses (`..`, `//`, a leading `/`, a `.lock` component, ...).
+    #[error("git does not allow that name")]
+    Shape,
+}
+
 /// Reads `git_ref` as `git fetch <url> <ref>` would, with abbreviated commit ids besides.
-pub(crate) fn parse(git_ref: &str) -> Result<Wanted, String> {
+pub(crate) fn parse(git_ref: &str) -> Result<Wanted, RefNameError> {
     if git_ref.is_empty() || git_ref == "HEAD" {
         return Ok(Wanted::Head);
     }
     let hex = git_ref.bytes().all(|b| b.is_ascii_hexdigit());
     let full_len = gix::hash::Kind::Sha1.len_in_hex();
     if hex && git_ref.len() == full_len {
-        let id = ObjectId::from_hex(git_ref.as_bytes()).map_err(|e| e.to_string())?;
+        let id = ObjectId::from_hex(git_ref.as_bytes())?;
         return Ok(Wanted::Id(id));
     }
     check_name(git_ref)?;
     if hex && (MIN_ABBREV..full_len).contains(&git_ref.len()) {
-        let prefix = gix::hash::Prefix::from_hex(&git_ref.to_ascii_lowercase())
-            .map_err(|e| e.to_string())?;
+        let prefix = gix::hash::Prefix::from_hex(&git_ref.to_ascii_lowercase())?;
         return Ok(Wanted::Prefix(prefix, git_ref.to_string()));
     }
     Ok(Wanted::Name(git_ref.to_string()))
 }
 
 /// git's rules for a ref name (`git check-ref-format`), as far as a fetch needs them.
-fn check_name(name: &str) -> Result<(), String> {
+fn check_name(name: &str) -> Result<(), RefNameError> {
     let bad_char = name
         .chars()
         .find(|c| c.is_ascii_control() || " ~^:?*[\\".contains(*c));
     if let Some(c) = bad_char {
-        return Err(format!("it contains {c:?}"));
+        return Err(RefNameError::Character(c));
     }
     if name.starts_with('/')
         || name.ends_with('/')
@@ -55,13 +68,13 @@ fn check_name(name: &str) -> Result<(), String> {
         || name.contains("@{")
         || name == "@"
     {
-        return Err("git does not allow that name".to_string());
+        return Err(RefNameError::Shape);
     }
     let component_bad = name
         .split('/')
         .any(|c| c.starts_with('.') || c.ends_with(".lock"));
     if component_bad {
-        return Err("git does not allow that name".to_string());
+        return Err(RefNameError::Shape);
     }
     Ok(())
 }
@@ -106,17 +119,25 @@ mod tests {
 
     #[test]
     fn kinds_of_refs() {
-        assert_eq!(parse(""), Ok(Wanted::Head));
-        assert_eq!(parse("HEAD"), Ok(Wanted::Head));
-        assert_eq!(parse("main"), Ok(Wanted::Name("main".into())));
-        assert_eq!(parse("v1.2.3"), Ok(Wanted::Name("v1.2.3".into())));
-        assert_eq!(parse("abc"), Ok(Wanted::Name("abc".into())));
+        let parsed = |git_ref: &str| parse(git_ref).expect("a ref git fetches");
+        assert_eq!(parsed(""), Wanted::Head);
+        assert_eq!(parsed("HEAD"), Wanted::Head);
+        assert_eq!(parsed("main"), Wanted::Name("main".into()));
+        assert_eq!(parsed("v1.2.3"), Wanted::Name("v1.2.3".into()));
+        assert_eq!(parsed("abc"), Wanted::Name("abc".into()));
         assert!(matches!(parse("abcd"), Ok(Wanted::Prefix(_, s)) if s == "abcd"));
         let full = "0123456789abcdef0123456789abcdef01234567";
         assert!(matches!(parse(full), Ok(Wanted::Id(id)) if id == full));
-        assert!(parse("a..b").is_err());
-        assert!(parse("a b").is_err());
-        assert!(parse("refs/heads/x.lock").is_err());
+        assert!(matches!(parse("a..b"), Err(RefNameError::Shape)));
+        assert!(matches!(parse("a b"), Err(RefNameError::Character(' '))));
+        assert!(matches!(
+            parse("refs/heads/x.lock"),
+            Err(RefNameError::Shape)
+        ));
+        assert_eq!(
+            parse("a~b").map(|_| ()).unwrap_err().to_string(),
+            "it contains '~'"
+        );
     }
 
     #[test]
