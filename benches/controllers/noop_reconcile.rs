@@ -37,19 +37,36 @@ const IDLE_WINDOW: Duration = Duration::from_secs(5);
 const POLL: Duration = Duration::from_millis(10);
 
 /// One requested reconcile, measured.
-struct Reconcile {
+pub(super) struct Reconcile {
     /// Annotation patch -> handled with Ready=True; `None` on timeout.
-    seconds: Option<f64>,
+    pub seconds: Option<f64>,
     /// The controller's requests from just before the patch to [`SETTLE`] after it was
     /// handled.
-    requests: BTreeMap<RequestKey, u64>,
+    pub requests: BTreeMap<RequestKey, u64>,
     /// The controller's CPU seconds over the same span.
-    cpu: f64,
+    pub cpu: f64,
+    /// kube-apiserver's and etcd's CPU seconds over the same span.
+    pub control_plane_cpu: f64,
 }
 
 impl Reconcile {
-    fn total(&self) -> u64 {
+    /// Measured between two checkpoints.
+    fn between(seconds: Option<f64>, start: &Checkpoint, end: &Checkpoint) -> Self {
+        Reconcile {
+            seconds,
+            requests: controller_requests(start, end),
+            cpu: end.cpu - start.cpu,
+            control_plane_cpu: end.control_plane_cpu - start.control_plane_cpu,
+        }
+    }
+
+    pub fn total(&self) -> u64 {
         self.requests.values().sum()
+    }
+
+    /// The controller's CPU plus kube-apiserver's and etcd's, in milliseconds.
+    pub fn cost_ms(&self) -> f64 {
+        (self.cpu + self.control_plane_cpu) * 1000.0
     }
 }
 
@@ -89,14 +106,20 @@ impl Bench<'_> {
     ) {
         let objects = self.args.objects();
         let expected = revision(&layout.run, 1);
+        let before = self.checkpoint(&[controller.pid()]);
         let started = Instant::now();
         self.create_kustomization(ns, name, &layout.run).await;
         let applied = self
             .wait_until(&layout.run, 1, &expected, started, controller)
             .await;
+        let created = Reconcile::between(
+            applied.as_ref().ok().map(Duration::as_secs_f64),
+            &before,
+            &self.checkpoint(&[controller.pid()]),
+        );
         result.push(
             &format!("(noop) create -> Ready: first apply of {objects} objects [s]"),
-            applied.as_ref().ok().map(Duration::as_secs_f64),
+            created.seconds,
             2,
         );
         if let Err(e) = applied {
@@ -146,6 +169,7 @@ impl Bench<'_> {
 
         record_noop(&noops, &drift, reverted, &idle, objects, result);
         record_periodic(&periodic, objects, result);
+        record_costs(&created, &noops, &drift, &periodic, result);
         let path = self.work_dir.join(&layout.run).join("requests.txt");
         write_noop_breakdown(&noops, &drift, &idle, &path);
     }
@@ -184,11 +208,7 @@ impl Bench<'_> {
                 .await;
             tokio::time::sleep(SETTLE).await;
             let end = self.checkpoint(&[pid]);
-            let reconcile = Reconcile {
-                seconds: next.and_then(|(_, seconds)| seconds),
-                requests: controller_requests(&start, &end),
-                cpu: end.cpu - start.cpu,
-            };
+            let reconcile = Reconcile::between(next.and_then(|(_, seconds)| seconds), &start, &end);
             eprintln!(
                 "bench: periodic reconcile {k}: {} requests, {:.3?} s",
                 reconcile.total(),
@@ -244,7 +264,7 @@ impl Bench<'_> {
     /// Requests a reconcile of `ns/name` (a new `requestedAt` value) and waits until it is
     /// handled: `status.lastHandledReconcileAt` equals the new value and Ready=True with the
     /// applied revision 1. Then waits [`SETTLE`] before reading the counters.
-    async fn requested_reconcile(
+    pub(super) async fn requested_reconcile(
         &self,
         layout: &Layout,
         ns: &str,
@@ -275,11 +295,7 @@ impl Bench<'_> {
         }
         tokio::time::sleep(SETTLE).await;
         let end = self.checkpoint(&[pid]);
-        Reconcile {
-            seconds: handled.ok().map(|d| d.as_secs_f64()),
-            requests: controller_requests(&start, &end),
-            cpu: end.cpu - start.cpu,
-        }
+        Reconcile::between(handled.ok().map(|d| d.as_secs_f64()), &start, &end)
     }
 
     /// Polls the watched Kustomization of the run every [`POLL`] until it has handled the
@@ -431,6 +447,50 @@ fn record_noop(
         ),
         idle.values().sum(),
     );
+}
+
+/// Records the cost of each kind of reconcile of the one Kustomization (the medians of the
+/// no-op and periodic ones): controller CPU plus kube-apiserver's and etcd's.
+fn record_costs(
+    created: &Reconcile,
+    noops: &[Reconcile],
+    drift: &Reconcile,
+    periodic: &[Reconcile],
+    result: &mut RunResult,
+) {
+    let median = |reconciles: &[Reconcile], cost: fn(&Reconcile) -> f64| {
+        median_of(&reconciles.iter().map(cost).collect::<Vec<f64>>())
+    };
+    let kinds: [(&str, Option<f64>, Option<f64>); 4] = [
+        (
+            "(create)",
+            Some(created.cost_ms()),
+            Some(created.cpu * 1000.0),
+        ),
+        (
+            "(no-op, median)",
+            median(noops, Reconcile::cost_ms),
+            median(noops, |r| r.cpu * 1000.0),
+        ),
+        ("(drift)", Some(drift.cost_ms()), Some(drift.cpu * 1000.0)),
+        (
+            "(periodic, median)",
+            median(periodic, Reconcile::cost_ms),
+            median(periodic, |r| r.cpu * 1000.0),
+        ),
+    ];
+    for (kind, total, controller) in kinds {
+        result.push(
+            &format!("cost per reconcile {kind}: controller + kube-apiserver + etcd CPU [ms]"),
+            total,
+            1,
+        );
+        result.push(
+            &format!("cost per reconcile {kind}: of which the controller's CPU [ms]"),
+            controller,
+            1,
+        );
+    }
 }
 
 /// Records the periodic reconciles: duration and requests (per object), medians.

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
@@ -22,6 +23,8 @@ use crate::cluster::{self, ControlPlane, RequestKey};
 use crate::process::{self, Controller, Launch};
 use crate::report::{Goal, Headline, RunResult};
 
+#[path = "big_kustomization.rs"]
+mod big_kustomization;
 #[path = "dependency_chain.rs"]
 mod dependency_chain;
 #[path = "failing_neighbours.rs"]
@@ -137,8 +140,44 @@ impl Measured {
     }
 }
 
-/// Adds the measured values to `result`, in table order.
-fn record(m: &Measured, result: &mut RunResult) {
+/// Records what one phase cost per reconcile: the controller's CPU plus kube-apiserver's and
+/// etcd's, divided by the `reconciles` the phase finished (one per Kustomization for create
+/// and a new revision), in milliseconds; and how many cores that kept busy over its wall time.
+fn record_cost(
+    result: &mut RunResult,
+    phase: &str,
+    (from, to): (&Checkpoint, &Checkpoint),
+    reconciles: usize,
+    wall: Option<f64>,
+) {
+    let controller = to.cpu - from.cpu;
+    let control_plane = to.control_plane_cpu - from.control_plane_cpu;
+    let per =
+        |cpu: f64| (reconciles > 0 && cpu.is_finite()).then(|| cpu * 1000.0 / reconciles as f64);
+    result.push(
+        &format!("cost per reconcile {phase}: controller + kube-apiserver + etcd CPU [ms]"),
+        per(controller + control_plane),
+        1,
+    );
+    result.push(
+        &format!("cost per reconcile {phase}: of which the controller's CPU [ms]"),
+        per(controller),
+        1,
+    );
+    let busy = wall
+        .filter(|w| *w > 0.0)
+        .map(|w| (controller + control_plane) / w)
+        .filter(|b| b.is_finite());
+    result.push(
+        &format!("cores busy {phase}: (controller + kube-apiserver + etcd CPU) / wall time"),
+        busy,
+        2,
+    );
+}
+
+/// Adds the measured values to `result`, in table order; `kustomizations` is how many each
+/// phase reconciled.
+fn record(m: &Measured, kustomizations: usize, result: &mut RunResult) {
     let times = [
         ("(a) create N Kustomizations -> all Ready [s]", &m.applied),
         (
@@ -207,6 +246,29 @@ fn record(m: &Measured, result: &mut RunResult) {
         Some(control_plane_cpu),
         2,
     );
+    record_cost(
+        result,
+        "(a) create",
+        (&m.start, &m.applied.end),
+        kustomizations,
+        m.applied.seconds,
+    );
+    record_cost(
+        result,
+        "(b) new revision",
+        (&m.applied.end, &m.updated.end),
+        kustomizations,
+        m.updated.seconds,
+    );
+    if let Some((phase, idle)) = &m.idle {
+        record_cost(
+            result,
+            "(idle) periodic no-op",
+            (&m.updated.end, &phase.end),
+            usize::try_from(idle.reconciles.max(0)).unwrap_or(0),
+            phase.seconds,
+        );
+    }
     for (name, from, to) in m.phases() {
         result.push_count(
             &format!("artifact downloads {name}"),
@@ -250,6 +312,7 @@ pub fn headlines(args: &Args) -> Vec<Headline> {
         | Scenario::Chain
         | Scenario::Fanout
         | Scenario::FailingNeighbours => Vec::new(),
+        Scenario::Big => big_kustomization::headlines(),
     }
 }
 
@@ -335,7 +398,7 @@ impl<'a> Bench<'a> {
             .await;
         let run_dir = self.work_dir.join(&layout.run);
         let measured = self.measure(&layout, &controller, &mut result).await;
-        record(&measured, &mut result);
+        record(&measured, layout.kustomizations.len(), &mut result);
         write_breakdown(&measured, &run_dir.join("requests.txt"));
 
         self.clean_up(&layout, &mut controller, &mut result).await;
@@ -934,7 +997,7 @@ impl<'a> Bench<'a> {
     ) {
         let selector = format!("{RUN_LABEL}={}", layout.run);
         let params = ListParams::default().labels(&selector);
-        for resource in ["configmaps", "services", "deployments"] {
+        for resource in ["configmaps", "services", "deployments", "networkpolicies"] {
             self.own("LIST", resource, 1);
         }
         let counts = [
@@ -947,6 +1010,10 @@ impl<'a> Bench<'a> {
                 .await
                 .map(|l| l.items.len()),
             Api::<Deployment>::all(self.client.clone())
+                .list_metadata(&params)
+                .await
+                .map(|l| l.items.len()),
+            Api::<NetworkPolicy>::all(self.client.clone())
                 .list_metadata(&params)
                 .await
                 .map(|l| l.items.len()),
@@ -1005,6 +1072,9 @@ impl<'a> Bench<'a> {
         }
         let namespaces = Api::<Namespace>::all(self.client.clone());
         for ns in layout.namespaces.iter().chain([&layout.warmup_namespace]) {
+            if !self.args.with_workload_controllers() {
+                self.delete_left_objects(ns).await;
+            }
             let repos: Api<DynamicObject> =
                 Api::namespaced_with(self.client.clone(), ns, &git_repository_resource());
             let _ = repos
@@ -1012,6 +1082,39 @@ impl<'a> Bench<'a> {
                 .await;
             let _ = namespaces.delete(ns, &DeleteParams::background()).await;
         }
+    }
+
+    /// Deletes the objects the controller left in `ns` (it is stopped). Without
+    /// kube-controller-manager a deleted namespace is never emptied: its objects would stay in
+    /// etcd under the next runs.
+    async fn delete_left_objects(&self, ns: &str) {
+        let params = ListParams::default();
+        let background = DeleteParams::background();
+        let client = &self.client;
+        let _ = Api::<ConfigMap>::namespaced(client.clone(), ns)
+            .delete_collection(&background, &params)
+            .await;
+        let _ = Api::<Deployment>::namespaced(client.clone(), ns)
+            .delete_collection(&background, &params)
+            .await;
+        let _ = Api::<NetworkPolicy>::namespaced(client.clone(), ns)
+            .delete_collection(&background, &params)
+            .await;
+        let services = Api::<Service>::namespaced(client.clone(), ns);
+        if let Ok(list) = services.list_metadata(&params).await {
+            for service in list.items {
+                let _ = services.delete(&service.name_any(), &background).await;
+            }
+        }
+    }
+
+    /// How many Kustomizations labelled `run` are Ready with "Applied revision: <revision>".
+    fn ready_count(&self, run: &str, revision: &str) -> usize {
+        let expected = format!("Applied revision: {revision}");
+        self.matching(run)
+            .iter()
+            .filter(|ks| ready(ks).is_some_and(|(s, _, m)| s == "True" && m == expected))
+            .count()
     }
 
     /// Drops the finalizers of a Kustomization the controller failed to finish deleting.
