@@ -387,8 +387,10 @@ fn header(
              2 s after that, as in the `apply` scenario (apiserver_request_total minus the \
              bench's own requests and Lease requests; other clients such as \
              kube-controller-manager are not told apart: the idle row shows how many they make \
-             in 5 s). Drift: 10 ConfigMaps merge-patched by the field manager `kubectl-edit` \
-             just before the request. Per (verb, resource), per reconcile: \
+             in 5 s). Cost per reconcile: the controller's CPU plus kube-apiserver's and \
+             etcd's over the same span, less their CPU rate in those 5 s. Drift: 10 \
+             ConfigMaps merge-patched by the field manager `kubectl-edit` just before the \
+             request. Per (verb, resource), per reconcile: \
              target/bench-controllers/<run id>/requests.txt\n"
         }
         Scenario::FailingNeighbours => {

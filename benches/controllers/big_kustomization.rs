@@ -160,7 +160,7 @@ impl Bench<'_> {
         record_cost(result, "(create)", (&before, &after_create), 1, created);
         result.push(
             "cost per reconcile (no-op): controller + kube-apiserver + etcd CPU [ms]",
-            Some(noop.cost_ms()),
+            Some(noop.cost_ms(0.0)),
             1,
         );
         result.push(

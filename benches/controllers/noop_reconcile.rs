@@ -47,6 +47,8 @@ pub(super) struct Reconcile {
     pub cpu: f64,
     /// kube-apiserver's and etcd's CPU seconds over the same span.
     pub control_plane_cpu: f64,
+    /// The span's length in seconds.
+    pub window: f64,
 }
 
 impl Reconcile {
@@ -56,7 +58,8 @@ impl Reconcile {
             seconds,
             requests: controller_requests(start, end),
             cpu: end.cpu - start.cpu,
-            control_plane_cpu: end.control_plane_cpu - start.control_plane_cpu,
+            control_plane_cpu: start.control_plane_cpu_until(end),
+            window: end.at.duration_since(start.at).as_secs_f64(),
         }
     }
 
@@ -64,9 +67,12 @@ impl Reconcile {
         self.requests.values().sum()
     }
 
-    /// The controller's CPU plus kube-apiserver's and etcd's, in milliseconds.
-    pub fn cost_ms(&self) -> f64 {
-        (self.cpu + self.control_plane_cpu) * 1000.0
+    /// The controller's CPU plus kube-apiserver's and etcd's, in milliseconds, less what
+    /// kube-apiserver and etcd spend with nothing to do (`idle`, CPU seconds per second) over
+    /// the span.
+    pub fn cost_ms(&self, idle: f64) -> f64 {
+        let control_plane = (self.control_plane_cpu - idle * self.window).max(0.0);
+        (self.cpu + control_plane) * 1000.0
     }
 }
 
@@ -132,7 +138,10 @@ impl Bench<'_> {
         let pid = controller.pid();
         let idle_start = self.checkpoint(&[pid]);
         tokio::time::sleep(IDLE_WINDOW).await;
-        let idle = controller_requests(&idle_start, &self.checkpoint(&[pid]));
+        let idle_end = self.checkpoint(&[pid]);
+        let idle = controller_requests(&idle_start, &idle_end);
+        let idle_cpu = idle_start.control_plane_cpu_until(&idle_end)
+            / idle_end.at.duration_since(idle_start.at).as_secs_f64();
 
         let mut noops = Vec::new();
         for k in 1..=self.args.reconciles {
@@ -169,7 +178,7 @@ impl Bench<'_> {
 
         record_noop(&noops, &drift, reverted, &idle, objects, result);
         record_periodic(&periodic, objects, result);
-        record_costs(&created, &noops, &drift, &periodic, result);
+        record_costs(&created, &noops, &drift, &periodic, idle_cpu, result);
         let path = self.work_dir.join(&layout.run).join("requests.txt");
         write_noop_breakdown(&noops, &drift, &idle, &path);
     }
@@ -450,35 +459,40 @@ fn record_noop(
 }
 
 /// Records the cost of each kind of reconcile of the one Kustomization (the medians of the
-/// no-op and periodic ones): controller CPU plus kube-apiserver's and etcd's.
+/// no-op and periodic ones): controller CPU plus kube-apiserver's and etcd's, less their
+/// `idle` CPU rate over each span (a periodic reconcile's span is most of an interval).
 fn record_costs(
     created: &Reconcile,
     noops: &[Reconcile],
     drift: &Reconcile,
     periodic: &[Reconcile],
+    idle: f64,
     result: &mut RunResult,
 ) {
-    let median = |reconciles: &[Reconcile], cost: fn(&Reconcile) -> f64| {
-        median_of(&reconciles.iter().map(cost).collect::<Vec<f64>>())
+    let cost = |r: &Reconcile| r.cost_ms(idle);
+    let controller = |r: &Reconcile| r.cpu * 1000.0;
+    let median = |reconciles: &[Reconcile], of: &dyn Fn(&Reconcile) -> f64| {
+        median_of(&reconciles.iter().map(of).collect::<Vec<f64>>())
     };
     let kinds: [(&str, Option<f64>, Option<f64>); 4] = [
-        (
-            "(create)",
-            Some(created.cost_ms()),
-            Some(created.cpu * 1000.0),
-        ),
+        ("(create)", Some(cost(created)), Some(controller(created))),
         (
             "(no-op, median)",
-            median(noops, Reconcile::cost_ms),
-            median(noops, |r| r.cpu * 1000.0),
+            median(noops, &cost),
+            median(noops, &controller),
         ),
-        ("(drift)", Some(drift.cost_ms()), Some(drift.cpu * 1000.0)),
+        ("(drift)", Some(cost(drift)), Some(controller(drift))),
         (
             "(periodic, median)",
-            median(periodic, Reconcile::cost_ms),
-            median(periodic, |r| r.cpu * 1000.0),
+            median(periodic, &cost),
+            median(periodic, &controller),
         ),
     ];
+    result.push(
+        "kube-apiserver + etcd CPU with nothing requested, subtracted from the costs [ms/s]",
+        Some(idle * 1000.0),
+        1,
+    );
     for (kind, total, controller) in kinds {
         result.push(
             &format!("cost per reconcile {kind}: controller + kube-apiserver + etcd CPU [ms]"),

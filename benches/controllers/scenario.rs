@@ -77,12 +77,27 @@ struct Layout {
 
 /// Where the counters stood at a phase boundary.
 struct Checkpoint {
+    /// When it was taken.
+    at: Instant,
     cpu: f64,
     /// Artifacts the bench's server has served.
     downloads: u64,
+    /// kube-apiserver's and etcd's CPU seconds when the checkpoint was taken: the end of the
+    /// phase before it.
     control_plane_cpu: f64,
+    /// The same once the checkpoint's own `/metrics` scrape was served: the start of the phase
+    /// after it (the scrape is the bench's work, not the controller's).
+    control_plane_cpu_after_scrape: f64,
     requests: BTreeMap<RequestKey, u64>,
     own: BTreeMap<RequestKey, u64>,
+}
+
+impl Checkpoint {
+    /// kube-apiserver's and etcd's CPU seconds from this checkpoint to `later`, without the
+    /// bench's scrape at this one.
+    fn control_plane_cpu_until(&self, later: &Checkpoint) -> f64 {
+        later.control_plane_cpu - self.control_plane_cpu_after_scrape
+    }
 }
 
 /// The result of one phase: wall time (None on timeout) and the counters at its end.
@@ -151,7 +166,7 @@ fn record_cost(
     wall: Option<f64>,
 ) {
     let controller = to.cpu - from.cpu;
-    let control_plane = to.control_plane_cpu - from.control_plane_cpu;
+    let control_plane = from.control_plane_cpu_until(to);
     let per =
         |cpu: f64| (reconciles > 0 && cpu.is_finite()).then(|| cpu * 1000.0 / reconciles as f64);
     result.push(
@@ -236,11 +251,11 @@ fn record(m: &Measured, kustomizations: usize, result: &mut RunResult) {
     for (name, from, to) in m.phases() {
         result.push(
             &format!("kube-apiserver + etcd CPU {name} [s]"),
-            Some(to.control_plane_cpu - from.control_plane_cpu),
+            Some(from.control_plane_cpu_until(to)),
             2,
         );
     }
-    let control_plane_cpu = m.deleted.end.control_plane_cpu - m.start.control_plane_cpu;
+    let control_plane_cpu = m.start.control_plane_cpu_until(&m.deleted.end);
     result.push(
         "kube-apiserver + etcd CPU, all phases [s]",
         Some(control_plane_cpu),
@@ -765,18 +780,17 @@ impl<'a> Bench<'a> {
 
     /// The counters now.
     fn checkpoint(&self, pids: &[u32]) -> Checkpoint {
-        let control_plane_cpu = ["kube-apiserver", "etcd"]
-            .iter()
-            .filter_map(|name| self.control_plane.pid(name))
-            .filter_map(process::cpu_seconds)
-            .sum();
+        let at = Instant::now();
+        let control_plane_cpu = self.control_plane_cpu();
         let requests = self.control_plane.request_counts();
         // The scrape itself shows up in the next checkpoint's counts.
         self.own("GET", "/metrics", 1);
         Checkpoint {
+            at,
             cpu: process::cpu_seconds_of(pids).unwrap_or(f64::NAN),
             downloads: self.server.downloads(),
             control_plane_cpu,
+            control_plane_cpu_after_scrape: self.control_plane_cpu(),
             requests,
             own: self
                 .own_requests
@@ -784,6 +798,15 @@ impl<'a> Bench<'a> {
                 .expect("own request counter lock")
                 .clone(),
         }
+    }
+
+    /// kube-apiserver's and etcd's CPU seconds so far.
+    fn control_plane_cpu(&self) -> f64 {
+        ["kube-apiserver", "etcd"]
+            .iter()
+            .filter_map(|name| self.control_plane.pid(name))
+            .filter_map(process::cpu_seconds)
+            .sum()
     }
 
     /// (a): creates every Kustomization and waits until all have applied revision 1.
