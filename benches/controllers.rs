@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo bench --bench controllers -- [--kustomizations N] [--objects M] [--flux PATH] [--runs R]
-//! cargo bench --bench controllers -- --scenario noop|memory|wait|chain [...]
+//! cargo bench --bench controllers -- --scenario noop|memory|wait|chain|fanout|failing-neighbours|big [...]
 //! ```
 //!
 //! For each implementation in turn (never both at once: they would fight over the same
@@ -116,6 +116,7 @@ async fn run(args: Args) {
                 }
                 Scenario::Noop => bench.run_noop(implementation, index).await,
                 Scenario::Memory => bench.run_memory(implementation, index).await,
+                Scenario::Big => bench.run_big(implementation, index).await,
             });
         }
     }
@@ -275,7 +276,7 @@ fn header(
     };
     let objects = format!("{} objects ({kinds})", args.objects());
     let (kustomizations, namespaces) = match args.scenario {
-        Scenario::Noop => (1, 1),
+        Scenario::Noop | Scenario::Big => (1, 1),
         _ => (args.kustomizations(), args.namespaces),
     };
     let workload = match args.scenario {
@@ -295,6 +296,10 @@ fn header(
             "{objects}, beside {} Kustomizations whose Deployment never becomes ready \
              (`wait: true`, `timeout: 2m`)",
             args.failing
+        ),
+        Scenario::Big => format!(
+            "{objects}; create, a requested reconcile with nothing changed, a new revision \
+             changing every object, delete"
         ),
         Scenario::Apply | Scenario::Chain | Scenario::Memory => objects,
     };
@@ -382,8 +387,10 @@ fn header(
              2 s after that, as in the `apply` scenario (apiserver_request_total minus the \
              bench's own requests and Lease requests; other clients such as \
              kube-controller-manager are not told apart: the idle row shows how many they make \
-             in 5 s). Drift: 10 ConfigMaps merge-patched by the field manager `kubectl-edit` \
-             just before the request. Per (verb, resource), per reconcile: \
+             in 5 s). Cost per reconcile: the controller's CPU plus kube-apiserver's and \
+             etcd's over the same span, less their CPU rate in those 5 s. Drift: 10 \
+             ConfigMaps merge-patched by the field manager `kubectl-edit` just before the \
+             request. Per (verb, resource), per reconcile: \
              target/bench-controllers/<run id>/requests.txt\n"
         }
         Scenario::FailingNeighbours => {
@@ -391,6 +398,15 @@ fn header(
              new revision on every healthy Kustomization's GitRepository and time until all are \
              Ready with it, (b) alone, (c) once the failing ones have applied and wait on their \
              health checks. Controller logs: target/bench-controllers/<run id>/controller.log\n"
+        }
+        Scenario::Big => {
+            "- lower is better; ratio > 1 means Flux took more than ours. The no-op reconcile \
+             is requested with `reconcile.fluxcd.io/requestedAt` and runs from the annotation \
+             patch until `status.lastHandledReconcileAt` shows it with Ready=True; its CPU and \
+             requests are counted until 2 s after that. Cost per reconcile: the controller's \
+             CPU plus kube-apiserver's and etcd's over the phase; cores busy: that CPU over the \
+             phase's wall time (2 at most on this machine). Controller logs: \
+             target/bench-controllers/<run id>/controller.log\n"
         }
         Scenario::Memory => {
             "- RSS is VmRSS from /proc/<pid>/status, read after `--settle` seconds with nothing \

@@ -27,17 +27,20 @@ pub struct Args {
     /// RSS after the warm-up and once N Kustomizations of `--objects` objects are Ready) or
     /// `fanout` (`apply` with every Kustomization reading one monorepo source) or
     /// `failing-neighbours` (a new revision on N healthy Kustomizations, alone and beside
-    /// `--failing` ones stuck in their health checks).
+    /// `--failing` ones stuck in their health checks) or `big` (one Kustomization of
+    /// `--objects` objects, 2000 NetworkPolicies by default: create, a requested no-op
+    /// reconcile, a new revision changing every object, delete).
     #[arg(long, value_enum, default_value_t = Scenario::Apply)]
     pub scenario: Scenario,
 
-    /// How many objects each artifact holds; default: 1000 in the `noop` scenario, 10 in the
-    /// others.
+    /// How many objects each artifact holds; default: 1000 in the `noop` scenario, 2000 in
+    /// `big`, 10 in the others.
     #[arg(long, value_parser = clap::value_parser!(u64).range(2..))]
     objects: Option<u64>,
 
     /// The kinds of those objects; default: `mostly-config-maps` in the `noop` and `memory`
-    /// scenarios, `mixed` in the others (the `wait` scenario has its own).
+    /// scenarios, `network-policies` in `big`, `mixed` in the others (the `wait` scenario has
+    /// its own).
     #[arg(long, value_enum)]
     object_kinds: Option<ObjectKinds>,
 
@@ -173,6 +176,10 @@ pub enum Scenario {
     /// ready (`wait: true`, `timeout: 2m`); a new revision on the healthy ones -> all Ready,
     /// alone and then beside the failing ones.
     FailingNeighbours,
+    /// One large Kustomization (`--objects`, 2000 NetworkPolicies by default): create, a
+    /// requested reconcile with nothing changed, a new revision changing every object, delete
+    /// (every object pruned); each phase's CPU, controller's and API server's.
+    Big,
 }
 
 /// The kinds of the objects in an artifact, by the object's position in it.
@@ -199,7 +206,7 @@ impl Args {
     /// `--kustomizations`, or the scenario's default.
     pub fn kustomizations(&self) -> usize {
         match (self.scenario, self.kustomizations) {
-            (Scenario::Noop, _) => 1,
+            (Scenario::Noop | Scenario::Big, _) => 1,
             (_, Some(n)) => n,
             (Scenario::Memory, None) => 1000,
             (Scenario::Fanout, None) => 500,
@@ -212,6 +219,7 @@ impl Args {
         match (self.scenario, self.objects) {
             (_, Some(n)) => n,
             (Scenario::Noop, None) => 1000,
+            (Scenario::Big, None) => 2000,
             (_, None) => 10,
         }
     }
@@ -221,6 +229,7 @@ impl Args {
         match (self.scenario, self.object_kinds) {
             (_, Some(kinds)) => kinds,
             (Scenario::Noop | Scenario::Memory, None) => ObjectKinds::MostlyConfigMaps,
+            (Scenario::Big, None) => ObjectKinds::NetworkPolicies,
             (Scenario::Fanout | Scenario::FailingNeighbours, None) => ObjectKinds::ConfigMaps,
             (_, None) => ObjectKinds::Mixed,
         }

@@ -164,7 +164,34 @@ pub fn manifests(
             let value = config_map_value(i, revision);
             (
                 format!("deploy/{name}.yaml"),
-                manifest(kind(kinds, i), ns, &name, run, &value),
+                manifest(kind(kinds, i), ns, &name, run, &value, BASE_PORT),
+            )
+        })
+        .collect()
+}
+
+/// The port of a NetworkPolicy at revision 1.
+pub const BASE_PORT: u32 = 8080;
+
+/// The files of one Kustomization's artifact at `revision` where every object changes from
+/// one revision to the next and none is dropped (the `big` scenario): every ConfigMap's
+/// `data.value` is the revision, every NetworkPolicy's port is [`BASE_PORT`] + revision - 1.
+/// Revision 1 is the same as [`manifests`]'.
+pub fn manifests_every_changed(
+    ns: &str,
+    ks: &str,
+    run: &str,
+    objects: u64,
+    kinds: ObjectKinds,
+    revision: u32,
+) -> Vec<(String, String)> {
+    (0..objects)
+        .map(|i| {
+            let name = format!("{ks}-{i}");
+            let port = BASE_PORT + revision.saturating_sub(1);
+            (
+                format!("deploy/{name}.yaml"),
+                manifest(kind(kinds, i), ns, &name, run, &revision.to_string(), port),
             )
         })
         .collect()
@@ -230,8 +257,9 @@ pub fn binary_tarball(files: &[(String, Vec<u8>)]) -> Vec<u8> {
         .expect("finish the gzip stream")
 }
 
-/// One object's YAML. Services are headless: the test control plane's service CIDR is a /24.
-fn manifest(kind: &str, ns: &str, name: &str, run: &str, value: &str) -> String {
+/// One object's YAML: a ConfigMap holds `value`, a NetworkPolicy admits `port`. Services are
+/// headless: the test control plane's service CIDR is a /24.
+fn manifest(kind: &str, ns: &str, name: &str, run: &str, value: &str, port: u32) -> String {
     let metadata = format!(
         "metadata:\n  name: {name}\n  namespace: {ns}\n  labels:\n    kc-bench/run: {run}\n    app: {name}\n"
     );
@@ -240,7 +268,7 @@ fn manifest(kind: &str, ns: &str, name: &str, run: &str, value: &str) -> String 
             "apiVersion: v1\nkind: ConfigMap\n{metadata}data:\n  value: \"{value}\"\n  text: |\n    some configuration for {name}\n"
         ),
         "NetworkPolicy" => format!(
-            "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\n{metadata}spec:\n  podSelector:\n    matchLabels:\n      app: {name}\n  policyTypes:\n  - Ingress\n  ingress:\n  - from:\n    - podSelector:\n        matchLabels:\n          role: frontend\n    ports:\n    - protocol: TCP\n      port: 8080\n"
+            "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\n{metadata}spec:\n  podSelector:\n    matchLabels:\n      app: {name}\n  policyTypes:\n  - Ingress\n  ingress:\n  - from:\n    - podSelector:\n        matchLabels:\n          role: frontend\n    ports:\n    - protocol: TCP\n      port: {port}\n"
         ),
         "Service" => format!(
             "apiVersion: v1\nkind: Service\n{metadata}spec:\n  clusterIP: None\n  selector:\n    app: {name}\n  ports:\n  - name: http\n    port: 80\n    targetPort: 8080\n"

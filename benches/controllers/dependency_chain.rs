@@ -26,6 +26,7 @@ impl Bench<'_> {
             .await;
 
         let pid = controller.pid();
+        let start = self.checkpoint(&[pid]);
         let started = Instant::now();
         futures::stream::iter(layout.kustomizations.iter().enumerate())
             .map(|(level, (ns, name))| {
@@ -44,6 +45,7 @@ impl Bench<'_> {
         let levels = self
             .wait_for_levels(&layout, &revision(&layout.run, 1), started)
             .await;
+        let end = self.checkpoint(&[pid]);
         let cpu = process::cpu_seconds(pid).unwrap_or(f64::NAN);
 
         let all_ready = levels.iter().copied().collect::<Option<Vec<f64>>>();
@@ -84,6 +86,13 @@ impl Bench<'_> {
         self.verify(&layout, self.args.objects(), "(chain)", &mut result)
             .await;
         result.push("controller CPU, whole process lifetime [s]", Some(cpu), 2);
+        record_cost(
+            &mut result,
+            "(chain) create",
+            (&start, &end),
+            levels.iter().filter(|l| l.is_some()).count(),
+            levels.last().copied().flatten(),
+        );
 
         self.delete_kustomizations(&layout.namespaces, &layout.run)
             .await;

@@ -66,6 +66,15 @@ impl Bench<'_> {
         let start = self.checkpoint(&[pid]);
         let applied = self.apply_phase(&layout, &[pid], &controller).await;
         let ready = process::memory(pid);
+        let ready_count = self.ready_count(&layout.run, &revision(&layout.run, 1));
+        if applied.seconds.is_none() {
+            result.note(format!(
+                "memory: {ready_count} of {} Kustomizations Ready at the {} s deadline; the \
+                 RSS figures are read then",
+                layout.kustomizations.len(),
+                self.args.timeout
+            ));
+        }
         self.verify(&layout, objects, "(memory)", &mut result).await;
         eprintln!("bench: (memory) idle for {} s", settle.as_secs());
         tokio::time::sleep(settle).await;
@@ -81,6 +90,17 @@ impl Bench<'_> {
             "(memory) create N Kustomizations -> all Ready [s]",
             applied.seconds,
             2,
+        );
+        result.push_count(
+            "(memory) Kustomizations Ready at the end of create",
+            ready_count as u64,
+        );
+        record_cost(
+            &mut result,
+            "(memory) create",
+            (&start, &applied.end),
+            ready_count,
+            applied.seconds,
         );
         let rss = |m: Option<process::Memory>| m.map(|m| m.rss as f64 / MIB);
         result.push(BASELINE, rss(baseline), 1);

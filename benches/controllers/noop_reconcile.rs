@@ -37,19 +37,42 @@ const IDLE_WINDOW: Duration = Duration::from_secs(5);
 const POLL: Duration = Duration::from_millis(10);
 
 /// One requested reconcile, measured.
-struct Reconcile {
+pub(super) struct Reconcile {
     /// Annotation patch -> handled with Ready=True; `None` on timeout.
-    seconds: Option<f64>,
+    pub seconds: Option<f64>,
     /// The controller's requests from just before the patch to [`SETTLE`] after it was
     /// handled.
-    requests: BTreeMap<RequestKey, u64>,
+    pub requests: BTreeMap<RequestKey, u64>,
     /// The controller's CPU seconds over the same span.
-    cpu: f64,
+    pub cpu: f64,
+    /// kube-apiserver's and etcd's CPU seconds over the same span.
+    pub control_plane_cpu: f64,
+    /// The span's length in seconds.
+    pub window: f64,
 }
 
 impl Reconcile {
-    fn total(&self) -> u64 {
+    /// Measured between two checkpoints.
+    fn between(seconds: Option<f64>, start: &Checkpoint, end: &Checkpoint) -> Self {
+        Reconcile {
+            seconds,
+            requests: controller_requests(start, end),
+            cpu: end.cpu - start.cpu,
+            control_plane_cpu: start.control_plane_cpu_until(end),
+            window: end.at.duration_since(start.at).as_secs_f64(),
+        }
+    }
+
+    pub fn total(&self) -> u64 {
         self.requests.values().sum()
+    }
+
+    /// The controller's CPU plus kube-apiserver's and etcd's, in milliseconds, less what
+    /// kube-apiserver and etcd spend with nothing to do (`idle`, CPU seconds per second) over
+    /// the span.
+    pub fn cost_ms(&self, idle: f64) -> f64 {
+        let control_plane = (self.control_plane_cpu - idle * self.window).max(0.0);
+        (self.cpu + control_plane) * 1000.0
     }
 }
 
@@ -89,14 +112,20 @@ impl Bench<'_> {
     ) {
         let objects = self.args.objects();
         let expected = revision(&layout.run, 1);
+        let before = self.checkpoint(&[controller.pid()]);
         let started = Instant::now();
         self.create_kustomization(ns, name, &layout.run).await;
         let applied = self
             .wait_until(&layout.run, 1, &expected, started, controller)
             .await;
+        let created = Reconcile::between(
+            applied.as_ref().ok().map(Duration::as_secs_f64),
+            &before,
+            &self.checkpoint(&[controller.pid()]),
+        );
         result.push(
             &format!("(noop) create -> Ready: first apply of {objects} objects [s]"),
-            applied.as_ref().ok().map(Duration::as_secs_f64),
+            created.seconds,
             2,
         );
         if let Err(e) = applied {
@@ -109,7 +138,10 @@ impl Bench<'_> {
         let pid = controller.pid();
         let idle_start = self.checkpoint(&[pid]);
         tokio::time::sleep(IDLE_WINDOW).await;
-        let idle = controller_requests(&idle_start, &self.checkpoint(&[pid]));
+        let idle_end = self.checkpoint(&[pid]);
+        let idle = controller_requests(&idle_start, &idle_end);
+        let idle_cpu = idle_start.control_plane_cpu_until(&idle_end)
+            / idle_end.at.duration_since(idle_start.at).as_secs_f64();
 
         let mut noops = Vec::new();
         for k in 1..=self.args.reconciles {
@@ -146,6 +178,7 @@ impl Bench<'_> {
 
         record_noop(&noops, &drift, reverted, &idle, objects, result);
         record_periodic(&periodic, objects, result);
+        record_costs(&created, &noops, &drift, &periodic, idle_cpu, result);
         let path = self.work_dir.join(&layout.run).join("requests.txt");
         write_noop_breakdown(&noops, &drift, &idle, &path);
     }
@@ -184,11 +217,7 @@ impl Bench<'_> {
                 .await;
             tokio::time::sleep(SETTLE).await;
             let end = self.checkpoint(&[pid]);
-            let reconcile = Reconcile {
-                seconds: next.and_then(|(_, seconds)| seconds),
-                requests: controller_requests(&start, &end),
-                cpu: end.cpu - start.cpu,
-            };
+            let reconcile = Reconcile::between(next.and_then(|(_, seconds)| seconds), &start, &end);
             eprintln!(
                 "bench: periodic reconcile {k}: {} requests, {:.3?} s",
                 reconcile.total(),
@@ -244,7 +273,7 @@ impl Bench<'_> {
     /// Requests a reconcile of `ns/name` (a new `requestedAt` value) and waits until it is
     /// handled: `status.lastHandledReconcileAt` equals the new value and Ready=True with the
     /// applied revision 1. Then waits [`SETTLE`] before reading the counters.
-    async fn requested_reconcile(
+    pub(super) async fn requested_reconcile(
         &self,
         layout: &Layout,
         ns: &str,
@@ -275,11 +304,7 @@ impl Bench<'_> {
         }
         tokio::time::sleep(SETTLE).await;
         let end = self.checkpoint(&[pid]);
-        Reconcile {
-            seconds: handled.ok().map(|d| d.as_secs_f64()),
-            requests: controller_requests(&start, &end),
-            cpu: end.cpu - start.cpu,
-        }
+        Reconcile::between(handled.ok().map(|d| d.as_secs_f64()), &start, &end)
     }
 
     /// Polls the watched Kustomization of the run every [`POLL`] until it has handled the
@@ -431,6 +456,55 @@ fn record_noop(
         ),
         idle.values().sum(),
     );
+}
+
+/// Records the cost of each kind of reconcile of the one Kustomization (the medians of the
+/// no-op and periodic ones): controller CPU plus kube-apiserver's and etcd's, less their
+/// `idle` CPU rate over each span (a periodic reconcile's span is most of an interval).
+fn record_costs(
+    created: &Reconcile,
+    noops: &[Reconcile],
+    drift: &Reconcile,
+    periodic: &[Reconcile],
+    idle: f64,
+    result: &mut RunResult,
+) {
+    let cost = |r: &Reconcile| r.cost_ms(idle);
+    let controller = |r: &Reconcile| r.cpu * 1000.0;
+    let median = |reconciles: &[Reconcile], of: &dyn Fn(&Reconcile) -> f64| {
+        median_of(&reconciles.iter().map(of).collect::<Vec<f64>>())
+    };
+    let kinds: [(&str, Option<f64>, Option<f64>); 4] = [
+        ("(create)", Some(cost(created)), Some(controller(created))),
+        (
+            "(no-op, median)",
+            median(noops, &cost),
+            median(noops, &controller),
+        ),
+        ("(drift)", Some(cost(drift)), Some(controller(drift))),
+        (
+            "(periodic, median)",
+            median(periodic, &cost),
+            median(periodic, &controller),
+        ),
+    ];
+    result.push(
+        "kube-apiserver + etcd CPU with nothing requested, subtracted from the costs [ms/s]",
+        Some(idle * 1000.0),
+        1,
+    );
+    for (kind, total, controller) in kinds {
+        result.push(
+            &format!("cost per reconcile {kind}: controller + kube-apiserver + etcd CPU [ms]"),
+            total,
+            1,
+        );
+        result.push(
+            &format!("cost per reconcile {kind}: of which the controller's CPU [ms]"),
+            controller,
+            1,
+        );
+    }
 }
 
 /// Records the periodic reconciles: duration and requests (per object), medians.

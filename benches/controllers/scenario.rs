@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service};
+use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::ResourceExt;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
@@ -22,6 +23,8 @@ use crate::cluster::{self, ControlPlane, RequestKey};
 use crate::process::{self, Controller, Launch};
 use crate::report::{Goal, Headline, RunResult};
 
+#[path = "big_kustomization.rs"]
+mod big_kustomization;
 #[path = "dependency_chain.rs"]
 mod dependency_chain;
 #[path = "failing_neighbours.rs"]
@@ -74,12 +77,27 @@ struct Layout {
 
 /// Where the counters stood at a phase boundary.
 struct Checkpoint {
+    /// When it was taken.
+    at: Instant,
     cpu: f64,
     /// Artifacts the bench's server has served.
     downloads: u64,
+    /// kube-apiserver's and etcd's CPU seconds when the checkpoint was taken: the end of the
+    /// phase before it.
     control_plane_cpu: f64,
+    /// The same once the checkpoint's own `/metrics` scrape was served: the start of the phase
+    /// after it (the scrape is the bench's work, not the controller's).
+    control_plane_cpu_after_scrape: f64,
     requests: BTreeMap<RequestKey, u64>,
     own: BTreeMap<RequestKey, u64>,
+}
+
+impl Checkpoint {
+    /// kube-apiserver's and etcd's CPU seconds from this checkpoint to `later`, without the
+    /// bench's scrape at this one.
+    fn control_plane_cpu_until(&self, later: &Checkpoint) -> f64 {
+        later.control_plane_cpu - self.control_plane_cpu_after_scrape
+    }
 }
 
 /// The result of one phase: wall time (None on timeout) and the counters at its end.
@@ -137,8 +155,44 @@ impl Measured {
     }
 }
 
-/// Adds the measured values to `result`, in table order.
-fn record(m: &Measured, result: &mut RunResult) {
+/// Records what one phase cost per reconcile: the controller's CPU plus kube-apiserver's and
+/// etcd's, divided by the `reconciles` the phase finished (one per Kustomization for create
+/// and a new revision), in milliseconds; and how many cores that kept busy over its wall time.
+fn record_cost(
+    result: &mut RunResult,
+    phase: &str,
+    (from, to): (&Checkpoint, &Checkpoint),
+    reconciles: usize,
+    wall: Option<f64>,
+) {
+    let controller = to.cpu - from.cpu;
+    let control_plane = from.control_plane_cpu_until(to);
+    let per =
+        |cpu: f64| (reconciles > 0 && cpu.is_finite()).then(|| cpu * 1000.0 / reconciles as f64);
+    result.push(
+        &format!("cost per reconcile {phase}: controller + kube-apiserver + etcd CPU [ms]"),
+        per(controller + control_plane),
+        1,
+    );
+    result.push(
+        &format!("cost per reconcile {phase}: of which the controller's CPU [ms]"),
+        per(controller),
+        1,
+    );
+    let busy = wall
+        .filter(|w| *w > 0.0)
+        .map(|w| (controller + control_plane) / w)
+        .filter(|b| b.is_finite());
+    result.push(
+        &format!("cores busy {phase}: (controller + kube-apiserver + etcd CPU) / wall time"),
+        busy,
+        2,
+    );
+}
+
+/// Adds the measured values to `result`, in table order; `kustomizations` is how many each
+/// phase reconciled.
+fn record(m: &Measured, kustomizations: usize, result: &mut RunResult) {
     let times = [
         ("(a) create N Kustomizations -> all Ready [s]", &m.applied),
         (
@@ -197,16 +251,39 @@ fn record(m: &Measured, result: &mut RunResult) {
     for (name, from, to) in m.phases() {
         result.push(
             &format!("kube-apiserver + etcd CPU {name} [s]"),
-            Some(to.control_plane_cpu - from.control_plane_cpu),
+            Some(from.control_plane_cpu_until(to)),
             2,
         );
     }
-    let control_plane_cpu = m.deleted.end.control_plane_cpu - m.start.control_plane_cpu;
+    let control_plane_cpu = m.start.control_plane_cpu_until(&m.deleted.end);
     result.push(
         "kube-apiserver + etcd CPU, all phases [s]",
         Some(control_plane_cpu),
         2,
     );
+    record_cost(
+        result,
+        "(a) create",
+        (&m.start, &m.applied.end),
+        kustomizations,
+        m.applied.seconds,
+    );
+    record_cost(
+        result,
+        "(b) new revision",
+        (&m.applied.end, &m.updated.end),
+        kustomizations,
+        m.updated.seconds,
+    );
+    if let Some((phase, idle)) = &m.idle {
+        record_cost(
+            result,
+            "(idle) periodic no-op",
+            (&m.updated.end, &phase.end),
+            usize::try_from(idle.reconciles.max(0)).unwrap_or(0),
+            phase.seconds,
+        );
+    }
     for (name, from, to) in m.phases() {
         result.push_count(
             &format!("artifact downloads {name}"),
@@ -250,6 +327,7 @@ pub fn headlines(args: &Args) -> Vec<Headline> {
         | Scenario::Chain
         | Scenario::Fanout
         | Scenario::FailingNeighbours => Vec::new(),
+        Scenario::Big => big_kustomization::headlines(),
     }
 }
 
@@ -335,7 +413,7 @@ impl<'a> Bench<'a> {
             .await;
         let run_dir = self.work_dir.join(&layout.run);
         let measured = self.measure(&layout, &controller, &mut result).await;
-        record(&measured, &mut result);
+        record(&measured, layout.kustomizations.len(), &mut result);
         write_breakdown(&measured, &run_dir.join("requests.txt"));
 
         self.clean_up(&layout, &mut controller, &mut result).await;
@@ -702,18 +780,17 @@ impl<'a> Bench<'a> {
 
     /// The counters now.
     fn checkpoint(&self, pids: &[u32]) -> Checkpoint {
-        let control_plane_cpu = ["kube-apiserver", "etcd"]
-            .iter()
-            .filter_map(|name| self.control_plane.pid(name))
-            .filter_map(process::cpu_seconds)
-            .sum();
+        let at = Instant::now();
+        let control_plane_cpu = self.control_plane_cpu();
         let requests = self.control_plane.request_counts();
         // The scrape itself shows up in the next checkpoint's counts.
         self.own("GET", "/metrics", 1);
         Checkpoint {
+            at,
             cpu: process::cpu_seconds_of(pids).unwrap_or(f64::NAN),
             downloads: self.server.downloads(),
             control_plane_cpu,
+            control_plane_cpu_after_scrape: self.control_plane_cpu(),
             requests,
             own: self
                 .own_requests
@@ -721,6 +798,15 @@ impl<'a> Bench<'a> {
                 .expect("own request counter lock")
                 .clone(),
         }
+    }
+
+    /// kube-apiserver's and etcd's CPU seconds so far.
+    fn control_plane_cpu(&self) -> f64 {
+        ["kube-apiserver", "etcd"]
+            .iter()
+            .filter_map(|name| self.control_plane.pid(name))
+            .filter_map(process::cpu_seconds)
+            .sum()
     }
 
     /// (a): creates every Kustomization and waits until all have applied revision 1.
@@ -934,7 +1020,7 @@ impl<'a> Bench<'a> {
     ) {
         let selector = format!("{RUN_LABEL}={}", layout.run);
         let params = ListParams::default().labels(&selector);
-        for resource in ["configmaps", "services", "deployments"] {
+        for resource in ["configmaps", "services", "deployments", "networkpolicies"] {
             self.own("LIST", resource, 1);
         }
         let counts = [
@@ -947,6 +1033,10 @@ impl<'a> Bench<'a> {
                 .await
                 .map(|l| l.items.len()),
             Api::<Deployment>::all(self.client.clone())
+                .list_metadata(&params)
+                .await
+                .map(|l| l.items.len()),
+            Api::<NetworkPolicy>::all(self.client.clone())
                 .list_metadata(&params)
                 .await
                 .map(|l| l.items.len()),
@@ -1005,6 +1095,9 @@ impl<'a> Bench<'a> {
         }
         let namespaces = Api::<Namespace>::all(self.client.clone());
         for ns in layout.namespaces.iter().chain([&layout.warmup_namespace]) {
+            if !self.args.with_workload_controllers() {
+                self.delete_left_objects(ns).await;
+            }
             let repos: Api<DynamicObject> =
                 Api::namespaced_with(self.client.clone(), ns, &git_repository_resource());
             let _ = repos
@@ -1012,6 +1105,39 @@ impl<'a> Bench<'a> {
                 .await;
             let _ = namespaces.delete(ns, &DeleteParams::background()).await;
         }
+    }
+
+    /// Deletes the objects the controller left in `ns` (it is stopped). Without
+    /// kube-controller-manager a deleted namespace is never emptied: its objects would stay in
+    /// etcd under the next runs.
+    async fn delete_left_objects(&self, ns: &str) {
+        let params = ListParams::default();
+        let background = DeleteParams::background();
+        let client = &self.client;
+        let _ = Api::<ConfigMap>::namespaced(client.clone(), ns)
+            .delete_collection(&background, &params)
+            .await;
+        let _ = Api::<Deployment>::namespaced(client.clone(), ns)
+            .delete_collection(&background, &params)
+            .await;
+        let _ = Api::<NetworkPolicy>::namespaced(client.clone(), ns)
+            .delete_collection(&background, &params)
+            .await;
+        let services = Api::<Service>::namespaced(client.clone(), ns);
+        if let Ok(list) = services.list_metadata(&params).await {
+            for service in list.items {
+                let _ = services.delete(&service.name_any(), &background).await;
+            }
+        }
+    }
+
+    /// How many Kustomizations labelled `run` are Ready with "Applied revision: <revision>".
+    fn ready_count(&self, run: &str, revision: &str) -> usize {
+        let expected = format!("Applied revision: {revision}");
+        self.matching(run)
+            .iter()
+            .filter(|ks| ready(ks).is_some_and(|(s, _, m)| s == "True" && m == expected))
+            .count()
     }
 
     /// Drops the finalizers of a Kustomization the controller failed to finish deleting.
