@@ -104,8 +104,13 @@ impl Failure {
     }
 }
 
+/// How much longer than `policy.timeout` [`with_retries`] waits for one attempt: an attempt
+/// that sends one request under the same deadline reports its own timeout, which names the
+/// URL, instead of racing this guard for the message.
+const ATTEMPT_GRACE: Duration = Duration::from_millis(100);
+
 /// Runs `attempt` until it succeeds, fails permanently, or `policy.attempts` are spent;
-/// each attempt under `policy.timeout`.
+/// each attempt under `policy.timeout` (plus a short grace, see [`ATTEMPT_GRACE`]).
 pub async fn with_retries<T, F, Fut>(policy: CallPolicy, mut attempt: F) -> Result<T, CallError>
 where
     F: FnMut() -> Fut,
@@ -115,7 +120,7 @@ where
     let mut tries = 0;
     loop {
         tries += 1;
-        let outcome = match tokio::time::timeout(policy.timeout, attempt()).await {
+        let outcome = match tokio::time::timeout(policy.timeout + ATTEMPT_GRACE, attempt()).await {
             Ok(outcome) => outcome,
             Err(_) => Err(Failure::Transient(format!(
                 "no answer within {:?}",
@@ -380,6 +385,21 @@ mod tests {
             "{message}"
         );
         assert!(started.elapsed() >= Duration::from_millis(600));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_attempt_that_never_ends_is_cut_by_the_guard() {
+        let mut attempts = 0;
+        let result: Result<(), CallError> = with_retries(quick(), || {
+            attempts += 1;
+            std::future::pending()
+        })
+        .await;
+        assert_eq!(attempts, 3);
+        assert_eq!(
+            result.unwrap_err().to_string(),
+            "no answer within 200ms (after 3 attempts)"
+        );
     }
 
     #[tokio::test]
