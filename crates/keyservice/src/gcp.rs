@@ -605,10 +605,11 @@ async fn workload_identity_token(
         return Ok(AccessToken::from_response(federated));
     };
     let token = federated.access_token;
+    let impersonation_url = generate_access_token_url(IAM_CREDENTIALS_URL, &email);
     let impersonated = services
         .exchange(
             services.policy,
-            || impersonation_request(IAM_CREDENTIALS_URL, &email, &token, IDENTITY_SCOPES),
+            || impersonation_request(&impersonation_url, &token, IDENTITY_SCOPES),
             |answer| parse_impersonation_response(answer.status, &answer.body, oauth::unix_now()),
         )
         .await
@@ -821,19 +822,21 @@ fn sts_request(
     )
 }
 
-/// IAM Credentials' `generateAccessToken` for `email`, authorized by the federated token.
+/// IAM Credentials' `generateAccessToken` URL for `email` under `base`.
+fn generate_access_token_url(base: &str, email: &str) -> String {
+    format!("{base}/v1/projects/-/serviceAccounts/{email}:generateAccessToken")
+}
+
+/// A `generateAccessToken` request to `url`, authorized by the federated `token`.
 fn impersonation_request(
-    base: &str,
-    email: &str,
+    url: &str,
     token: &str,
     scopes: &[&str],
 ) -> Result<Request<Full<Bytes>>, Failure> {
     let body = json!({ "scope": scopes, "lifetime": format!("{ASSERTION_LIFETIME}s") });
     Request::builder()
         .method(Method::POST)
-        .uri(format!(
-            "{base}/v1/projects/-/serviceAccounts/{email}:generateAccessToken"
-        ))
+        .uri(url)
         .header(http::header::CONTENT_TYPE, "application/json")
         .header(http::header::AUTHORIZATION, format!("Bearer {token}"))
         .body(Full::new(Bytes::from(body.to_string())))
@@ -1320,8 +1323,7 @@ pub(super) mod tests {
         );
 
         let request = impersonation_request(
-            IAM_CREDENTIALS_URL,
-            "sops@p.iam.gserviceaccount.com",
+            &generate_access_token_url(IAM_CREDENTIALS_URL, "sops@p.iam.gserviceaccount.com"),
             TOKEN,
             IDENTITY_SCOPES,
         )

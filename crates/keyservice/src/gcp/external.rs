@@ -8,12 +8,12 @@ use bytes::Bytes;
 use http::{Method, Request};
 use http_body_util::Full;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use zeroize::Zeroizing;
 
 use super::super::oauth::{self, AccessToken};
 use super::super::{CallError, Failure, KeyServices};
-use super::{ASSERTION_LIFETIME, CredentialsError};
+use super::CredentialsError;
 
 /// The credentials' `type`.
 pub const TYPE: &str = "external_account";
@@ -129,7 +129,7 @@ impl ExternalAccount {
         let impersonated = services
             .exchange(
                 services.policy,
-                || impersonation_request(url, &token, scopes),
+                || super::impersonation_request(url, &token, scopes),
                 |answer| {
                     super::parse_impersonation_response(
                         answer.status,
@@ -304,27 +304,12 @@ fn subject_request(
         .map_err(|e| Failure::Permanent(format!("invalid subject token request: {e}")))
 }
 
-/// `generateAccessToken` at the document's impersonation URL.
-fn impersonation_request(
-    url: &str,
-    token: &str,
-    scopes: &[&str],
-) -> Result<Request<Full<Bytes>>, Failure> {
-    let body = json!({ "scope": scopes, "lifetime": format!("{ASSERTION_LIFETIME}s") });
-    Request::builder()
-        .method(Method::POST)
-        .uri(url)
-        .header(http::header::CONTENT_TYPE, "application/json")
-        .header(http::header::AUTHORIZATION, format!("Bearer {token}"))
-        .body(Full::new(Bytes::from(body.to_string())))
-        .map_err(|e| Failure::Permanent(format!("invalid request: {e}")))
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::tests::server;
     use super::*;
     use crate::{Credentials as AllCredentials, Environment, HttpClient};
+    use serde_json::json;
 
     fn document(source: Value, impersonation: Option<&str>, token_url: &str) -> String {
         let mut document = json!({
