@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::Object;
 use super::applied::{AppliedRecord, configuration_hash};
 use super::drift::{Drift, drift_of};
+use super::ignore::{self, IgnorePatchError};
 use super::managed_fields::{
     FieldManager, before_dry_run_managers, cleanup_managers, has_switch, migrate_api_version,
     owned_fields, remove_stale_metadata, take_over,
@@ -18,7 +19,7 @@ use super::names::{
     APPLY_FIELD_MANAGER, DISABLED_VALUE, ENABLED_VALUE, FORCE_ANNOTATION, OWNER_NAME_LABEL,
     OWNER_NAMESPACE_LABEL, RECONCILE_ANNOTATION, SSA_ANNOTATION,
 };
-use super::{Action, Applier, ApplyError, Change, ObjectId, ignore};
+use super::{Action, Applier, ApplyError, Change, ObjectId};
 
 /// An object ready to be sent: its configuration and where it goes.
 pub(super) struct Target {
@@ -318,17 +319,7 @@ impl Applier {
             return Ok(done(target.id, Action::Unchanged));
         }
         let drift = match &read {
-            Some(read) if !created => {
-                let taken_over = self.taken_over(desired, read);
-                drift_of(
-                    read,
-                    &dry_run,
-                    &self.options.ignore,
-                    APPLY_FIELD_MANAGER,
-                    &taken_over,
-                )
-                .ok()
-            }
+            Some(read) if !created => self.drift_between(desired, read, &dry_run).ok(),
             _ => None,
         };
         let mut configuration = target.configuration.clone();
@@ -379,15 +370,9 @@ impl Applier {
                 object: object.clone(),
                 source,
             })?;
-        let taken_over = self.taken_over(&target.configuration, &live);
-        let drift = drift_of(
-            &live,
-            &dry_run,
-            &self.options.ignore,
-            APPLY_FIELD_MANAGER,
-            &taken_over,
-        )
-        .map_err(|source| ApplyError::Ignore { object, source })?;
+        let drift = self
+            .drift_between(&target.configuration, &live, &dry_run)
+            .map_err(|source| ApplyError::Ignore { object, source })?;
         if !drift.is_empty() {
             return Ok(Planned::Done(Change {
                 drift: Some(drift),
@@ -404,9 +389,27 @@ impl Applier {
         Ok(done(target.id, Action::Unchanged))
     }
 
+    /// What applying `desired` would change of `live`, as its dry-run `dry_run` shows, and
+    /// who wrote each changed field (`spec.ignore` rules and taken-over managers applied).
+    pub(super) fn drift_between(
+        &self,
+        desired: &Value,
+        live: &Value,
+        dry_run: &Value,
+    ) -> Result<Drift, IgnorePatchError> {
+        let taken_over = self.taken_over(desired, live);
+        drift_of(
+            live,
+            dry_run,
+            &self.options.ignore,
+            APPLY_FIELD_MANAGER,
+            &taken_over,
+        )
+    }
+
     /// The managers whose fields the apply stage takes over before or after the dry-run;
     /// none under `ssa: Merge`.
-    pub(super) fn taken_over(&self, desired: &Value, live: &Value) -> Vec<FieldManager> {
+    fn taken_over(&self, desired: &Value, live: &Value) -> Vec<FieldManager> {
         if merged(desired, live) {
             return Vec::new();
         }

@@ -5,8 +5,7 @@
 use serde_json::Value;
 
 use super::Object;
-use super::drift::{Drift, drift_of};
-use super::names::APPLY_FIELD_MANAGER;
+use super::drift::Drift;
 use super::{Applier, ApplyError, ObjectId, plan, sort_for_apply};
 
 /// What applying one object would do.
@@ -130,15 +129,9 @@ impl Applier {
                 desired: dry_run,
             }));
         };
-        let taken_over = self.taken_over(&target.configuration, &live);
-        let drift = drift_of(
-            &live,
-            &dry_run,
-            &self.options.ignore,
-            APPLY_FIELD_MANAGER,
-            &taken_over,
-        )
-        .map_err(|source| ApplyError::Ignore { object, source })?;
+        let drift = self
+            .drift_between(&target.configuration, &live, &dry_run)
+            .map_err(|source| ApplyError::Ignore { object, source })?;
         Ok((!drift.is_empty()).then(|| Preview::Configure {
             id: target.id,
             live: Box::new(live),
