@@ -11,14 +11,31 @@ use k8s_openapi::api::apps::v1::Deployment;
 const PROMPT: &str = "kustomize.toolkit.fluxcd.io/drift-correction";
 const DETECT: &str = "kustomize.toolkit.fluxcd.io/drift-detection";
 
-/// Lines of the controller's log saying that drift of a Kustomization in `ns` was detected.
-fn corrections_in(ns: &str) -> usize {
+/// Lines of the controller's log saying that drift of a Kustomization in `ns` was detected
+/// and is being `what` ("correcting" or "reporting").
+fn drift_lines_in(ns: &str, what: &str) -> usize {
+    let said = format!("drift detected, {what}");
     controller()
         .log()
         .lines()
         .map(without_colours)
-        .filter(|line| line.contains("drift detected, correcting") && line.contains(ns))
+        .filter(|line| line.contains(&said) && line.contains(ns))
         .count()
+}
+
+/// Lines of the controller's log saying that drift of a Kustomization in `ns` is corrected.
+fn corrections_in(ns: &str) -> usize {
+    drift_lines_in(ns, "correcting")
+}
+
+/// Waits until the `Drifted` condition of `app` names the edit [`edit`] made.
+async fn wait_edit_reported(client: &kube::Client, ns: &str) {
+    wait_drifted(
+        client,
+        ns,
+        &format!("ConfigMap/{ns}/a changed by kubectl-edit"),
+    )
+    .await;
 }
 
 /// `data.value` of ConfigMap `name`.
@@ -217,12 +234,7 @@ async fn two_writers_fighting_are_throttled() {
     }
     // Corrections at 2 s, then 4, 8 and 16 s apart: four in sixteen seconds, however many
     // writes the rival makes.
-    let corrections = controller()
-        .log()
-        .lines()
-        .map(without_colours)
-        .filter(|line| line.contains("drift detected, correcting") && line.contains(ns))
-        .count();
+    let corrections = corrections_in(ns);
     assert!(writes >= 30, "{writes} writes");
     assert!(
         (2..=5).contains(&corrections),
@@ -447,21 +459,11 @@ async fn the_prompt_path_in_warn_mode_reports_without_correcting() {
     one_config_map(&f, json!({PROMPT: "prompt", DETECT: "warn"})).await;
     let config_maps: Api<ConfigMap> = Api::namespaced(f.client.clone(), ns);
     edit(&config_maps).await;
-    wait_drifted(
-        &f.client,
-        ns,
-        &format!("ConfigMap/{ns}/a changed by kubectl-edit"),
-    )
-    .await;
+    wait_edit_reported(&f.client, ns).await;
     assert_eq!(value_of(&config_maps, "a").await.as_deref(), Some("edited"));
     let status = kustomization_status_json(&f.client, ns).await;
     assert!(status["lastHandledReconcileAt"].is_null(), "{status:#}");
-    let reporting = controller()
-        .log()
-        .lines()
-        .map(without_colours)
-        .filter(|line| line.contains("drift detected, reporting") && line.contains(ns))
-        .count();
+    let reporting = drift_lines_in(ns, "reporting");
     assert!(reporting >= 1, "{}", tail(&controller().log(), 20));
     assert_eq!(corrections_in(ns), 0);
 
@@ -498,12 +500,7 @@ async fn periodic_runs_in_warn_mode_keep_the_drift_reported_and_tell_it_once() {
     create_app(&f, json!({DETECT: "warn"}), json!({"interval": "2s"})).await;
     let config_maps: Api<ConfigMap> = Api::namespaced(f.client.clone(), ns);
     edit(&config_maps).await;
-    wait_drifted(
-        &f.client,
-        ns,
-        &format!("ConfigMap/{ns}/a changed by kubectl-edit"),
-    )
-    .await;
+    wait_edit_reported(&f.client, ns).await;
     let runs = async || {
         kustomization_status_json(&f.client, ns).await["history"][0]["totalReconciliations"]
             .as_i64()
@@ -519,12 +516,7 @@ async fn periodic_runs_in_warn_mode_keep_the_drift_reported_and_tell_it_once() {
         }
     })
     .await;
-    wait_drifted(
-        &f.client,
-        ns,
-        &format!("ConfigMap/{ns}/a changed by kubectl-edit"),
-    )
-    .await;
+    wait_edit_reported(&f.client, ns).await;
     assert_eq!(value_of(&config_maps, "a").await.as_deref(), Some("edited"));
     let reports = drift_reports(&f.client, ns).await;
     assert_eq!(reports.len(), 1, "{reports:?}");
