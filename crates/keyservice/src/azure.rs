@@ -171,12 +171,29 @@ impl CredentialsError {
     }
 }
 
-/// Why a PEM client certificate with its key is not usable.
+/// Why a client certificate with its key (PEM text or a PKCS#12 bundle) is not usable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CertificateError {
-    /// Not PEM (a PKCS#12 bundle, most likely).
-    #[error("not PEM (PKCS#12 certificates are not supported: convert to PEM)")]
-    NotPem,
+    /// Neither PEM text nor DER PKCS#12 that can be read.
+    #[error("neither PEM text nor a PKCS#12 bundle this controller can read")]
+    Unreadable,
+    /// The PKCS#12 bundle's integrity check failed: the password is not its password.
+    #[error(
+        "the PKCS#12 bundle's integrity check failed: {}",
+        if *has_password { "the certificate password is wrong" } else { "it needs a password and none is set" }
+    )]
+    Pkcs12Password {
+        /// Whether a password was given.
+        has_password: bool,
+    },
+    /// The PKCS#12 bundle is protected by algorithms that cannot be read here.
+    #[error(
+        "the PKCS#12 bundle uses an encryption or integrity algorithm that is not supported (supported: PBES2 with AES, and the legacy 3DES and RC2 schemes with SHA-1)"
+    )]
+    Pkcs12Algorithm,
+    /// The PKCS#12 bundle holds no private key with its certificate.
+    #[error("the PKCS#12 bundle holds no private key with its certificate")]
+    Pkcs12NoKey,
     /// The key is encrypted.
     #[error(
         "the private key is encrypted{}; encrypted keys are not supported: store the key unencrypted in the Secret",
@@ -255,13 +272,18 @@ pub fn parse_credentials(data: &[u8]) -> Result<Credentials, CredentialsError> {
                     client_id,
                     secret: Zeroizing::new(secret),
                 }
-            } else if let Some(pem) = get("clientCertificate")?.map(Zeroizing::new) {
+            } else if let Some(certificate) = get("clientCertificate")?.map(Zeroizing::new) {
                 let send_chain = bool_field(&fields, "clientCertificateSendChain")?;
                 let password = get("clientCertificatePassword")?.map(Zeroizing::new);
+                let certificate = parse_certificate(
+                    certificate.as_bytes(),
+                    password.as_deref().map(String::as_str),
+                    send_chain,
+                )?;
                 Kind::ClientCertificate {
                     tenant_id,
                     client_id,
-                    certificate: Box::new(parse_certificate(&pem, password.is_some(), send_chain)?),
+                    certificate: Box::new(certificate),
                 }
             } else {
                 return Err(CredentialsError::NoSecretOrCertificate);
@@ -382,31 +404,27 @@ fn check_tenant(tenant_id: &str) -> Result<(), CredentialsError> {
     }
 }
 
-/// A PEM client certificate with its unencrypted RSA key.
+/// A client certificate with its RSA key, from PEM text (an unencrypted key) or a PKCS#12
+/// bundle opened with `password` (none: the empty one), as `azidentity.ParseCertificates`
+/// reads either.
 fn parse_certificate(
-    pem: &str,
-    has_password: bool,
+    data: &[u8],
+    password: Option<&str>,
     send_chain: bool,
 ) -> Result<ClientCertificate, CertificateError> {
-    if !pem.contains("-----BEGIN") {
-        return Err(CertificateError::NotPem);
-    }
-    if pem.contains("ENCRYPTED") {
-        return Err(CertificateError::EncryptedKey { has_password });
-    }
-    let key = Rsa::from_pem(pem)?;
-    let blocks = oauth::pem_blocks(pem)?;
-    let certificates: Vec<&[u8]> = blocks
-        .iter()
-        .filter(|b| b.label == "CERTIFICATE")
-        .map(|b| b.der.as_slice())
-        .collect();
+    let pem = std::str::from_utf8(data)
+        .ok()
+        .filter(|text| text.contains("-----BEGIN"));
+    let (key, certificates) = match pem {
+        Some(pem) => from_pem(pem, password.is_some())?,
+        None => from_pkcs12(data, password)?,
+    };
     // The leaf is the certificate of the key: the one holding its public key (as MSAL).
     let leaf = certificates
         .iter()
         .position(|der| contains(der, key.public_key()))
         .ok_or(CertificateError::NoMatchingCertificate)?;
-    let mut chain = vec![STANDARD.encode(certificates[leaf])];
+    let mut chain = vec![STANDARD.encode(&certificates[leaf])];
     chain.extend(
         certificates
             .iter()
@@ -414,7 +432,7 @@ fn parse_certificate(
             .filter(|(i, _)| *i != leaf)
             .map(|(_, der)| STANDARD.encode(der)),
     );
-    let thumbprint = ring::digest::digest(&ring::digest::SHA256, certificates[leaf])
+    let thumbprint = ring::digest::digest(&ring::digest::SHA256, &certificates[leaf])
         .as_ref()
         .to_vec();
     Ok(ClientCertificate {
@@ -423,6 +441,56 @@ fn parse_certificate(
         chain,
         send_chain,
     })
+}
+
+/// The key and the DER certificates of PEM text.
+fn from_pem(pem: &str, has_password: bool) -> Result<(Rsa, Vec<Vec<u8>>), CertificateError> {
+    if pem.contains("ENCRYPTED") {
+        return Err(CertificateError::EncryptedKey { has_password });
+    }
+    let key = Rsa::from_pem(pem)?;
+    let certificates = oauth::pem_blocks(pem)?
+        .into_iter()
+        .filter(|b| b.label == "CERTIFICATE")
+        .map(|b| b.der.to_vec())
+        .collect();
+    Ok((key, certificates))
+}
+
+/// The key and the DER certificates of a PKCS#12 bundle. Its integrity check (the MAC) is
+/// verified with the password before anything is decrypted.
+fn from_pkcs12(
+    der: &[u8],
+    password: Option<&str>,
+) -> Result<(Rsa, Vec<Vec<u8>>), CertificateError> {
+    use p12_keystore::error::Error;
+    use p12_keystore::{KeyStore, KeyStoreEntry};
+    let store = KeyStore::from_pkcs12(der, password.unwrap_or("")).map_err(|e| match e {
+        Error::MacError(_) | Error::UnpadError => CertificateError::Pkcs12Password {
+            has_password: password.is_some(),
+        },
+        Error::UnsupportedEncryptionScheme | Error::UnsupportedMacAlgorithm => {
+            CertificateError::Pkcs12Algorithm
+        }
+        _ => CertificateError::Unreadable,
+    })?;
+    let (_, key_chain) = store
+        .private_key_chain()
+        .ok_or(CertificateError::Pkcs12NoKey)?;
+    let key = Rsa::from_pkcs8(key_chain.key())?;
+    let mut certificates: Vec<Vec<u8>> = key_chain
+        .chain()
+        .iter()
+        .map(|c| c.as_der().to_vec())
+        .collect();
+    for (_, entry) in store.entries() {
+        if let KeyStoreEntry::Certificate(c) = entry
+            && !certificates.iter().any(|known| known == c.as_der())
+        {
+            certificates.push(c.as_der().to_vec());
+        }
+    }
+    Ok((key, certificates))
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
@@ -741,7 +809,7 @@ async fn read_certificate(
     env: &Environment,
     path: &str,
 ) -> Result<ClientCertificate, CertificateFileError> {
-    let pem = Zeroizing::new(tokio::fs::read_to_string(path).await.map_err(|source| {
+    let data = Zeroizing::new(tokio::fs::read(path).await.map_err(|source| {
         CertificateFileError::Read {
             path: path.to_owned(),
             source,
@@ -751,12 +819,10 @@ async fn read_certificate(
         env.get("AZURE_CLIENT_SEND_CERTIFICATE_CHAIN"),
         Some("1" | "true" | "True" | "TRUE")
     );
-    let has_password = env.get("AZURE_CLIENT_CERTIFICATE_PASSWORD").is_some();
-    parse_certificate(&pem, has_password, send_chain).map_err(|source| {
-        CertificateFileError::Invalid {
-            path: path.to_owned(),
-            source,
-        }
+    let password = env.get("AZURE_CLIENT_CERTIFICATE_PASSWORD");
+    parse_certificate(&data, password, send_chain).map_err(|source| CertificateFileError::Invalid {
+        path: path.to_owned(),
+        source,
     })
 }
 
@@ -1041,6 +1107,69 @@ mod tests {
         }
     }
 
+    const AES_P12: &[u8] = include_bytes!("testdata/rsa-test-aes.p12");
+    const LEGACY_P12: &[u8] = include_bytes!("testdata/rsa-test-legacy.p12");
+    const NO_PASSWORD_P12: &[u8] = include_bytes!("testdata/rsa-test-nopass.p12");
+
+    /// Bundles made by `openssl pkcs12 -export` from the test key and certificate: OpenSSL 3's
+    /// default (PBES2, AES-256, SHA-256 MAC), its `-legacy` one (3DES key, RC2-40
+    /// certificates, SHA-1 MAC: what Go's pkcs12 package reads), and `-legacy` without a
+    /// password.
+    #[test]
+    fn opens_pkcs12_bundles_with_their_password() {
+        for (bundle, password) in [
+            (AES_P12, Some("s3cret")),
+            (LEGACY_P12, Some("s3cret")),
+            (NO_PASSWORD_P12, None),
+        ] {
+            let certificate = parse_certificate(bundle, password, false).unwrap();
+            assert_eq!(STANDARD.encode(&certificate.thumbprint), TEST_CERT_SHA256);
+            assert_eq!(certificate.chain.len(), 1);
+        }
+    }
+
+    #[tokio::test]
+    async fn the_environment_certificate_file_may_be_pkcs12() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("client.p12");
+        std::fs::write(&path, LEGACY_P12).unwrap();
+        let path = path.to_str().unwrap();
+        let env = Environment::from_pairs([("AZURE_CLIENT_CERTIFICATE_PASSWORD", "s3cret")]);
+        let certificate = read_certificate(&env, path).await.unwrap();
+        assert_eq!(STANDARD.encode(&certificate.thumbprint), TEST_CERT_SHA256);
+        let error = read_certificate(&Environment::from_pairs([]), path)
+            .await
+            .err()
+            .expect("refused without a password")
+            .to_string();
+        assert_eq!(
+            error,
+            format!(
+                "AZURE_CLIENT_CERTIFICATE_PATH '{path}': invalid clientCertificate: the PKCS#12 bundle's integrity check failed: it needs a password and none is set"
+            )
+        );
+    }
+
+    #[test]
+    fn refuses_pkcs12_bundles_it_cannot_open_naming_why() {
+        let refused = |bundle: &[u8], password: Option<&str>| {
+            parse_certificate(bundle, password, false)
+                .err()
+                .expect("refused")
+                .to_string()
+        };
+        for bundle in [AES_P12, LEGACY_P12] {
+            assert_eq!(
+                refused(bundle, Some("hunter2-DO-NOT-LEAK")),
+                "the PKCS#12 bundle's integrity check failed: the certificate password is wrong"
+            );
+        }
+        assert_eq!(
+            refused(&LEGACY_P12[..LEGACY_P12.len() / 2], Some("s3cret")),
+            "neither PEM text nor a PKCS#12 bundle this controller can read"
+        );
+    }
+
     #[test]
     fn refuses_unusable_certificates_clearly() {
         let encrypted = certificate_config(
@@ -1054,7 +1183,7 @@ mod tests {
         let pfx = format!(
             r#"{{"tenantId":"{TENANT}","clientId":"{CLIENT}","clientCertificate":"MIIKZQIBAzCCCi8GCSqGSIb3DQEHAaCC"}}"#
         );
-        refused(&pfx, "PKCS#12", &[]);
+        refused(&pfx, "neither PEM text nor a PKCS#12 bundle", &[]);
         let no_cert =
             json!({"tenantId": TENANT, "clientId": CLIENT, "clientCertificate": TEST_KEY})
                 .to_string();

@@ -85,6 +85,13 @@ impl Rsa {
         Err(PemError::NoPrivateKey)
     }
 
+    /// A PKCS#8 DER private key (as a PKCS#12 bundle holds it); non-RSA keys are refused.
+    pub fn from_pkcs8(der: &[u8]) -> Result<Self, PemError> {
+        RsaKeyPair::from_pkcs8(der)
+            .map(Rsa)
+            .map_err(|e| PemError::UnusableKey(e.to_string()))
+    }
+
     /// The public key, DER `RSAPublicKey`.
     pub fn public_key(&self) -> &[u8] {
         self.0.public().as_ref()
