@@ -14,6 +14,7 @@ pub mod azure;
 pub mod error;
 pub mod gcp;
 pub mod http;
+pub mod huawei;
 pub mod identity;
 mod oauth;
 pub mod tls;
@@ -213,6 +214,7 @@ pub struct KeyServices {
     vault_tokens: tokio::sync::Mutex<HashMap<String, Zeroizing<String>>>,
     gcp_tokens: tokio::sync::Mutex<Option<gcp::AccessToken>>,
     azure_tokens: tokio::sync::Mutex<Option<azure::AccessToken>>,
+    huawei_projects: tokio::sync::Mutex<huawei::Projects>,
 }
 
 impl KeyServices {
@@ -265,6 +267,7 @@ impl KeyServices {
             vault_tokens: Default::default(),
             gcp_tokens: Default::default(),
             azure_tokens: Default::default(),
+            huawei_projects: Default::default(),
         }
     }
 
@@ -322,9 +325,9 @@ impl KeyServices {
             } => azure::decrypt(self, vault_url, name, version, enc)
                 .await
                 .map_err(failed),
-            ServiceKey::HuaweiKms { .. } => Err(failed(KeyServiceError::Unsupported(
-                "Huawei Cloud KMS keys are not supported by this controller".to_owned(),
-            ))),
+            ServiceKey::HuaweiKms { key_id } => {
+                huawei::decrypt(self, key_id, enc).await.map_err(failed)
+            }
         }
     }
 }
@@ -448,18 +451,18 @@ mod tests {
             key_id: "tr-west-1:k".into(),
         };
         let error = sops::KeyService::decrypt(&services, &key, "x").unwrap_err();
-        assert_eq!(
-            error.to_string(),
-            format!(
-                "{}: Huawei Cloud KMS keys are not supported by this controller",
+        assert!(
+            error.to_string().starts_with(&format!(
+                "{}: no Huawei Cloud credentials: HUAWEICLOUD_SDK_AK and HUAWEICLOUD_SDK_SK are not both set",
                 key.service_name()
-            )
+            )),
+            "{error}"
         );
         let source = error
             .source()
             .and_then(|s| s.downcast_ref::<KeyServiceError>());
         assert!(
-            matches!(source, Some(KeyServiceError::Unsupported(_))),
+            matches!(source, Some(KeyServiceError::Credentials { .. })),
             "{source:?}"
         );
     }
