@@ -458,3 +458,108 @@ fn credentials_come_from_the_aws_shared_files_as_the_sdk_reads_them() {
         stderr(&output)
     );
 }
+
+/// An `hckms` file the real sops encrypted against a local Huawei Cloud KMS double is opened
+/// through the double with the same environment, as sops opens it: the same call, body and
+/// project, with an `SDK-HMAC-SHA256` signature by the same access key. Without the keys in
+/// the environment, the failure names the service, the key and what to set.
+#[test]
+fn an_hckms_file_decrypts_as_sops_does_against_a_kms_double() {
+    let servers = key_servers();
+    let kms = support::huawei_kms::HuaweiKms::start();
+    let key = "tr-west-1:0d0466b0-e727-4d9c-b35d-f84bb474a37f";
+    let env = |with_keys: bool| {
+        let mut env = vec![
+            ("HUAWEICLOUD_SDK_PROJECT_ID", "p-double".to_owned()),
+            ("HUAWEICLOUD_SDK_REGION_KMS_TR_WEST_1", kms.url.clone()),
+        ];
+        if with_keys {
+            env.push(("HUAWEICLOUD_SDK_AK", "AKDOUBLE".to_owned()));
+            env.push(("HUAWEICLOUD_SDK_SK", "sk-DO-NOT-LEAK".to_owned()));
+        }
+        env
+    };
+    let dir = workdir("ks-hckms");
+    std::fs::write(dir.join("s.yaml"), PLAIN_YAML).unwrap();
+    let mut sops = Command::new(&servers.sops);
+    sops.current_dir(&dir)
+        .args([
+            "--disable-version-check",
+            "encrypt",
+            "--hckms",
+            key,
+            "s.yaml",
+        ])
+        .env_clear()
+        .env("HOME", &dir);
+    for (k, v) in env(true) {
+        sops.env(k, v);
+    }
+    let encrypted = sops.output().expect("run sops");
+    assert!(encrypted.status.success(), "{}", stderr(&encrypted));
+    let file = dir.join("enc.s.yaml");
+    std::fs::write(&file, &encrypted.stdout).unwrap();
+    assert!(String::from_utf8_lossy(&encrypted.stdout).contains("hckms:"));
+
+    let output = ours(&file, &env(true), &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(String::from_utf8_lossy(&output.stdout), PLAIN_YAML);
+
+    let requests = kms.requests();
+    let [sops_encrypt, our_decrypt] = requests.as_slice() else {
+        panic!("two calls expected: {requests:#?}");
+    };
+    assert_eq!(
+        sops_encrypt.request_line,
+        "POST /v1.0/p-double/kms/encrypt-data HTTP/1.1"
+    );
+    assert_eq!(
+        our_decrypt.request_line,
+        "POST /v1.0/p-double/kms/decrypt-data HTTP/1.1"
+    );
+    assert_eq!(
+        our_decrypt.body["cipher_text"],
+        format!(
+            "double-kms:{}",
+            sops_encrypt.body["plain_text"].as_str().unwrap()
+        )
+    );
+    assert_eq!(our_decrypt.body["key_id"], sops_encrypt.body["key_id"]);
+    assert_eq!(
+        our_decrypt.body["encryption_algorithm"],
+        sops_encrypt.body["encryption_algorithm"]
+    );
+    for request in [sops_encrypt, our_decrypt] {
+        let header = |name: &str| {
+            request
+                .headers
+                .iter()
+                .find_map(|h| h.strip_prefix(&format!("{name}: ")).map(str::to_owned))
+                .unwrap_or_default()
+        };
+        assert_eq!(header("x-project-id"), "p-double", "{request:#?}");
+        assert!(
+            header("authorization").starts_with("sdk-hmac-sha256 access=akdouble, signedheaders="),
+            "{request:#?}"
+        );
+        assert!(header("x-sdk-date").ends_with('z'), "{request:#?}");
+        assert!(
+            header("content-type").starts_with("application/json"),
+            "{request:#?}"
+        );
+    }
+
+    let refused = ours(&file, &env(false), &[]);
+    assert!(!refused.status.success());
+    let message = stderr(&refused);
+    assert!(
+        message.contains("Huawei Cloud KMS")
+            && message.contains("HUAWEICLOUD_SDK_AK and HUAWEICLOUD_SDK_SK are not both set"),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!("hckms {key}: Huawei Cloud KMS")),
+        "{message}"
+    );
+    assert!(!message.contains("DO-NOT-LEAK"));
+}

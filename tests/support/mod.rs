@@ -12,6 +12,7 @@
 pub mod bounded;
 pub mod event_receiver;
 pub mod hostile;
+pub mod huawei_kms;
 pub mod keyservers;
 
 use std::path::{Path, PathBuf};
