@@ -438,14 +438,8 @@ fn build_controller(
             // The cache is written before the change is mapped: the reconcile it wakes reads
             // the changed source.
             Some(cache) => {
-                // Only the artifact and the metadata a reconcile reads are needed; with
-                // thousands of sources their managedFields would be much of the cache.
-                let sources = watcher(sources, watcher::Config::default()).modify(|source| {
-                    source.managed_fields_mut().clear();
-                    source
-                        .annotations_mut()
-                        .remove(KUBECTL_LAST_APPLIED_ANNOTATION);
-                });
+                let sources = watcher(sources, watcher::Config::default())
+                    .modify(sources::keep_what_reconciles_read);
                 let changes = reflector(cache, sources).touched_objects();
                 controller.watches_stream_with(changes, mapper, resource)
             }

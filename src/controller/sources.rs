@@ -11,6 +11,7 @@ use std::collections::HashMap;
 
 use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DynamicObject};
 use kube::runtime::reflector::{ObjectRef, Store};
 
@@ -111,6 +112,31 @@ impl SourceReader {
     }
 }
 
+/// What the source watch caches keep of a source object: its identity (name, namespace, uid
+/// and resourceVersion, which a reconcile and its events name) and `status.artifact`, which
+/// a reconcile fetches. Nothing else of it is read, and with thousands of sources the rest
+/// (spec, conditions, labels, finalizers, managedFields) would be most of the cache.
+pub fn keep_what_reconciles_read(source: &mut DynamicObject) {
+    let metadata = std::mem::take(&mut source.metadata);
+    source.metadata = ObjectMeta {
+        name: metadata.name,
+        namespace: metadata.namespace,
+        uid: metadata.uid,
+        resource_version: metadata.resource_version,
+        ..ObjectMeta::default()
+    };
+    let artifact = source
+        .data
+        .get_mut("status")
+        .and_then(|status| status.get_mut("artifact"))
+        .map(serde_json::Value::take)
+        .filter(|artifact| !artifact.is_null());
+    source.data = match artifact {
+        Some(artifact) => serde_json::json!({ "status": { "artifact": artifact } }),
+        None => serde_json::json!({}),
+    };
+}
+
 /// Kubernetes' not-found sentence for `name` of `resource` (a kind or a plural) in the source
 /// group.
 fn not_found(resource: &str, name: &str) -> String {
@@ -167,6 +193,55 @@ mod tests {
                 .expect("the source, from the cache");
             assert_eq!(name.as_deref(), Some("repo"));
         }
+    }
+
+    #[test]
+    fn the_cache_keeps_the_identity_and_the_artifact_of_a_source() {
+        let artifact = json!({
+            "path": "gitrepository/apps/repo/abc.tar.gz",
+            "url": "http://source-controller/gitrepository/apps/repo/abc.tar.gz",
+            "revision": "main@sha1:abc", "digest": "sha256:def",
+            "lastUpdateTime": "2026-01-01T00:00:00Z", "size": 1,
+        });
+        let full: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+            "metadata": {
+                "name": "repo", "namespace": "apps", "uid": "u-1", "resourceVersion": "42",
+                "generation": 3, "labels": {"team": "a"}, "finalizers": ["finalizers.fluxcd.io"],
+                "managedFields": [{"manager": "source-controller"}],
+            },
+            "spec": {"url": "https://example.com/repo.git", "interval": "1m"},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}], "artifact": artifact},
+        }))
+        .expect("source");
+        let mut kept = full.clone();
+        keep_what_reconciles_read(&mut kept);
+        assert_eq!(
+            serde_json::to_value(&kept).expect("json"),
+            json!({
+                "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+                "metadata": {"name": "repo", "namespace": "apps", "uid": "u-1", "resourceVersion": "42"},
+                "status": {"artifact": artifact},
+            })
+        );
+        assert_eq!(
+            crate::api::source::artifact_of(&kept),
+            crate::api::source::artifact_of(&full)
+        );
+        let reference = |source: &DynamicObject| {
+            serde_json::to_value(super::super::events::source_reference("GitRepository", source))
+                .expect("json")
+        };
+        assert_eq!(reference(&kept), reference(&full));
+
+        let mut waiting: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
+            "metadata": {"name": "new", "namespace": "apps"},
+            "status": {"conditions": []},
+        }))
+        .expect("source");
+        keep_what_reconciles_read(&mut waiting);
+        assert_eq!(crate::api::source::artifact_of(&waiting), None);
     }
 
     #[test]
