@@ -97,9 +97,7 @@ fn cluster_ids_as_flux_reads_them() {
     for bad in [
         String::new(),
         "prod".to_owned(),
-        format!(
-            "/subscriptions/short/resourceGroups/flux/providers/Microsoft.ContainerService/managedClusters/prod"
-        ),
+        "/subscriptions/short/resourceGroups/flux/providers/Microsoft.ContainerService/managedClusters/prod".to_owned(),
         cluster_id(""),
         format!("{}/agentPools/a", cluster_id("prod")),
     ] {
