@@ -278,6 +278,17 @@ async fn an_eks_cluster_is_reached_with_a_presigned_sts_token_the_remote_accepts
         log.contains(&format!("authenticated {CONTROLLER_ARN}")),
         "{log}"
     );
+    // The role's session came through the key services' token cache, counted as Flux counts
+    // a remote cluster's credentials.
+    let metrics = cloud_controller().metrics();
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("gotk_token_cache_events_total")
+                && l.contains("operation=\"fetch_kubeconfig\"")
+                && l.contains(&format!("namespace=\"{ns}\""))),
+        "{metrics}"
+    );
 
     // Signed for `other-cluster`, the signature the double checks (with the remote's own
     // cluster name) does not match: the remote refuses the token and nothing is applied.
@@ -322,6 +333,21 @@ async fn a_provider_that_cannot_get_a_token_or_find_the_cluster_is_named() {
         json!({"serviceAccountName": "no-role"}),
     )
     .await;
+    service_account(
+        &client,
+        ns,
+        "spiffe",
+        json!({"credential.auth.fluxcd.io/provider": "spiffe", "eks.amazonaws.com/role-arn": ROLE_ARN}),
+    )
+    .await;
+    eks_config_map(
+        &client,
+        ns,
+        "spiffe",
+        "kc-test-remote",
+        json!({"serviceAccountName": "spiffe"}),
+    )
+    .await;
     eks_config_map(&client, ns, "gone", "gone", json!({})).await;
     create_git_source(&client, ns, "repo").await;
     git_source::publish(
@@ -332,11 +358,13 @@ async fn a_provider_that_cannot_get_a_token_or_find_the_cluster_is_named() {
         &[
             ("no-role/a.yaml", config_map(ns, "a", "1")),
             ("gone/b.yaml", config_map(ns, "b", "1")),
+            ("spiffe/c.yaml", config_map(ns, "c", "1")),
         ],
     )
     .await;
     create(&client, ns, "no-role", "no-role").await;
     create(&client, ns, "gone", "gone").await;
+    create(&client, ns, "spiffe", "spiffe").await;
     let message = wait_ready(
         &client,
         ns,
@@ -367,4 +395,12 @@ async fn a_provider_that_cannot_get_a_token_or_find_the_cluster_is_named() {
         "{message}"
     );
     assert_no_credential(&message, "the Ready message");
+    wait_ready(
+        &client,
+        ns,
+        "spiffe",
+        ConditionStatus::False,
+        &format!("service account '{ns}/spiffe' asks for the credential provider 'spiffe'"),
+    )
+    .await;
 }
