@@ -10,13 +10,14 @@
 //! Clients are kept per Secret and account and made again when the Secret's kubeconfig
 //! changes, so a reconcile costs no TLS set-up or priority-and-fairness probe.
 
+mod cloud;
 pub mod kubeconfig;
 pub mod object_cache;
 pub mod provider;
 pub mod reads;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use std::time::{Duration, Instant};
 
@@ -108,6 +109,18 @@ pub enum ClusterError {
     /// No token could be had for the remote cluster.
     #[error("failed to get access token for cluster: {0}")]
     AccessToken(String),
+    /// A cloud provider could not make a REST config for the cluster.
+    #[error(
+        "failed to get a REST config with provider '{provider}' for the cluster of configmap {config_map}: {source}"
+    )]
+    Cloud {
+        /// `aws`, `azure` or `gcp`.
+        provider: &'static str,
+        /// `namespace/name`.
+        config_map: String,
+        /// What failed, without any credential.
+        source: keyservice::KeyServiceError,
+    },
     /// A client could not be built from a valid configuration.
     #[error("{}", crate::client::api_message(.0))]
     Client(kube::Error),
@@ -129,6 +142,9 @@ pub struct ClusterSettings {
     pub burst: u32,
     /// The request counter every client made here adds to.
     pub rest_requests: crate::metrics::RestRequests,
+    /// The token cache (`--token-cache-max-size`) cloud credentials are kept in, shared with
+    /// the key services.
+    pub token_cache: Option<Arc<keyservice::token_cache::TokenCache>>,
 }
 
 /// The controller's own target and a cache of the others.
@@ -141,6 +157,10 @@ pub struct Clusters {
     /// Keyed by Secret (`namespace/name`, empty for the own cluster) and user; one entry per
     /// pair in use, replaced when the Secret's kubeconfig changes.
     cache: Mutex<HashMap<(String, Option<String>), TargetCluster>>,
+    /// The HTTPS client of the clouds' APIs, made on first use (inside the runtime).
+    cloud_http: OnceLock<Result<keyservice::HttpClient, rustls::Error>>,
+    /// The environment the clouds' credentials are found in.
+    environment: keyservice::Environment,
 }
 
 impl Clusters {
@@ -158,6 +178,8 @@ impl Clusters {
             own_config: config,
             settings,
             cache: Mutex::new(HashMap::new()),
+            cloud_http: OnceLock::new(),
+            environment: keyservice::Environment::from_process(),
         }
     }
 
@@ -208,7 +230,8 @@ impl Clusters {
         let Some(secret_ref) = &reference.secret_ref else {
             return match &reference.config_map_ref {
                 Some(config_map) => {
-                    self.named_by_config_map(namespace, &config_map.name, user)
+                    let kustomization = ks.metadata.name.as_deref().unwrap_or_default();
+                    self.named_by_config_map(namespace, &config_map.name, kustomization, user)
                         .await
                 }
                 None => Err(ClusterError::NoReference),
@@ -267,12 +290,13 @@ impl Clusters {
     }
 
     /// A cluster named by a ConfigMap, reached with a token of the ServiceAccount it names
-    /// (or `--default-kubeconfig-service-account`, or the controller's own), as Flux's
-    /// `generic` provider reaches it.
+    /// (or `--default-kubeconfig-service-account`, or the controller's own): a Kubernetes
+    /// token with the `generic` provider, a cloud's with the others.
     async fn named_by_config_map(
         &self,
         namespace: &str,
         name: &str,
+        kustomization: &str,
         user: Option<String>,
     ) -> Result<TargetCluster, ClusterError> {
         let config_map = format!("{namespace}/{name}");
@@ -287,11 +311,19 @@ impl Clusters {
             })?
             .data
             .unwrap_or_default();
-        let reference = provider::read_config_map(&data)?;
-        let account = reference.service_account.clone().or_else(|| {
-            Some(self.settings.default_kubeconfig_service_account.clone())
-                .filter(|name| !name.is_empty())
-        });
+        let reference = match provider::read_config_map(&data)? {
+            provider::ClusterConfig::Generic(reference) => reference,
+            provider::ClusterConfig::Cloud(reference) => {
+                let account = self.kubeconfig_account(reference.service_account.as_deref());
+                let at = cloud::ConfigMapAt {
+                    namespace,
+                    config_map: &config_map,
+                    kustomization,
+                };
+                return self.cloud_cluster(at, reference, account, user).await;
+            }
+        };
+        let account = self.kubeconfig_account(reference.service_account.as_deref());
         let mut hasher = Sha256::new();
         for part in [
             reference.url.as_str(),
@@ -318,6 +350,18 @@ impl Clusters {
         let renew_at = Instant::now() + Duration::from_secs(u64::try_from(renew_in).unwrap_or(0));
         self.make(slot, config, user, Some(digest), Some(renew_at))
             .await
+    }
+
+    /// The account whose identity reaches a cluster named by a ConfigMap: its own, else
+    /// `--default-kubeconfig-service-account`; none means the controller's.
+    fn kubeconfig_account(&self, named: Option<&str>) -> Option<String> {
+        [
+            named.unwrap_or(""),
+            self.settings.default_kubeconfig_service_account.as_str(),
+        ]
+        .into_iter()
+        .find(|name| !name.is_empty())
+        .map(str::to_string)
     }
 
     /// A token for `account` in `namespace` (or, with none, for the controller's own

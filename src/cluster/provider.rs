@@ -1,10 +1,13 @@
-//! `spec.kubeConfig.configMapRef`: a remote cluster named by a ConfigMap and reached with a
-//! Kubernetes ServiceAccount token, as the `generic` provider of Flux's controller (v1.10)
-//! does it. This module reads the ConfigMap and the tokens; it makes no request itself.
+//! `spec.kubeConfig.configMapRef`: a remote cluster named by a ConfigMap, as Flux's
+//! controller (v1.10) reads it: with the `generic` provider, reached with a Kubernetes
+//! ServiceAccount token; with `aws`, `azure` or `gcp`, with a token of the cloud (made by
+//! `keyservice::cluster`). This module reads the ConfigMap and the tokens; it makes no
+//! request itself.
 
 use std::collections::BTreeMap;
 
 use base64::Engine;
+use keyservice::cluster::{Cloud, ClusterRequest};
 
 /// ConfigMap keys, as Flux names them.
 pub mod keys {
@@ -18,6 +21,8 @@ pub mod keys {
     pub const AUDIENCES: &str = "audiences";
     /// The ServiceAccount whose token is sent.
     pub const SERVICE_ACCOUNT_NAME: &str = "serviceAccountName";
+    /// The cloud's name of the cluster (EKS ARN, AKS resource ID, GKE cluster ID).
+    pub const CLUSTER: &str = "cluster";
 }
 
 /// The annotation of a ServiceAccount that chooses its credential provider.
@@ -39,17 +44,35 @@ pub struct ClusterReference {
     pub service_account: Option<String>,
 }
 
+/// What the ConfigMap says, by provider.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClusterConfig {
+    /// `generic`: a ServiceAccount token for the cluster's audiences.
+    Generic(ClusterReference),
+    /// `aws`, `azure` or `gcp`.
+    Cloud(CloudReference),
+}
+
+/// What the ConfigMap of a cloud provider says of the remote cluster.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CloudReference {
+    /// The provider.
+    pub cloud: Cloud,
+    /// The `cluster`, `address` and `ca.crt` keys.
+    pub request: ClusterRequest,
+    /// The `audiences` key (the ServiceAccount token's audiences), empty when not given or
+    /// not used (`gcp` without a `serviceAccountName`, as in Flux).
+    pub audiences: Vec<String>,
+    /// The `serviceAccountName` key.
+    pub service_account: Option<String>,
+}
+
 /// Why the ConfigMap or a token cannot be used. Messages follow Flux's where it has one.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ProviderError {
     /// A provider name Flux does not know.
     #[error("provider '{0}' not implemented")]
     Unknown(String),
-    /// A cloud provider that is not built here.
-    #[error(
-        "provider '{0}' is not supported by this controller yet: only the 'generic' provider is"
-    )]
-    Unsupported(String),
     /// No address.
     #[error("cluster address is required to create a REST config")]
     NoAddress,
@@ -75,20 +98,10 @@ pub enum ProviderError {
 }
 
 /// Reads the ConfigMap's data.
-pub fn read_config_map(data: &BTreeMap<String, String>) -> Result<ClusterReference, ProviderError> {
-    let provider = data.get(keys::PROVIDER).map(String::as_str).unwrap_or("");
-    match provider {
-        GENERIC => {}
-        "aws" | "azure" | "gcp" => return Err(ProviderError::Unsupported(provider.to_string())),
-        other => return Err(ProviderError::Unknown(other.to_string())),
-    }
-    let address = data.get(keys::ADDRESS).map(String::as_str).unwrap_or("");
-    if address.is_empty() {
-        return Err(ProviderError::NoAddress);
-    }
-    let url = parse_cluster_address(address)?;
-    let audiences: Vec<String> = data
-        .get(keys::AUDIENCES)
+pub fn read_config_map(data: &BTreeMap<String, String>) -> Result<ClusterConfig, ProviderError> {
+    let text = |key: &str| data.get(key).map(String::as_str).filter(|v| !v.is_empty());
+    let provider = text(keys::PROVIDER).unwrap_or("");
+    let audiences: Vec<String> = text(keys::AUDIENCES)
         .map(|text| {
             text.split('\n')
                 .map(str::trim)
@@ -97,19 +110,42 @@ pub fn read_config_map(data: &BTreeMap<String, String>) -> Result<ClusterReferen
                 .collect()
         })
         .unwrap_or_default();
-    Ok(ClusterReference {
+    let service_account = text(keys::SERVICE_ACCOUNT_NAME).map(str::to_string);
+    if let Some(cloud) = Cloud::from_name(provider) {
+        if let Some(address) = text(keys::ADDRESS) {
+            parse_cluster_address(address)?;
+        }
+        let audiences = if cloud == Cloud::Gcp && service_account.is_none() {
+            Vec::new()
+        } else {
+            audiences
+        };
+        return Ok(ClusterConfig::Cloud(CloudReference {
+            cloud,
+            request: ClusterRequest {
+                cluster: text(keys::CLUSTER).map(str::to_string),
+                address: text(keys::ADDRESS).map(str::to_string),
+                ca: text(keys::CA).map(str::to_string),
+            },
+            audiences,
+            service_account,
+        }));
+    }
+    if provider != GENERIC {
+        return Err(ProviderError::Unknown(provider.to_string()));
+    }
+    let address = text(keys::ADDRESS).ok_or(ProviderError::NoAddress)?;
+    let url = parse_cluster_address(address)?;
+    Ok(ClusterConfig::Generic(ClusterReference {
         url,
-        ca: data.get(keys::CA).filter(|ca| !ca.is_empty()).cloned(),
+        ca: text(keys::CA).map(str::to_string),
         audiences: if audiences.is_empty() {
             vec![address.to_string()]
         } else {
             audiences
         },
-        service_account: data
-            .get(keys::SERVICE_ACCOUNT_NAME)
-            .filter(|name| !name.is_empty())
-            .cloned(),
-    })
+        service_account,
+    }))
 }
 
 /// Flux's normalisation of a cluster address: `https://` added when no scheme is given, only
@@ -191,23 +227,35 @@ mod tests {
             .collect()
     }
 
+    fn generic(pairs: &[(&str, &str)]) -> ClusterReference {
+        match read_config_map(&data(pairs)).unwrap() {
+            ClusterConfig::Generic(reference) => reference,
+            other => panic!("not generic: {other:?}"),
+        }
+    }
+
+    fn cloud(pairs: &[(&str, &str)]) -> CloudReference {
+        match read_config_map(&data(pairs)).unwrap() {
+            ClusterConfig::Cloud(reference) => reference,
+            other => panic!("not a cloud: {other:?}"),
+        }
+    }
+
     #[test]
     fn the_generic_provider_reads_address_audiences_and_account() {
-        let reference = read_config_map(&data(&[
+        let reference = generic(&[
             ("provider", "generic"),
             ("address", "Spoke.Example.com"),
             ("audiences", " a \n\nb\n"),
             ("serviceAccountName", "deployer"),
-        ]))
-        .unwrap();
+        ]);
         assert_eq!(reference.url, "https://spoke.example.com:443");
         assert_eq!(reference.audiences, ["a", "b"]);
         assert_eq!(reference.service_account.as_deref(), Some("deployer"));
-        let reference = read_config_map(&data(&[
+        let reference = generic(&[
             ("provider", "generic"),
             ("address", "https://10.0.0.1:6443/ignored"),
-        ]))
-        .unwrap();
+        ]);
         assert_eq!(reference.url, "https://10.0.0.1:6443");
         assert_eq!(reference.audiences, ["https://10.0.0.1:6443/ignored"]);
         assert_eq!(reference.service_account, None);
@@ -221,8 +269,9 @@ mod tests {
             refused(&[("provider", "vsphere")]),
             "provider 'vsphere' not implemented"
         );
-        assert!(
-            refused(&[("provider", "aws"), ("address", "x")]).contains("'aws' is not supported")
+        assert_eq!(
+            refused(&[("provider", "aws"), ("address", "http://eks:80")]),
+            "the Kubernetes API server address 'http://eks:80' must use https scheme"
         );
         assert_eq!(
             refused(&[("provider", "generic")]),
@@ -232,6 +281,44 @@ mod tests {
             refused(&[("provider", "generic"), ("address", "http://spoke:80")]),
             "the Kubernetes API server address 'http://spoke:80' must use https scheme"
         );
+    }
+
+    #[test]
+    fn cloud_providers_read_cluster_address_ca_audiences_and_account() {
+        let reference = cloud(&[
+            ("provider", "aws"),
+            ("cluster", "arn:aws:eks:eu-west-1:1:cluster/prod"),
+            ("address", "https://EKS.example.com"),
+            ("ca.crt", "PEM"),
+            ("audiences", "sts.amazonaws.com\nother"),
+            ("serviceAccountName", "deployer"),
+        ]);
+        assert_eq!(reference.cloud, Cloud::Aws);
+        assert_eq!(
+            reference.request,
+            ClusterRequest {
+                cluster: Some("arn:aws:eks:eu-west-1:1:cluster/prod".into()),
+                address: Some("https://EKS.example.com".into()),
+                ca: Some("PEM".into()),
+            }
+        );
+        assert_eq!(reference.audiences, ["sts.amazonaws.com", "other"]);
+        assert_eq!(reference.service_account.as_deref(), Some("deployer"));
+        // Nothing but the provider is required here: the cloud's lookup says what is missing.
+        let reference = cloud(&[("provider", "azure")]);
+        assert!(reference.request.needs_lookup());
+        // GCP reads audiences only for a named account, as Flux does.
+        assert!(
+            cloud(&[("provider", "gcp"), ("audiences", "a")])
+                .audiences
+                .is_empty()
+        );
+        let with_account = cloud(&[
+            ("provider", "gcp"),
+            ("audiences", "a"),
+            ("serviceAccountName", "s"),
+        ]);
+        assert_eq!(with_account.audiences, ["a"]);
     }
 
     #[test]

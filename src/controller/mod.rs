@@ -232,6 +232,7 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
             qps: flags.kube_api_qps,
             burst: flags.kube_api_burst,
             rest_requests: metrics.rest_requests.clone(),
+            token_cache: settings.decryption.token_cache.clone(),
         },
     );
     // Secrets and ConfigMaps are read with a GET each unless `CacheSecretsAndConfigMaps`.

@@ -29,7 +29,7 @@ flock -w 120 9 || die "timed out after 120s waiting for $STATE_DIR/lock"
 
 # First whatever runs against the cluster: the demo's controller and artifact server.
 stop_recorded_processes "$STATE_DIR"
-for name in kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
+for name in kwok kube-scheduler kube-controller-manager kube-apiserver etcd eks-authenticator; do
   stop_process "$STATE_DIR" "$name" 10
 done
 rm -rf "$STATE_DIR"

@@ -19,7 +19,10 @@
 # - Then starts Flux's source-controller and a Git server on loopback (tests/flux/source-up.sh),
 #   unless KC_NO_SOURCE_CONTROLLER=1 (the benches).
 # With KC_APISERVER_ONLY=1 only etcd and kube-apiserver run: a second, bare cluster that the
-# tests use as the remote cluster of spec.kubeConfig.
+# tests use as the remote cluster of spec.kubeConfig. Its API server also accepts EKS tokens
+# (provider `aws`) through a token webhook, eks-authenticator.py, which is the STS and EKS
+# double too; STATE_DIR/eks.env gives its address (EKS_STS_ENDPOINT) and the cluster name
+# (EKS_CLUSTER_NAME) it expects.
 # Environment: KC_READY_TIMEOUT (seconds to wait for /readyz, default 120),
 #              KC_LOCK_TIMEOUT (seconds to wait for another up.sh, default 3600),
 #              K8S_VERSION, SOURCE_CONTROLLER_VERSION, KC_TEST_CACHE (see install-binaries.sh).
@@ -77,8 +80,10 @@ readyz() {
 # Every process of the cluster, in start order (stopped in reverse).
 PROCESSES=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
 if [[ "${KC_APISERVER_ONLY:-}" == 1 ]]; then
-  PROCESSES=(etcd kube-apiserver)
+  PROCESSES=(eks-authenticator etcd kube-apiserver)
 fi
+# The EKS cluster name the remote cluster's token webhook expects.
+EKS_CLUSTER_NAME=kc-test-remote
 
 healthy() {
   local name
@@ -227,7 +232,12 @@ start_control_plane() {
     --unsafe-no-fsync \
     --log-level=warn
 
-  local pki="$STATE_DIR/pki"
+  local pki="$STATE_DIR/pki" webhook_args=()
+  if [[ "${KC_APISERVER_ONLY:-}" == 1 ]]; then
+    start_eks_authenticator "https://127.0.0.1:$apiserver_port" "$pki/ca.crt"
+    webhook_args=(--authentication-token-webhook-config-file="$STATE_DIR/authn-webhook.yaml"
+      --authentication-token-webhook-version=v1)
+  fi
   # No ServiceAccount admission (kwok's pods need no token volume, and a pod created before the
   # controller-manager made the namespace's `default` ServiceAccount would be refused) and no
   # endpoint reconciler (127.0.0.1 is not a valid endpoint IP).
@@ -248,7 +258,8 @@ start_control_plane() {
     --disable-admission-plugins=ServiceAccount \
     --endpoint-reconciler-type=none \
     --allow-privileged=true \
-    --profiling=false
+    --profiling=false \
+    "${webhook_args[@]}"
 
   local deadline=$((SECONDS + READY_TIMEOUT))
   until readyz; do
@@ -261,6 +272,34 @@ start_control_plane() {
   if [[ "${KC_APISERVER_ONLY:-}" != 1 ]]; then
     start_workload_controllers
   fi
+}
+
+# start_eks_authenticator API_SERVER_URL CA_FILE: the EKS token webhook, STS and EKS double of
+# the remote cluster (which DescribeCluster answers with that URL and CA), and the webhook's
+# kubeconfig.
+start_eks_authenticator() {
+  local port
+  read -r port <<<"$(free_ports 1)"
+  start_bg eks-authenticator python3 "$SCRIPT_DIR/eks-authenticator.py" "$STATE_DIR" "$port" \
+    "$EKS_CLUSTER_NAME" "$1" "$2"
+  cat >"$STATE_DIR/authn-webhook.yaml" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: eks-authenticator
+  cluster:
+    server: http://127.0.0.1:$port/authenticate
+users:
+- name: kube-apiserver
+contexts:
+- name: webhook
+  context:
+    cluster: eks-authenticator
+    user: kube-apiserver
+current-context: webhook
+EOF
+  printf 'EKS_STS_ENDPOINT=http://127.0.0.1:%s\nEKS_CLUSTER_NAME=%s\n' "$port" "$EKS_CLUSTER_NAME" \
+    >"$STATE_DIR/eks.env"
 }
 
 # kube-controller-manager, kube-scheduler and kwok, with client limits high enough that the

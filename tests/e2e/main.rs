@@ -8,6 +8,7 @@ mod apply;
 #[path = "../support/artifacts.rs"]
 mod artifacts;
 mod build;
+mod cloud_clusters;
 mod config_watch;
 mod dependencies;
 mod diff;

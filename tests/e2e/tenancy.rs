@@ -544,12 +544,19 @@ async fn a_cluster_named_by_a_config_map_is_reached_with_a_service_account_token
         json!({"kubeConfig": {"configMapRef": {"name": "cloud"}}}),
     )
     .await;
-    wait_ready_message(
+    // A cloud provider needs the cloud's name of the cluster (for EKS, its ARN).
+    let message = wait_ready_message(
         &client,
         ns,
         "cloud",
         ConditionStatus::False,
-        "provider 'aws' is not supported by this controller yet",
+        "invalid EKS cluster ARN: ''",
     )
     .await;
+    assert!(
+        message.contains(&format!(
+            "provider 'aws' for the cluster of configmap {ns}/cloud"
+        )),
+        "{message}"
+    );
 }

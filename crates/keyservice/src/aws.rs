@@ -23,6 +23,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use zeroize::Zeroizing;
 
+pub mod eks;
 pub mod profile;
 
 use profile::{DEFAULT_PROFILE, ProfileCredentials, ProfileError, SharedFiles};
@@ -356,7 +357,42 @@ fn signed(
     headers: &[(&str, &str)],
     body: Bytes,
 ) -> Result<Request<Full<Bytes>>, RequestError> {
-    let uri: http::Uri = format!("{url}/")
+    signed_at(
+        Method::POST,
+        url,
+        "/",
+        Signing {
+            region,
+            service,
+            credentials,
+        },
+        headers,
+        body,
+    )
+}
+
+/// Who signs a request, for which service and region.
+struct Signing<'a> {
+    region: &'a str,
+    service: &'a str,
+    credentials: &'a AwsCredentials,
+}
+
+/// A `method` request to `url` + `path` signed for `signing`'s service and region.
+fn signed_at(
+    method: Method,
+    url: &str,
+    path: &str,
+    signing: Signing<'_>,
+    headers: &[(&str, &str)],
+    body: Bytes,
+) -> Result<Request<Full<Bytes>>, RequestError> {
+    let Signing {
+        region,
+        service,
+        credentials,
+    } = signing;
+    let uri: http::Uri = format!("{url}{path}")
         .parse()
         .map_err(|_| RequestError::NotUrl(url.to_owned()))?;
     let host = uri
@@ -376,7 +412,7 @@ fn signed(
         .map_err(|e| RequestError::Sign(e.to_string()))?;
     let params = SigningParams::V4(params);
     let signable = SignableRequest::new(
-        "POST",
+        method.as_str(),
         uri.to_string(),
         all.iter().copied(),
         SignableBody::Bytes(&body),
@@ -385,7 +421,7 @@ fn signed(
     let (instructions, _) = aws_sigv4::http_request::sign(signable, &params)
         .map_err(|e| RequestError::Sign(e.to_string()))?
         .into_parts();
-    let mut request = Request::builder().method(Method::POST).uri(uri);
+    let mut request = Request::builder().method(method).uri(uri);
     for (name, value) in all.iter().copied().chain(instructions.headers()) {
         request = request.header(name, value);
     }
@@ -437,7 +473,8 @@ async fn base_credentials(
     let resolved = if let Some(identity) = &services.credentials.identity {
         let role = identity.annotation(ROLE_ARN_ANNOTATION).ok_or_else(|| {
             KeyServiceError::credentials(format!(
-                "decryption service account '{}/{}' has no {ROLE_ARN_ANNOTATION} annotation naming the IAM role to assume",
+                "{} '{}/{}' has no {ROLE_ARN_ANNOTATION} annotation naming the IAM role to assume",
+                services.purpose.account(),
                 identity.namespace(),
                 identity.name()
             ))
@@ -445,21 +482,27 @@ async fn base_credentials(
         let audiences = identity.audiences(&[DEFAULT_AUDIENCE]);
         let cache_key = format!("aws/{role}/{}/{}", key.region, audiences.join(","));
         let session = identity
-            .cached(&cache_key, OPERATION, || async {
-                let token = identity.token(audiences, OPERATION).await?;
-                let session = format!(
-                    "{}.{}.{}.fluxcd.io",
-                    identity.name(),
-                    identity.namespace(),
-                    key.region
-                );
-                let credentials = web_identity(services, key, role, &session, &token).await?;
-                let lifetime = credentials
-                    .expiry()
-                    .and_then(|at| at.duration_since(SystemTime::now()).ok())
-                    .unwrap_or_default();
-                Ok((CachedToken::Aws(credentials), lifetime))
-            })
+            .cached(
+                &cache_key,
+                services.purpose.operation(OPERATION),
+                || async {
+                    let token = identity
+                        .token(audiences, services.purpose.operation(OPERATION))
+                        .await?;
+                    let session = format!(
+                        "{}.{}.{}.fluxcd.io",
+                        identity.name(),
+                        identity.namespace(),
+                        key.region
+                    );
+                    let credentials = web_identity(services, key, role, &session, &token).await?;
+                    let lifetime = credentials
+                        .expiry()
+                        .and_then(|at| at.duration_since(SystemTime::now()).ok())
+                        .unwrap_or_default();
+                    Ok((CachedToken::Aws(credentials), lifetime))
+                },
+            )
             .await?;
         match session {
             CachedToken::Aws(credentials) => credentials,

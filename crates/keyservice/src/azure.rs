@@ -21,6 +21,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use zeroize::Zeroizing;
 
+pub mod aks;
+
 use super::identity::ServiceAccountTokens;
 use super::oauth::{self, Alg, Rsa, TokenResponse};
 use super::{CallError, Environment, Failure, KeyServiceError, KeyServices};
@@ -711,7 +713,10 @@ async fn identity_grant<'a>(
     let account = format!("'{}/{}'", identity.namespace(), identity.name());
     let annotation = |key: &str, what: &str| {
         identity.annotation(key).ok_or_else(|| {
-            KeyServiceError::credentials(format!("azure {what} is not set in the annotation {key} of decryption service account {account}"))
+            KeyServiceError::credentials(format!(
+                "azure {what} is not set in the annotation {key} of {} {account}",
+                services.purpose.account()
+            ))
         })
     };
     let tenant_id = annotation(TENANT_ID_ANNOTATION, "tenant ID")?;
@@ -720,7 +725,7 @@ async fn identity_grant<'a>(
     let token = identity
         .token(
             identity.audiences(&[DEFAULT_AUDIENCE]),
-            "decrypt_with_azure",
+            services.purpose.operation("decrypt_with_azure"),
         )
         .await?;
     Ok(Grant::Client {

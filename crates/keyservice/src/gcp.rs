@@ -28,6 +28,7 @@ use super::{CallError, Failure, KeyServiceError, KeyServices};
 use super::oauth::{self, Rsa, TokenResponse, json_error_kind};
 
 pub mod external;
+pub mod gke;
 
 use external::ExternalAccount;
 
@@ -592,7 +593,9 @@ async fn workload_identity_token(
             (vec![cluster.pool()], cluster.exchange_audience())
         }
     };
-    let subject = identity.token(audiences, "decrypt_with_gcp").await?;
+    let subject = identity
+        .token(audiences, services.purpose.operation("decrypt_with_gcp"))
+        .await?;
     let federated = services
         .exchange(
             services.policy,

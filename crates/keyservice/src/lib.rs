@@ -11,6 +11,7 @@
 
 pub mod aws;
 pub mod azure;
+pub mod cluster;
 pub mod error;
 pub mod gcp;
 pub mod http;
@@ -203,9 +204,41 @@ enum Executor {
     Owned(tokio::runtime::Runtime),
 }
 
-/// The key services of one decryption: implements [`sops::KeyService`].
+/// What the credentials of a [`KeyServices`] are for: the token cache counts them under
+/// Flux's operation names, and messages name the ServiceAccount by its role.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Purpose {
+    /// Opening SOPS data keys (`decrypt_with_aws`, ...; the decryption ServiceAccount).
+    #[default]
+    Decryption,
+    /// Reaching a remote cluster of `spec.kubeConfig.configMapRef` (`fetch_kubeconfig`; the
+    /// ConfigMap's ServiceAccount).
+    RemoteCluster,
+}
+
+impl Purpose {
+    /// The token cache's operation name: `decryption`'s, or `fetch_kubeconfig`.
+    pub fn operation(self, decryption: &'static str) -> &'static str {
+        match self {
+            Purpose::Decryption => decryption,
+            Purpose::RemoteCluster => "fetch_kubeconfig",
+        }
+    }
+
+    /// How messages name the ServiceAccount whose identity is used.
+    pub fn account(self) -> &'static str {
+        match self {
+            Purpose::Decryption => "decryption service account",
+            Purpose::RemoteCluster => "service account",
+        }
+    }
+}
+
+/// The key services of one decryption (or the credentials of one remote cluster lookup,
+/// see [`cluster`]): implements [`sops::KeyService`].
 pub struct KeyServices {
     executor: Executor,
+    purpose: Purpose,
     http: HttpClient,
     credentials: Credentials,
     environment: Environment,
@@ -259,6 +292,7 @@ impl KeyServices {
     ) -> Self {
         KeyServices {
             executor,
+            purpose: Purpose::Decryption,
             http,
             credentials,
             environment,
@@ -269,6 +303,12 @@ impl KeyServices {
             azure_tokens: Default::default(),
             huawei_projects: Default::default(),
         }
+    }
+
+    /// Says what the credentials are for (by default, decryption).
+    pub fn with_purpose(mut self, purpose: Purpose) -> Self {
+        self.purpose = purpose;
+        self
     }
 
     /// Replaces the deadline and retries of every call.

@@ -217,6 +217,11 @@ impl AccessToken {
         &self.value
     }
 
+    /// When it is due for renewal.
+    pub fn renew_at(&self) -> Instant {
+        self.renew_at
+    }
+
     /// Whether it is not yet due for renewal.
     pub fn is_fresh(&self) -> bool {
         Instant::now() < self.renew_at

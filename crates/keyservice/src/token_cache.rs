@@ -66,6 +66,15 @@ pub struct TokenCache {
     metrics: Box<dyn CacheMetrics>,
 }
 
+impl std::fmt::Debug for TokenCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenCache")
+            .field("capacity", &self.capacity)
+            .field("max_duration", &self.max_duration)
+            .finish_non_exhaustive()
+    }
+}
+
 impl TokenCache {
     /// A cache of at most `capacity` tokens, each kept at most `max_duration` (capped at
     /// [`MAX_DURATION`]). `None` when `capacity` is 0 (the cache is off, as in Flux).
