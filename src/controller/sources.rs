@@ -229,8 +229,11 @@ mod tests {
             crate::api::source::artifact_of(&full)
         );
         let reference = |source: &DynamicObject| {
-            serde_json::to_value(super::super::events::source_reference("GitRepository", source))
-                .expect("json")
+            serde_json::to_value(super::super::events::source_reference(
+                "GitRepository",
+                source,
+            ))
+            .expect("json")
         };
         assert_eq!(reference(&kept), reference(&full));
 
