@@ -108,6 +108,14 @@ pub struct Broker {
     channel: Mutex<Option<Channel>>,
 }
 
+impl std::fmt::Debug for Broker {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Broker")
+            .field("endpoint", &self.endpoint.to_string())
+            .finish()
+    }
+}
+
 impl Broker {
     /// A client of the broker at `endpoint` (`unix:///path` or `tcp://host:port`) that
     /// authenticates with the source's SVID and accepts only a broker presenting one of
@@ -216,7 +224,9 @@ pub(crate) fn tls_reason(error: &std::io::Error) -> String {
         .get_ref()
         .and_then(|e| e.downcast_ref::<rustls::Error>())
     {
-        Some(rustls::Error::Other(other)) => other.0.to_string(),
+        Some(rustls::Error::InvalidCertificate(rustls::CertificateError::Other(other))) => {
+            other.0.to_string()
+        }
         Some(other) => other.to_string(),
         None => error.to_string(),
     }

@@ -424,12 +424,15 @@ fn parse_jwt_request(message: &[u8]) -> Option<BrokerRequest> {
 /// What the mTLS HTTPS server double answers: status and body for a method and path.
 pub type Responder = Arc<dyn Fn(&str, &str, &[u8]) -> (u16, Vec<u8>) + Send + Sync>;
 
+/// A request the mTLS server double served: method, path and body.
+pub type ServedRequest = (String, String, Vec<u8>);
+
 /// An HTTP/1.1 server over mTLS on a local TCP port; records each client's SPIFFE ID and
 /// each request (method, path, body).
 pub struct MtlsHttpServer {
     address: std::net::SocketAddr,
     clients: Arc<Mutex<Vec<String>>>,
-    requests: Arc<Mutex<Vec<(String, String, Vec<u8>)>>>,
+    requests: Arc<Mutex<Vec<ServedRequest>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -514,7 +517,7 @@ impl MtlsHttpServer {
     }
 
     /// The requests served (method, path, body).
-    pub fn requests(&self) -> Vec<(String, String, Vec<u8>)> {
+    pub fn requests(&self) -> Vec<ServedRequest> {
         self.requests.lock().expect("requests lock").clone()
     }
 }

@@ -207,7 +207,11 @@ impl ServerCertVerifier for SpiffeServerVerifier {
     ) -> Result<ServerCertVerified, rustls::Error> {
         self.verify(end_entity, intermediates, now)
             .map(|()| ServerCertVerified::assertion())
-            .map_err(|e| rustls::Error::Other(rustls::OtherError(Arc::new(e))))
+            .map_err(|e| {
+                rustls::Error::InvalidCertificate(rustls::CertificateError::Other(
+                    rustls::OtherError(Arc::new(e)),
+                ))
+            })
     }
 
     fn verify_tls12_signature(

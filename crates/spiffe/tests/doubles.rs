@@ -45,7 +45,9 @@ async fn get(
         e.get_ref()
             .and_then(|e| e.downcast_ref::<rustls::Error>())
             .map(|e| match e {
-                rustls::Error::Other(other) => other.0.to_string(),
+                rustls::Error::InvalidCertificate(rustls::CertificateError::Other(other)) => {
+                    other.0.to_string()
+                }
                 other => other.to_string(),
             })
             .unwrap_or_else(|| e.to_string())
