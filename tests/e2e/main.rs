@@ -29,6 +29,7 @@ mod reuse;
 mod sharding;
 mod sops;
 mod source_controller;
+mod spiffe;
 mod source_reads;
 #[path = "../support/mod.rs"]
 mod support;
