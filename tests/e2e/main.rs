@@ -29,8 +29,8 @@ mod reuse;
 mod sharding;
 mod sops;
 mod source_controller;
-mod spiffe;
 mod source_reads;
+mod spiffe;
 #[path = "../support/mod.rs"]
 mod support;
 mod tenancy;

@@ -394,7 +394,10 @@ fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
 /// prints such an error with its Debug form, which must not reach a user.
 fn verifier_sentence(err: &(dyn std::error::Error + 'static)) -> Option<String> {
     // I/O errors wrap the TLS error, sometimes in another I/O error.
-    if let Some(inner) = err.downcast_ref::<std::io::Error>().and_then(|io| io.get_ref()) {
+    if let Some(inner) = err
+        .downcast_ref::<std::io::Error>()
+        .and_then(|io| io.get_ref())
+    {
         return verifier_sentence(inner);
     }
     match err.downcast_ref::<rustls::Error>() {

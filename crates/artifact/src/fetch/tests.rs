@@ -736,10 +736,7 @@ fn a_custom_verifiers_refusal_is_its_sentence_not_a_debug_dump() {
     let tls = rustls::Error::InvalidCertificate(rustls::CertificateError::Other(
         rustls::OtherError(std::sync::Arc::new(Refused)),
     ));
-    let wrapped = std::io::Error::other(std::io::Error::new(
-        std::io::ErrorKind::InvalidData,
-        tls,
-    ));
+    let wrapped = std::io::Error::other(std::io::Error::new(std::io::ErrorKind::InvalidData, tls));
     let text = super::error_chain(&wrapped);
     assert_eq!(
         text,
