@@ -19,6 +19,7 @@ pub mod flags;
 pub mod http;
 pub mod leader;
 pub mod metrics;
+pub mod spiffe;
 pub mod telemetry;
 pub mod tls;
 

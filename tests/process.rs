@@ -67,25 +67,94 @@ fn refused(args: &[&str]) -> (Option<i32>, String) {
     )
 }
 
+/// Runs the binary with `args`, `env` and no cluster, returning its exit code and
+/// standard error.
+fn run_without_cluster(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
+    let output = Command::new(BINARY)
+        .args(args)
+        .env("KUBECONFIG", "/nonexistent")
+        .env_remove("SPIFFE_ENDPOINT_SOCKET")
+        .envs(env.iter().copied())
+        .stdin(Stdio::null())
+        .output()
+        .expect("run");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+const ARTIFACT_SERVER_FLAG: &str = "--authorized-artifact-server-spiffe-id=spiffe://cluster.test/ns/flux-system/sa/source-controller";
+
+/// A SPIFFE flag starts the X.509 source before anything else; without a Workload API the
+/// controller stops with a sentence naming the socket (or the variable to set).
 #[test]
-fn flags_without_behaviour_are_refused_by_name() {
-    for (flag, name) in [
-        (
-            "--spiffe-broker-endpoint=unix:///run/spiffe/broker.sock",
-            "--spiffe-broker-endpoint",
-        ),
-        (
-            "--authorized-artifact-server-spiffe-id=spiffe://cluster.local/ns/flux-system/sa/source-controller",
-            "--authorized-artifact-server-spiffe-id",
-        ),
-    ] {
-        let (code, stderr) = refused(&[flag]);
-        assert_eq!(code, Some(2), "{flag}");
-        assert!(
-            stderr.contains(name) && stderr.contains("not supported"),
-            "{flag}: {stderr}"
-        );
-    }
+fn spiffe_flags_need_the_workload_api() {
+    let (code, stderr) = run_without_cluster(&[ARTIFACT_SERVER_FLAG], &[]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("unable to create the SPIFFE X.509 source")
+            && stderr.contains("set SPIFFE_ENDPOINT_SOCKET"),
+        "{stderr}"
+    );
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let socket = format!("unix://{}/agent.sock", dir.path().display());
+    let (code, stderr) = run_without_cluster(
+        &[
+            "--spiffe-broker-endpoint=tcp://127.0.0.1:1",
+            "--spiffe-broker-id=spiffe://cluster.test/broker",
+        ],
+        &[("SPIFFE_ENDPOINT_SOCKET", &socket)],
+    );
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "no X.509-SVID from the SPIFFE Workload API at {socket}"
+        )) && stderr.contains("cannot connect"),
+        "{stderr}"
+    );
+}
+
+/// With a Workload API serving an SVID, the SPIFFE set-up succeeds and the controller goes
+/// on to the cluster (which this test does not give it).
+#[test]
+fn spiffe_flags_with_a_workload_api_get_past_the_set_up() {
+    use spiffe::testing::{TestCa, WorkloadApiDouble, x509_svid_response};
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca = TestCa::new("cluster.test");
+    let _api = runtime.block_on(async {
+        WorkloadApiDouble::start(
+            dir.path(),
+            x509_svid_response(
+                &ca,
+                &ca.issue("spiffe://cluster.test/ns/flux-system/sa/kustomize-controller"),
+            ),
+        )
+    });
+    let socket = format!("unix://{}/agent.sock", dir.path().display());
+    let (code, stderr) = run_without_cluster(
+        &[
+            ARTIFACT_SERVER_FLAG,
+            "--authorized-event-server-spiffe-id=spiffe://cluster.test/ns/flux-system/sa/notification-controller",
+        ],
+        &[("SPIFFE_ENDPOINT_SOCKET", &socket)],
+    );
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("artifact fetcher will use inter-controller mTLS via SPIFFE")
+            && stderr.contains("event server will use inter-controller mTLS via SPIFFE"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("failed to load the Kubernetes client configuration"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn gates_are_checked_at_flag_validation() {
     // A gate with behaviour gets past flag validation (it then stops here only because
     // there is no cluster to reach).
     let (code, stderr) = refused(&["--feature-gates=CacheSecretsAndConfigMaps=true"]);
@@ -100,8 +169,8 @@ fn flags_without_behaviour_are_refused_by_name() {
 }
 
 /// What a kustomize patch appending to Flux's own arguments gives: every flag repeated, the
-/// last value counting. The SPIFFE flag at the end is refused after every other flag was
-/// read, which shows the repeated ones were accepted without reaching a cluster.
+/// last value counting. The invalid SPIFFE ID at the end is refused after every other flag
+/// was read, which shows the repeated ones were accepted without reaching a cluster.
 #[test]
 fn repeated_flags_take_their_last_value_as_pflag_gives_them() {
     let (code, stderr) = refused(&[
@@ -117,7 +186,7 @@ fn repeated_flags_take_their_last_value_as_pflag_gives_them() {
         "--requeue-dependency=0",
         "--feature-gates=ExternalArtifact=true",
         "--feature-gates=CancelHealthCheckOnNewRevision=true",
-        "--spiffe-broker-id=spiffe://cluster.local/broker",
+        "--spiffe-broker-id=broker",
     ]);
     assert_eq!(code, Some(2));
     assert!(stderr.contains("--spiffe-broker-id"), "{stderr}");

@@ -145,6 +145,8 @@ pub struct ClusterSettings {
     /// The token cache (`--token-cache-max-size`) cloud credentials are kept in, shared with
     /// the key services.
     pub token_cache: Option<Arc<keyservice::token_cache::TokenCache>>,
+    /// The SPIFFE Broker of a ServiceAccount of the `spiffe` credential provider.
+    pub spiffe_broker: Option<Arc<spiffe::Broker>>,
 }
 
 /// The controller's own target and a cache of the others.
@@ -230,8 +232,7 @@ impl Clusters {
         let Some(secret_ref) = &reference.secret_ref else {
             return match &reference.config_map_ref {
                 Some(config_map) => {
-                    let kustomization = ks.metadata.name.as_deref().unwrap_or_default();
-                    self.named_by_config_map(namespace, &config_map.name, kustomization, user)
+                    self.named_by_config_map(ks, namespace, &config_map.name, user)
                         .await
                 }
                 None => Err(ClusterError::NoReference),
@@ -294,12 +295,13 @@ impl Clusters {
     /// token with the `generic` provider, a cloud's with the others.
     async fn named_by_config_map(
         &self,
+        ks: &Kustomization,
         namespace: &str,
         name: &str,
-        kustomization: &str,
         user: Option<String>,
     ) -> Result<TargetCluster, ClusterError> {
         let config_map = format!("{namespace}/{name}");
+        let kustomization = ks.metadata.name.as_deref().unwrap_or_default();
         let data = self
             .reads
             .get_config_map(namespace, name)
@@ -339,14 +341,16 @@ impl Clusters {
         if let Some(found) = self.lookup(&slot, Some(&digest)) {
             return Ok(found);
         }
-        let token = self
-            .service_account_token(namespace, account.as_deref(), &reference.audiences)
+        let (token, spiffe) = self
+            .service_account_token(ks, namespace, account.as_deref(), &reference.audiences)
             .await?;
         let claims = provider::token_claims(&token)?;
         let config = token_client_config(&reference, &token).await?;
         let now = jiff_now_seconds();
         let lifetime = claims.expires_at - claims.issued_at.unwrap_or(now);
         let renew_in = (claims.expires_at - now).min(lifetime * 4 / 5).max(0);
+        // A JWT-SVID is not kept (as Flux keeps none): its signing keys rotate often.
+        let renew_in = if spiffe { 0 } else { renew_in };
         let renew_at = Instant::now() + Duration::from_secs(u64::try_from(renew_in).unwrap_or(0));
         self.make(slot, config, user, Some(digest), Some(renew_at))
             .await
@@ -365,13 +369,16 @@ impl Clusters {
     }
 
     /// A token for `account` in `namespace` (or, with none, for the controller's own
-    /// ServiceAccount) with `audiences`, from the TokenRequest API of the controller's cluster.
+    /// ServiceAccount) with `audiences`, from the TokenRequest API of the controller's cluster;
+    /// for an account of the `spiffe` credential provider, `ks`'s JWT-SVID from the SPIFFE
+    /// Broker (then the flag is true).
     async fn service_account_token(
         &self,
+        ks: &Kustomization,
         namespace: &str,
         account: Option<&str>,
         audiences: &[String],
-    ) -> Result<String, ClusterError> {
+    ) -> Result<(String, bool), ClusterError> {
         let (namespace, name, whose) = match account {
             Some(name) => {
                 let found = Api::<ServiceAccount>::namespaced(self.own.client.clone(), namespace)
@@ -388,6 +395,9 @@ impl Clusters {
                     .annotations
                     .as_ref()
                     .and_then(|a| a.get(provider::CREDENTIAL_PROVIDER_ANNOTATION));
+                if provider.is_some_and(|p| p == "spiffe") {
+                    return self.jwt_svid(ks, audiences).await.map(|t| (t, true));
+                }
                 if let Some(provider) = provider.filter(|p| p.as_str() != "kubernetes") {
                     return Err(provider::ProviderError::CredentialProvider {
                         account: format!("{namespace}/{name}"),
@@ -420,11 +430,35 @@ impl Clusters {
             })?;
         issued
             .status
-            .map(|status| status.token)
-            .filter(|token| !token.is_empty())
+            .map(|status| (status.token, false))
+            .filter(|(token, _)| !token.is_empty())
             .ok_or_else(|| {
                 ClusterError::AccessToken(format!(
                     "the token request for {whose} '{namespace}/{name}' returned no token"
+                ))
+            })
+    }
+
+    /// `ks`'s JWT-SVID for `audiences` from the SPIFFE Broker.
+    async fn jwt_svid(
+        &self,
+        ks: &Kustomization,
+        audiences: &[String],
+    ) -> Result<String, ClusterError> {
+        let object = crate::spiffe::kustomization_object(ks);
+        let Some(broker) = &self.settings.spiffe_broker else {
+            return Err(ClusterError::AccessToken(
+                "SPIFFE Broker client is required for the SPIFFE credential provider (--spiffe-broker-endpoint, --spiffe-broker-id)".into(),
+            ));
+        };
+        broker
+            .fetch_jwt_svid(&object, audiences)
+            .await
+            .map(|token| token.as_str().to_owned())
+            .map_err(|e| {
+                ClusterError::AccessToken(format!(
+                    "failed to fetch SPIFFE JWT-SVID for object '{}/Kustomization {}/{}': {e}",
+                    object.group, object.namespace, object.name
                 ))
             })
     }

@@ -84,7 +84,7 @@ pub enum ProviderError {
     BadAddress(String),
     /// The ServiceAccount asks for a credential provider that is not built.
     #[error(
-        "service account '{account}' asks for the credential provider '{provider}' ({CREDENTIAL_PROVIDER_ANNOTATION}), which is not supported by this controller yet: only 'kubernetes' is"
+        "service account '{account}' asks for the credential provider '{provider}' ({CREDENTIAL_PROVIDER_ANNOTATION}), which is not supported by this controller: only 'kubernetes' and 'spiffe' are"
     )]
     CredentialProvider {
         /// `namespace/name`.

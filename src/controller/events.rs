@@ -27,11 +27,16 @@ pub fn reporter(instance: String) -> Reporter {
 /// empty, also posts them there as `instance` (the host name, as Flux reports it). An
 /// address that is not an http(s) URL is reported once and nothing is posted, as every post
 /// to it would fail.
-pub fn sink(client: kube::Client, instance: String, events_addr: &str) -> EventSink {
+pub fn sink(
+    client: kube::Client,
+    instance: String,
+    events_addr: &str,
+    tls: Option<rustls::ClientConfig>,
+) -> EventSink {
     let forwarder = if events_addr.is_empty() {
         None
     } else {
-        match forwarder(events_addr) {
+        match forwarder(events_addr, tls) {
             Ok(forwarder) => Some(forwarder),
             Err(err) => {
                 tracing::error!(error = %err, "events are not forwarded");
@@ -42,14 +47,21 @@ pub fn sink(client: kube::Client, instance: String, events_addr: &str) -> EventS
     EventSink::new(client, reporter(instance), forwarder)
 }
 
-/// A forwarder to `address` with Flux's policy, over the HTTPS connector of the controller's
+/// A forwarder to `address` with Flux's policy, over `tls` (SPIFFE mTLS with
+/// `--authorized-event-server-spiffe-id`), else the HTTPS connector of the controller's
 /// other outgoing connections (the system's roots; `SSL_CERT_FILE` and `SSL_CERT_DIR`
 /// replace them, as they do for Go).
-pub fn forwarder(address: &str) -> Result<Forwarder, ForwardError> {
-    let connector = crate::tls::https_connector(
-        RetryPolicy::FLUX.attempt_timeout,
-        "event forwarding (--events-addr)",
-    )?;
+pub fn forwarder(
+    address: &str,
+    tls: Option<rustls::ClientConfig>,
+) -> Result<Forwarder, ForwardError> {
+    let connector = match tls {
+        Some(tls) => crate::tls::https_connector_with(tls, RetryPolicy::FLUX.attempt_timeout),
+        None => crate::tls::https_connector(
+            RetryPolicy::FLUX.attempt_timeout,
+            "event forwarding (--events-addr)",
+        )?,
+    };
     Ok(
         Forwarder::with_connector(address, RetryPolicy::FLUX, connector)?
             .with_user_agent(USER_AGENT),
@@ -128,7 +140,8 @@ mod tests {
             ]
         );
         assert_eq!(reporter(String::new()).controller, "kustomize-controller");
-        let forwarder = forwarder("https://notification-controller.flux-system.svc/").unwrap();
+        let forwarder =
+            forwarder("https://notification-controller.flux-system.svc/", None).unwrap();
         assert!(forwarder.user_agent().starts_with("kustomize-controller/"));
     }
 }

@@ -73,6 +73,9 @@ pub enum RunError {
     /// A flag cannot be used.
     #[error(transparent)]
     Flag(#[from] crate::flags::FlagError),
+    /// The SPIFFE identities the flags ask for could not be set up.
+    #[error(transparent)]
+    Spiffe(#[from] crate::spiffe::SpiffeError),
     /// Leadership was lost; the process exits so that another replica takes over.
     #[error("leader election lost")]
     LeadershipLost,
@@ -81,6 +84,7 @@ pub enum RunError {
 /// Runs the controller until SIGTERM or SIGINT.
 pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
     let gates = flags.feature_gates()?;
+    let spiffe = crate::spiffe::SpiffeIdentity::from_flags(&flags).await?;
     let config = kube::Config::infer().await?;
     let metrics = Metrics::new(usize::from(flags.concurrent.max(1)));
     let client = crate::client::build(
@@ -126,8 +130,11 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
         leadership = Some((candidate, tokio::spawn(async move { holder.hold().await })));
     }
 
-    let connector = crate::tls::https_connector(artifact::CONNECT_TIMEOUT, "artifact downloads")
-        .map_err(RunError::ArtifactClient)?;
+    let connector = match spiffe.artifact_tls {
+        Some(tls) => crate::tls::https_connector_with(tls, artifact::CONNECT_TIMEOUT),
+        None => crate::tls::https_connector(artifact::CONNECT_TIMEOUT, "artifact downloads")
+            .map_err(RunError::ArtifactClient)?,
+    };
     let artifacts = ArtifactCache::new(
         ArtifactFetcher::from_env(
             FetchConfig {
@@ -184,9 +191,17 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
                 metrics.token_cache.clone(),
             )
             .map(Arc::new),
+            spiffe_broker: spiffe.broker.clone().map(|broker| {
+                Arc::new(crate::spiffe::BrokerTokens(broker)) as Arc<dyn keyservice::JwtSvidSource>
+            }),
         },
     };
-    let events = events::sink(client.clone(), host_name(), &flags.events_addr);
+    let events = events::sink(
+        client.clone(),
+        host_name(),
+        &flags.events_addr,
+        spiffe.event_tls,
+    );
     let interrupts = Arc::new(Interrupts::new(
         settings.cancel_health_check_on_new_revision,
     ));
@@ -233,6 +248,7 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
             burst: flags.kube_api_burst,
             rest_requests: metrics.rest_requests.clone(),
             token_cache: settings.decryption.token_cache.clone(),
+            spiffe_broker: spiffe.broker.clone(),
         },
     );
     // Secrets and ConfigMaps are read with a GET each unless `CacheSecretsAndConfigMaps`.

@@ -209,35 +209,29 @@ pub struct ControllerFlags {
     #[arg(long = "feature-gates", value_name = "GATES", value_parser = GatePairs::parse, action = ArgAction::Append)]
     pub feature_gate_values: Vec<GatePairs>,
 
-    /// SPIFFE ID of an artifact server authorized to serve artifacts (not built yet).
+    /// SPIFFE ID of an artifact server authorized to serve artifacts; repeated. Artifacts
+    /// are then fetched over mTLS with the X.509-SVID of the SPIFFE Workload API.
     #[arg(long, value_name = "SPIFFE_ID")]
     pub authorized_artifact_server_spiffe_id: Vec<String>,
 
-    /// SPIFFE ID of an event server authorized to receive events (not built yet).
+    /// SPIFFE ID of an event server authorized to receive events; repeated. Events are then
+    /// forwarded over mTLS with the X.509-SVID of the SPIFFE Workload API.
     #[arg(long, value_name = "SPIFFE_ID")]
     pub authorized_event_server_spiffe_id: Vec<String>,
 
-    /// The gRPC URL of the SPIFFE broker endpoint (not built yet).
+    /// The gRPC URL of the SPIFFE Broker endpoint (`unix:///path` or `tcp://host:port`),
+    /// which issues JWT-SVIDs for the `spiffe` credential provider.
     #[arg(long, default_value = "")]
     pub spiffe_broker_endpoint: String,
 
-    /// SPIFFE ID of the SPIFFE broker endpoint (not built yet).
+    /// SPIFFE ID of the SPIFFE Broker endpoint; repeated.
     #[arg(long, value_name = "SPIFFE_ID")]
     pub spiffe_broker_id: Vec<String>,
 }
 
-/// A flag this controller refuses at start-up: a value it cannot use, or behaviour it does
-/// not have yet.
+/// A flag this controller refuses at start-up: a value it cannot use.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum FlagError {
-    /// The flag asks for behaviour that is not built.
-    #[error("flag --{flag} is not supported by this controller yet: {why}")]
-    Unsupported {
-        /// The flag's name, without dashes.
-        flag: &'static str,
-        /// What is missing.
-        why: &'static str,
-    },
     /// The flag's value parses but cannot be used.
     #[error("flag --{flag} has an invalid value {value:?}: {why}")]
     Invalid {
@@ -250,32 +244,39 @@ pub enum FlagError {
     },
 }
 
-/// What the SPIFFE flags would need.
-const SPIFFE_NOT_BUILT: &str = "SPIFFE identities (X.509 SVIDs from a SPIFFE broker for mTLS to \
-     the artifact and event servers) are not built yet";
-
 impl ControllerFlags {
     /// Refuses values that parse but cannot be used, and flags whose behaviour is not
     /// built, so that nothing is silently ignored.
     pub fn validate(&self) -> Result<(), FlagError> {
-        let unsupported = |flag, why| Err(FlagError::Unsupported { flag, why });
-        let spiffe_flags = [
+        for (flag, ids) in [
             (
                 "authorized-artifact-server-spiffe-id",
-                !self.authorized_artifact_server_spiffe_id.is_empty(),
+                &self.authorized_artifact_server_spiffe_id,
             ),
             (
                 "authorized-event-server-spiffe-id",
-                !self.authorized_event_server_spiffe_id.is_empty(),
+                &self.authorized_event_server_spiffe_id,
             ),
-            (
-                "spiffe-broker-endpoint",
-                !self.spiffe_broker_endpoint.is_empty(),
-            ),
-            ("spiffe-broker-id", !self.spiffe_broker_id.is_empty()),
-        ];
-        if let Some((flag, _)) = spiffe_flags.into_iter().find(|(_, given)| *given) {
-            return unsupported(flag, SPIFFE_NOT_BUILT);
+            ("spiffe-broker-id", &self.spiffe_broker_id),
+        ] {
+            for id in ids {
+                if let Err(why) = spiffe::SpiffeId::parse(id) {
+                    return Err(FlagError::Invalid {
+                        flag,
+                        value: id.clone(),
+                        why: why.to_string(),
+                    });
+                }
+            }
+        }
+        if !self.spiffe_broker_endpoint.is_empty()
+            && let Err(why) = spiffe::Endpoint::parse(&self.spiffe_broker_endpoint)
+        {
+            return Err(FlagError::Invalid {
+                flag: "spiffe-broker-endpoint",
+                value: self.spiffe_broker_endpoint.clone(),
+                why: why.to_string(),
+            });
         }
         self.feature_gates()?;
         if self.interval_jitter_percentage >= 100 {
@@ -620,7 +621,7 @@ mod tests {
     }
 
     #[test]
-    fn unbuilt_behaviour_is_refused_by_name() {
+    fn gates_and_spiffe_flags_once_refused_are_accepted() {
         for gate in ["DirectSourceFetch", "CacheSecretsAndConfigMaps"] {
             assert!(
                 parse(&[&format!("--feature-gates={gate}=true")])
@@ -630,30 +631,36 @@ mod tests {
                 "{gate} is built"
             );
         }
+        let spiffe = parse(&[
+            "--authorized-artifact-server-spiffe-id=spiffe://cluster.local/ns/flux-system/sa/source-controller",
+            "--authorized-artifact-server-spiffe-id=spiffe://cluster.local/ns/flux-system/sa/source-watcher",
+            "--authorized-event-server-spiffe-id=spiffe://cluster.local/ns/flux-system/sa/notification-controller",
+            "--spiffe-broker-endpoint=unix:///run/spire/broker.sock",
+            "--spiffe-broker-id=spiffe://cluster.local/spire/broker",
+        ])
+        .unwrap();
+        assert_eq!(spiffe.validate(), Ok(()));
+        assert_eq!(spiffe.authorized_artifact_server_spiffe_id.len(), 2);
         for (arg, flag) in [
             (
-                "--authorized-artifact-server-spiffe-id=spiffe://cluster.local/ns/flux-system/sa/source-controller",
-                "authorized-artifact-server-spiffe-id",
+                "--authorized-artifact-server-spiffe-id=source-controller",
+                "--authorized-artifact-server-spiffe-id",
             ),
             (
-                "--authorized-event-server-spiffe-id=spiffe://x/y",
-                "authorized-event-server-spiffe-id",
+                "--authorized-event-server-spiffe-id=spiffe://X/y",
+                "--authorized-event-server-spiffe-id",
             ),
             (
-                "--spiffe-broker-endpoint=unix:///run/broker.sock",
-                "spiffe-broker-endpoint",
+                "--spiffe-broker-endpoint=/run/broker.sock",
+                "--spiffe-broker-endpoint",
             ),
-            ("--spiffe-broker-id=spiffe://x/broker", "spiffe-broker-id"),
+            (
+                "--spiffe-broker-id=spiffe://x//broker",
+                "--spiffe-broker-id",
+            ),
         ] {
-            let error = parse(&[arg]).unwrap().validate().unwrap_err();
-            assert_eq!(
-                error,
-                FlagError::Unsupported {
-                    flag,
-                    why: SPIFFE_NOT_BUILT
-                }
-            );
-            assert!(error.to_string().contains("SPIFFE"), "{error}");
+            let error = parse(&[arg]).unwrap().validate().unwrap_err().to_string();
+            assert!(error.contains(flag), "{arg}: {error}");
         }
         // Retired in Flux 2.10: accepted either way, object identity is always on.
         for value in ["true", "false"] {

@@ -358,13 +358,17 @@ async fn bad_credentials_fail_the_build_and_apply_nothing() {
     );
     assert_eq!(password(&client, ns.name(), "from-vault").await, None);
 
-    // A credential provider this controller does not have is refused by name.
+    // The spiffe credential provider without a SPIFFE Broker (this controller has no
+    // --spiffe-broker-endpoint) fails naming the account and the flags to set.
     let (client, ns) = fixture("ks-spiffe").await;
     create_service_account(
         &client,
         ns.name(),
         "spiffe-sa",
-        json!({"credential.auth.fluxcd.io/provider": "spiffe"}),
+        json!({
+            "credential.auth.fluxcd.io/provider": "spiffe",
+            "eks.amazonaws.com/role-arn": "arn:aws:iam::123456789012:role/decryptor",
+        }),
     )
     .await;
     create(
@@ -376,7 +380,9 @@ async fn bad_credentials_fail_the_build_and_apply_nothing() {
     let (reason, message) = wait_ready_shard(&client, ns.name(), ConditionStatus::False).await;
     assert_eq!(reason, "BuildFailed", "{message}");
     assert!(
-        message.contains("credential provider 'spiffe'") && message.contains("spiffe-sa"),
+        message.contains("spiffe-sa")
+            && message.contains("asks for the spiffe credential provider")
+            && message.contains("--spiffe-broker-endpoint"),
         "{message}"
     );
 }

@@ -31,6 +31,7 @@ mod sharding;
 mod sops;
 mod source_controller;
 mod source_reads;
+mod spiffe;
 #[path = "../support/mod.rs"]
 mod support;
 mod tenancy;

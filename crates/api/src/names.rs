@@ -12,6 +12,9 @@ pub use apply::names::{
 /// The API group of Kustomizations.
 pub const GROUP: &str = "kustomize.toolkit.fluxcd.io";
 
+/// The resource (plural) name of Kustomizations.
+pub const PLURAL: &str = "kustomizations";
+
 /// The finalizer that guards pruning on deletion.
 pub const FINALIZER: &str = "finalizers.fluxcd.io";
 

@@ -710,6 +710,10 @@ fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
     let mut parts: Vec<String> = Vec::new();
     let mut current = Some(err);
     while let Some(e) = current {
+        if let Some(sentence) = verifier_sentence(e) {
+            parts.push(sentence);
+            break;
+        }
         let text = e.to_string();
         if !parts.iter().any(|p| p.contains(&text)) {
             parts.push(text);
@@ -717,6 +721,24 @@ fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
         current = e.source();
     }
     parts.join(": ")
+}
+
+/// The sentence of a custom TLS verifier's refusal (SPIFFE ID checks) in `err`: rustls
+/// prints such an error with its Debug form, which must not reach a user.
+fn verifier_sentence(err: &(dyn std::error::Error + 'static)) -> Option<String> {
+    // I/O errors wrap the TLS error, sometimes in another I/O error.
+    if let Some(inner) = err
+        .downcast_ref::<std::io::Error>()
+        .and_then(|io| io.get_ref())
+    {
+        return verifier_sentence(inner);
+    }
+    match err.downcast_ref::<rustls::Error>() {
+        Some(rustls::Error::InvalidCertificate(rustls::CertificateError::Other(other))) => {
+            Some(format!("invalid peer certificate: {other}"))
+        }
+        _ => None,
+    }
 }
 
 /// Whether the error was caused by a TLS certificate verification failure

@@ -373,14 +373,39 @@ fn certificate_error(error: &hyper_util::client::legacy::Error) -> Option<String
 
 /// `error` and its causes, joined as Go joins wrapped errors.
 fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    if let Some(sentence) = verifier_sentence(error) {
+        return sentence;
+    }
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
         text.push_str(": ");
+        if let Some(sentence) = verifier_sentence(cause) {
+            text.push_str(&sentence);
+            break;
+        }
         text.push_str(&cause.to_string());
         source = cause.source();
     }
     text
+}
+
+/// The sentence of a custom TLS verifier's refusal (SPIFFE ID checks) in `err`: rustls
+/// prints such an error with its Debug form, which must not reach a user.
+fn verifier_sentence(err: &(dyn std::error::Error + 'static)) -> Option<String> {
+    // I/O errors wrap the TLS error, sometimes in another I/O error.
+    if let Some(inner) = err
+        .downcast_ref::<std::io::Error>()
+        .and_then(|io| io.get_ref())
+    {
+        return verifier_sentence(inner);
+    }
+    match err.downcast_ref::<rustls::Error>() {
+        Some(rustls::Error::InvalidCertificate(rustls::CertificateError::Other(other))) => {
+            Some(format!("invalid peer certificate: {other}"))
+        }
+        _ => None,
+    }
 }
 
 #[cfg(test)]

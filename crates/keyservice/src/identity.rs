@@ -12,10 +12,13 @@ use std::time::Duration;
 use zeroize::Zeroizing;
 
 use super::KeyServiceError;
+use super::spiffe::SpiffeObject;
 use super::token_cache::{CachedToken, InvolvedObject, TokenCache};
 
 /// The annotation choosing how the credential is obtained (`kubernetes` or `spiffe`).
 pub const PROVIDER_ANNOTATION: &str = "credential.auth.fluxcd.io/provider";
+/// The annotation choosing the credential's type (`jwt`, the only one built, or `x509`).
+pub const TYPE_ANNOTATION: &str = "credential.auth.fluxcd.io/type";
 /// The annotation overriding the token's audiences (comma-separated).
 pub const AUDIENCES_ANNOTATION: &str = "credential.auth.fluxcd.io/audiences";
 
@@ -88,6 +91,8 @@ pub struct ServiceAccountTokens {
     name: String,
     annotations: BTreeMap<String, String>,
     cache: Option<(Arc<TokenCache>, String)>,
+    /// Set for the `spiffe` credential provider: tokens are the object's JWT-SVIDs.
+    spiffe: Option<SpiffeObject>,
 }
 
 /// Why the ServiceAccount cannot serve as an identity.
@@ -105,7 +110,7 @@ pub enum IdentityError {
     },
     /// The credential provider annotation names one this controller does not implement.
     #[error(
-        "decryption service account '{namespace}/{name}': credential provider '{provider}' (annotation {PROVIDER_ANNOTATION}) is not supported: use 'kubernetes'"
+        "decryption service account '{namespace}/{name}': credential provider '{provider}' (annotation {PROVIDER_ANNOTATION}) is not supported: use 'kubernetes' or 'spiffe'"
     )]
     UnsupportedProvider {
         /// Its namespace.
@@ -114,6 +119,18 @@ pub enum IdentityError {
         name: String,
         /// The annotation's value.
         provider: String,
+    },
+    /// The `spiffe` provider is asked for a credential type other than `jwt`.
+    #[error(
+        "decryption service account '{namespace}/{name}': credential type '{kind}' (annotation {TYPE_ANNOTATION}) for the spiffe credential provider is not implemented: use 'jwt'"
+    )]
+    UnsupportedType {
+        /// Its namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+        /// The annotation's value.
+        kind: String,
     },
 }
 
@@ -145,7 +162,8 @@ impl ServiceAccountTokens {
     }
 
     /// The ServiceAccount `namespace/name` with the `annotations` already read; refused
-    /// when its credential provider is not `kubernetes`.
+    /// when its credential provider is neither `kubernetes` nor `spiffe` (whose tokens come
+    /// from [`ServiceAccountTokens::with_spiffe`]'s broker).
     pub fn new(
         source: Arc<dyn ServiceAccountTokenSource>,
         namespace: &str,
@@ -154,6 +172,16 @@ impl ServiceAccountTokens {
     ) -> Result<Self, IdentityError> {
         match annotations.get(PROVIDER_ANNOTATION).map(String::as_str) {
             None | Some("") | Some("kubernetes") => {}
+            Some("spiffe") => match annotations.get(TYPE_ANNOTATION).map(String::as_str) {
+                None | Some("") | Some("jwt") => {}
+                Some(other) => {
+                    return Err(IdentityError::UnsupportedType {
+                        namespace: namespace.to_owned(),
+                        name: name.to_owned(),
+                        kind: other.to_owned(),
+                    });
+                }
+            },
             Some(other) => {
                 return Err(IdentityError::UnsupportedProvider {
                     namespace: namespace.to_owned(),
@@ -168,7 +196,23 @@ impl ServiceAccountTokens {
             name: name.to_owned(),
             annotations,
             cache: None,
+            spiffe: None,
         })
+    }
+
+    /// Whether the ServiceAccount asks for the `spiffe` credential provider.
+    pub fn wants_spiffe(&self) -> bool {
+        self.annotation(PROVIDER_ANNOTATION) == Some("spiffe")
+    }
+
+    /// For the `spiffe` credential provider: its tokens are JWT-SVIDs of `object` from its
+    /// broker (none configured is an error when a token is asked for). Without effect for a
+    /// ServiceAccount of the `kubernetes` provider.
+    pub fn with_spiffe(mut self, object: SpiffeObject) -> Self {
+        if self.wants_spiffe() {
+            self.spiffe = Some(object);
+        }
+        self
     }
 
     /// Keeps the tokens issued (and the credentials exchanged for them) in `cache`, counted
@@ -198,7 +242,15 @@ impl ServiceAccountTokens {
                     namespace: self.namespace.clone(),
                     operation,
                 };
-                let key = format!("{}/{}/{key}", self.namespace, self.name);
+                // SPIFFE identities are the object's, not the ServiceAccount's: Flux never
+                // shares them between objects.
+                let key = match &self.spiffe {
+                    Some(spiffe) => format!(
+                        "{}/{}/spiffe/{}/{}/{key}",
+                        self.namespace, self.name, spiffe.object, spiffe.object.uid
+                    ),
+                    None => format!("{}/{}/{key}", self.namespace, self.name),
+                };
                 cache.get_or_fetch(&key, &object, fetch).await
             }
             None => fetch().await.map(|(token, _)| token),
@@ -247,11 +299,16 @@ impl ServiceAccountTokens {
 
     /// A token of the ServiceAccount for `audiences`, from the TokenRequest API (or the
     /// token cache); `operation` names the use in the cache's metrics (`decrypt_with_aws`).
+    /// For the `spiffe` provider, the object's JWT-SVID from the broker, never cached
+    /// (SPIFFE signing keys rotate; what is exchanged for it is cached per object).
     pub async fn token(
         &self,
         audiences: Vec<String>,
         operation: &'static str,
     ) -> Result<Zeroizing<String>, KeyServiceError> {
+        if self.wants_spiffe() {
+            return self.jwt_svid(audiences).await;
+        }
         let key = format!("token/{}", audiences.join(","));
         let token = self
             .cached(&key, operation, || async {
@@ -265,6 +322,27 @@ impl ServiceAccountTokens {
                 "the token cache holds another kind of credential",
             )),
         }
+    }
+
+    async fn jwt_svid(&self, audiences: Vec<String>) -> Result<Zeroizing<String>, KeyServiceError> {
+        let Some(SpiffeObject {
+            broker: Some(broker),
+            object,
+        }) = &self.spiffe
+        else {
+            return Err(KeyServiceError::credentials(format!(
+                "service account '{}/{}' asks for the spiffe credential provider, but no SPIFFE Broker is configured (--spiffe-broker-endpoint, --spiffe-broker-id)",
+                self.namespace, self.name
+            )));
+        };
+        broker.jwt_svid(object, audiences).await.map_err(|e| {
+            KeyServiceError::credentials_because(
+                Some(&format!(
+                    "failed to fetch SPIFFE JWT-SVID for object '{object}'"
+                )),
+                e,
+            )
+        })
     }
 
     async fn issue(&self, audiences: Vec<String>) -> Result<Zeroizing<String>, KeyServiceError> {

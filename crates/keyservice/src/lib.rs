@@ -18,6 +18,7 @@ pub mod http;
 pub mod huawei;
 pub mod identity;
 mod oauth;
+pub mod spiffe;
 pub mod tls;
 pub mod token_cache;
 pub mod vault;
@@ -34,6 +35,7 @@ pub use error::{CallError, CredentialsError, KeyServiceError};
 pub use http::HttpClient;
 pub use identity::{ServiceAccountTokenSource, ServiceAccountTokens, SourceError};
 pub use oauth::{PemError, SignError};
+pub use spiffe::{JwtSvidSource, ObjectReference, SpiffeObject};
 pub use vault::ConfigMapSource;
 
 /// The Flux reasons the key services' errors are reported with (the Kustomization API crate,

@@ -16,7 +16,10 @@ use api::Kustomization;
 use api::kustomization::DecryptionProvider;
 use keyservice::token_cache::TokenCache;
 use keyservice::vault::VaultConfigMap;
-use keyservice::{Credentials, Environment, HttpClient, KeyServices, ServiceAccountTokens};
+use keyservice::{
+    Credentials, Environment, HttpClient, JwtSvidSource, KeyServices, ObjectReference,
+    ServiceAccountTokens, SpiffeObject,
+};
 use sops::{KeyError, Keyring};
 
 /// The Secret entry holding a Vault/OpenBao token.
@@ -55,6 +58,9 @@ pub struct DecryptionSettings {
     pub vault_config_map: Option<(String, String)>,
     /// The process-wide token cache (`--token-cache-max-size`), when on.
     pub token_cache: Option<Arc<TokenCache>>,
+    /// The SPIFFE Broker (`--spiffe-broker-endpoint`) issuing the Kustomization's JWT-SVIDs
+    /// to a ServiceAccount of the `spiffe` credential provider.
+    pub spiffe_broker: Option<Arc<dyn JwtSvidSource>>,
 }
 
 impl std::fmt::Debug for DecryptionSettings {
@@ -64,6 +70,7 @@ impl std::fmt::Debug for DecryptionSettings {
             .field("default_service_account", &self.default_service_account)
             .field("vault_config_map", &self.vault_config_map)
             .field("token_cache", &self.token_cache.is_some())
+            .field("spiffe_broker", &self.spiffe_broker.is_some())
             .finish()
     }
 }
@@ -161,7 +168,19 @@ pub async fn load(
         .filter(|n| !n.is_empty())
         .or(settings.default_service_account.as_deref());
     if let Some(account) = account {
-        let mut tokens = ServiceAccountTokens::load(reader.clone(), namespace, account).await?;
+        let mut tokens = ServiceAccountTokens::load(reader.clone(), namespace, account)
+            .await?
+            .with_spiffe(SpiffeObject {
+                broker: settings.spiffe_broker.clone(),
+                object: ObjectReference {
+                    group: api::names::GROUP.to_owned(),
+                    kind: "Kustomization".to_owned(),
+                    plural: api::names::PLURAL.to_owned(),
+                    namespace: namespace.to_owned(),
+                    name: ks.metadata.name.clone().unwrap_or_default(),
+                    uid: ks.metadata.uid.clone().unwrap_or_default(),
+                },
+            });
         if let Some(cache) = &settings.token_cache {
             let name = ks.metadata.name.as_deref().unwrap_or_default();
             tokens = tokens.with_cache(cache.clone(), name);

@@ -727,3 +727,19 @@ fn defaults_match_flux() {
     assert_eq!(c.min_backoff, Duration::from_secs(5));
     assert_eq!(c.max_backoff, Duration::from_secs(30));
 }
+
+#[test]
+fn a_custom_verifiers_refusal_is_its_sentence_not_a_debug_dump() {
+    #[derive(Debug, thiserror::Error)]
+    #[error("the artifact server presented SPIFFE ID 'spiffe://x/y', which is not authorized")]
+    struct Refused;
+    let tls = rustls::Error::InvalidCertificate(rustls::CertificateError::Other(
+        rustls::OtherError(std::sync::Arc::new(Refused)),
+    ));
+    let wrapped = std::io::Error::other(std::io::Error::new(std::io::ErrorKind::InvalidData, tls));
+    let text = super::error_chain(&wrapped);
+    assert_eq!(
+        text,
+        "invalid peer certificate: the artifact server presented SPIFFE ID 'spiffe://x/y', which is not authorized"
+    );
+}
