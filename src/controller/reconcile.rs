@@ -52,7 +52,7 @@ use fluxcel::HealthCheckExprs;
 #[derive(Debug, thiserror::Error)]
 pub enum ReconcileError {
     /// A request for the controller's own bookkeeping failed.
-    #[error("{action} failed: {source}")]
+    #[error("{action} failed: {}", api_message(source))]
     Kube {
         /// What was being done.
         action: &'static str,

@@ -605,6 +605,22 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_discovery_reads_as_the_api_servers_words() {
+        let unauthorized = kube::Error::Api(Box::new(
+            kube::core::Status::failure("Unauthorized", "Unauthorized").with_code(401),
+        ));
+        let error = ResolveError::Discovery {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            source: unauthorized,
+        };
+        assert_eq!(
+            error.to_string(),
+            "failed to discover kind \"ConfigMap\" in version \"v1\": Unauthorized"
+        );
+    }
+
+    #[test]
     fn a_partial_apply_lists_what_earlier_stages_changed() {
         let partial = PartialApply {
             error: ApplyError::DryRun {

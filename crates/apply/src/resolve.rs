@@ -28,7 +28,10 @@ pub enum ResolveError {
         kind: String,
     },
     /// Discovery itself failed.
-    #[error("failed to discover kind \"{kind}\" in version \"{api_version}\": {source}")]
+    #[error(
+        "failed to discover kind \"{kind}\" in version \"{api_version}\": {}",
+        super::api_message(source)
+    )]
     Discovery {
         /// The object's apiVersion.
         api_version: String,
