@@ -166,19 +166,9 @@ async fn wait_ready(
     expected: ConditionStatus,
     needle: &str,
 ) -> String {
-    wait_for(
-        WAIT,
-        &format!("{name}: Ready={expected:?} with '{needle}'"),
-        async || match ready(client, ns, name).await {
-            Some((status, _, message)) if status == expected && message.contains(needle) => {
-                Ok(message)
-            }
-            other => Err(format!(
-                "{other:?}\n--- controller log tail ---\n{}",
-                tail(&cloud_controller().log(), 20)
-            )),
-        },
-    )
+    wait_ready_message_in(client, ns, name, (expected, needle), || {
+        cloud_controller().log()
+    })
     .await
 }
 

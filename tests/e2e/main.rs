@@ -311,6 +311,31 @@ async fn wait_ready_with(
     .await
 }
 
+/// Waits until Ready of `name` is `expected` with a message containing `needle`, showing the
+/// tail of `log` (a controller's log) while it does not come; the message.
+async fn wait_ready_message_in(
+    client: &kube::Client,
+    ns: &str,
+    name: &str,
+    (expected, needle): (ConditionStatus, &str),
+    log: impl Fn() -> String,
+) -> String {
+    wait_for(
+        WAIT,
+        &format!("{name}: Ready={expected:?} with '{needle}'"),
+        async || match ready(client, ns, name).await {
+            Some((status, _, message)) if status == expected && message.contains(needle) => {
+                Ok(message)
+            }
+            other => Err(format!(
+                "{other:?}\n--- controller log tail ---\n{}",
+                tail(&log(), 20)
+            )),
+        },
+    )
+    .await
+}
+
 fn tail(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(n)..].join("\n")

@@ -68,20 +68,7 @@ async fn wait_ready_message(
     expected: ConditionStatus,
     needle: &str,
 ) -> String {
-    wait_for(
-        WAIT,
-        &format!("Ready={expected:?} with '{needle}'"),
-        async || match ready(client, ns, name).await {
-            Some((status, _, message)) if status == expected && message.contains(needle) => {
-                Ok(message)
-            }
-            other => Err(format!(
-                "{other:?}\n--- controller log tail ---\n{}",
-                tail(&controller_log(), 20)
-            )),
-        },
-    )
-    .await
+    wait_ready_message_in(client, ns, name, (expected, needle), controller_log).await
 }
 
 /// Publishes `files` as publication `n` of the GitRepository `repo`.
