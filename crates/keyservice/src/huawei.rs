@@ -302,9 +302,9 @@ async fn project_id(
         )
         .await
         .map_err(|source| KeyServiceError::call(context(), source))?;
-    let project = parse_project(&answer).map_err(|message| KeyServiceError::Response {
+    let project = parse_project(&answer).map_err(|error| KeyServiceError::Response {
         context: context(),
-        message,
+        message: error.to_string(),
     })?;
     services
         .huawei_projects
@@ -315,8 +315,26 @@ async fn project_id(
     Ok(project)
 }
 
+/// Why IAM's answer names no one project for the region.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProjectError {
+    /// Not the JSON of a project list.
+    #[error("the answer is not a list of projects")]
+    NotAList,
+    /// No project has the region's name.
+    #[error("no project of that name in the account: create it or set HUAWEICLOUD_SDK_PROJECT_ID")]
+    NoProject,
+    /// Several projects have the region's name.
+    #[error(
+        "{} projects of that name ({}): set HUAWEICLOUD_SDK_PROJECT_ID to one of them",
+        .0.len(),
+        .0.join(", ")
+    )]
+    Several(Vec<String>),
+}
+
 /// The one project of a `GET /v3/projects?name=<region>` answer.
-fn parse_project(body: &[u8]) -> Result<String, String> {
+fn parse_project(body: &[u8]) -> Result<String, ProjectError> {
     #[derive(Deserialize)]
     struct Answer {
         #[serde(default)]
@@ -326,21 +344,12 @@ fn parse_project(body: &[u8]) -> Result<String, String> {
     struct Project {
         id: String,
     }
-    let answer: Answer = serde_json::from_slice(body)
-        .map_err(|_| "the answer is not a list of projects".to_owned())?;
+    let answer: Answer = serde_json::from_slice(body).map_err(|_| ProjectError::NotAList)?;
     match answer.projects.as_slice() {
         [one] => Ok(one.id.clone()),
-        [] => Err(
-            "no project of that name in the account: create it or set HUAWEICLOUD_SDK_PROJECT_ID"
-                .to_owned(),
-        ),
-        many => Err(format!(
-            "{} projects of that name ({}): set HUAWEICLOUD_SDK_PROJECT_ID to one of them",
-            many.len(),
-            many.iter()
-                .map(|p| p.id.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
+        [] => Err(ProjectError::NoProject),
+        many => Err(ProjectError::Several(
+            many.iter().map(|p| p.id.clone()).collect(),
         )),
     }
 }

@@ -172,15 +172,15 @@ fn answers_and_errors_are_read() {
         parse_project(br#"{"projects":[{"id":"p1"}]}"#).unwrap(),
         "p1"
     );
-    assert!(
-        parse_project(br#"{"projects":[]}"#)
-            .unwrap_err()
-            .contains("HUAWEICLOUD_SDK_PROJECT_ID")
+    assert_eq!(
+        parse_project(br#"{"projects":[]}"#),
+        Err(ProjectError::NoProject)
     );
-    assert!(
+    assert_eq!(
         parse_project(br#"{"projects":[{"id":"p1"},{"id":"p2"}]}"#)
             .unwrap_err()
-            .starts_with("2 projects of that name (p1, p2)")
+            .to_string(),
+        "2 projects of that name (p1, p2): set HUAWEICLOUD_SDK_PROJECT_ID to one of them"
     );
 }
 
