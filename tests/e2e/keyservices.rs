@@ -83,7 +83,7 @@ fn keyservice_controller() -> &'static ControllerProcess {
     })
 }
 
-fn secret_manifest(ns: &str, name: &str, value: &str) -> String {
+pub(super) fn secret_manifest(ns: &str, name: &str, value: &str) -> String {
     format!(
         "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {name}\n  namespace: {ns}\nstringData:\n  password: {value}\n"
     )
@@ -91,7 +91,7 @@ fn secret_manifest(ns: &str, name: &str, value: &str) -> String {
 
 /// `plain` encrypted by sops with `args`, only the Secret's values encrypted (as Flux users
 /// do).
-fn encrypted(servers: &KeyServers, plain: &str, args: &[&str]) -> String {
+pub(super) fn encrypted(servers: &KeyServers, plain: &str, args: &[&str]) -> String {
     let dir = std::env::temp_dir().join(support::unique_name("ks-e2e"));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("secret.yaml"), plain).unwrap();

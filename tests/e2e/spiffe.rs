@@ -7,7 +7,9 @@
 //! is applied. A remote cluster whose ServiceAccount asks for the `spiffe` credential
 //! provider gets the Kustomization's JWT-SVID from a SPIFFE Broker double
 //! (`--spiffe-broker-endpoint`, `--spiffe-broker-id`); a broker that refuses fails the
-//! reconcile naming the broker and the object, and nothing is applied.
+//! reconcile naming the broker and the object, and nothing is applied. A decryption
+//! ServiceAccount of the `spiffe` provider with an IAM role opens a KMS key (moto) with the
+//! role session its JWT-SVID is exchanged for.
 
 use std::sync::Arc;
 
@@ -284,5 +286,149 @@ async fn artifacts_events_and_broker_go_over_spiffe_mtls_to_authorized_servers_o
         .await
         .expect("read ConfigMap");
     assert!(applied.is_none(), "nothing is applied without a credential");
+    drop(process);
+}
+
+/// A JWT-SVID the broker double issues: a JWT whose claims name the Kustomization's SPIFFE
+/// ID, good for an hour (moto's STS takes any web identity token; the signature is not
+/// checked there).
+fn jwt_svid(subject: &str) -> String {
+    use base64::Engine;
+    let encode = |json: serde_json::Value| {
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json.to_string())
+    };
+    let now = k8s_openapi::jiff::Timestamp::now().as_second();
+    format!(
+        "{}.{}.c2lnbmF0dXJl",
+        encode(json!({"alg": "ES256", "typ": "JWT"})),
+        encode(
+            json!({"sub": subject, "aud": ["sts.amazonaws.com"], "iat": now, "exp": now + 3600})
+        )
+    )
+}
+
+/// A decryption ServiceAccount of the `spiffe` credential provider with an IAM role: the
+/// Kustomization's JWT-SVID from the broker is exchanged at STS (moto) for the role's
+/// session, which opens the KMS key; the broker is asked for the Kustomization itself, for
+/// STS's audience.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_spiffe_decryption_account_opens_kms_keys_with_the_brokers_jwt_svid() {
+    const KMS_SHARD: &str = "spiffe-kms";
+    let servers = super::support::keyservers::key_servers();
+    let client = support::client().await;
+    let ns = TestNamespace::new(&client, "spiffe-kms").await;
+    let ca = TestCa::new(TRUST_DOMAIN);
+    let socket_dir = tempfile::tempdir().expect("socket dir");
+    let _workload_api = WorkloadApiDouble::start(
+        socket_dir.path(),
+        x509_svid_response(&ca, &ca.issue(CONTROLLER_ID)),
+    );
+    let svid = jwt_svid(&format!("spiffe://{TRUST_DOMAIN}/ns/{}/ks/app", ns.name()));
+    let broker =
+        BrokerDouble::start(&ca, &ca.issue(BROKER_ID), BrokerAnswer::Token(svid.clone())).await;
+    let process = start_controller_binary_with_env(
+        KMS_SHARD,
+        std::path::Path::new(env!("CARGO_BIN_EXE_kustomize-controller")),
+        &[
+            &format!(
+                "--watch-label-selector={RUN_LABEL}={},{SHARD_LABEL}={KMS_SHARD}",
+                run_id()
+            ),
+            &format!("--authorized-artifact-server-spiffe-id={SOURCE_CONTROLLER_ID}"),
+            &format!("--spiffe-broker-endpoint={}", broker.endpoint()),
+            &format!("--spiffe-broker-id={BROKER_ID}"),
+        ],
+        &[
+            (
+                "SPIFFE_ENDPOINT_SOCKET",
+                format!("unix://{}/agent.sock", socket_dir.path().display()),
+            ),
+            ("AWS_ENDPOINT_URL", servers.moto.clone()),
+            ("AWS_ACCESS_KEY_ID", String::new()),
+            ("AWS_SECRET_ACCESS_KEY", String::new()),
+            ("AWS_EC2_METADATA_DISABLED", "true".to_owned()),
+        ],
+    );
+
+    let secret = super::keyservices::encrypted(
+        servers,
+        &super::keyservices::secret_manifest(ns.name(), "from-kms", "kms-via-svid"),
+        &["--kms", &servers.kms_arn],
+    );
+    let (_source_controller, url, digest) = artifact_server(
+        &ca,
+        SOURCE_CONTROLLER_ID,
+        tarball(&[("deploy/secret.yaml", secret)]),
+    )
+    .await;
+    create_git_repository(&client, ns.name(), "repo").await;
+    publish_artifact(&client, ns.name(), "repo", &revision(1), &url, &digest).await;
+    let account: ServiceAccount = serde_json::from_value(json!({
+        "metadata": {"name": "decryptor", "annotations": {
+            "credential.auth.fluxcd.io/provider": "spiffe",
+            "eks.amazonaws.com/role-arn": super::support::keyservers::ROLE,
+        }},
+    }))
+    .expect("ServiceAccount");
+    Api::<ServiceAccount>::namespaced(client.clone(), ns.name())
+        .create(&PostParams::default(), &account)
+        .await
+        .expect("create ServiceAccount");
+    create_labelled_kustomization(
+        &client,
+        ns.name(),
+        "app",
+        "repo",
+        json!({"decryption": {"provider": "sops", "serviceAccountName": "decryptor"}}),
+        json!({SHARD_LABEL: KMS_SHARD}),
+    )
+    .await;
+    let (reason, message) = wait_for(
+        WAIT,
+        "the Kustomization ready",
+        async || match super::ready(&client, ns.name(), "app").await {
+            Some((ConditionStatus::True, reason, message)) => Ok((reason, message)),
+            other => Err(format!("{other:?}\n{}", tail(&process.log(), 20))),
+        },
+    )
+    .await;
+    assert_eq!(reason, "ReconciliationSucceeded", "{message}");
+    let decrypted =
+        Api::<k8s_openapi::api::core::v1::Secret>::namespaced(client.clone(), ns.name())
+            .get("from-kms")
+            .await
+            .expect("read the decrypted Secret");
+    assert_eq!(
+        decrypted
+            .data
+            .unwrap_or_default()
+            .get("password")
+            .map(|v| v.0.as_slice()),
+        Some(b"kms-via-svid".as_slice())
+    );
+    let uid = Api::<Kustomization>::namespaced(client.clone(), ns.name())
+        .get("app")
+        .await
+        .expect("read Kustomization")
+        .metadata
+        .uid
+        .expect("uid");
+    let asked = broker.requests();
+    assert!(
+        asked.iter().any(|r| r.object
+            == [
+                "kustomizations".to_owned(),
+                "kustomize.toolkit.fluxcd.io".to_owned(),
+                ns.name().to_owned(),
+                "app".to_owned(),
+                uid.clone(),
+            ]
+            && r.audiences == ["sts.amazonaws.com"]),
+        "{asked:?}"
+    );
+    assert!(
+        !process.log().contains(&svid),
+        "the JWT-SVID is never logged"
+    );
     drop(process);
 }
