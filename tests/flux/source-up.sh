@@ -44,10 +44,18 @@ CRANE="$(bash "$SCRIPT_DIR/install-crane.sh" </dev/null 9>&- 8>&-)" \
 
 # start_detached NAME CMD...: runs CMD in its own session, logging to FLUX_DIR/NAME.log.
 start_detached() {
-  local name="$1"
+  local name="$1" pid i
   shift
   setsid nohup "$@" </dev/null >>"$FLUX_DIR/$name.log" 2>&1 9>&- 8>&- 7>&- &
-  echo "$!" >"$FLUX_DIR/$name.pid"
+  pid="$!"
+  echo "$pid" >"$FLUX_DIR/$name.pid"
+  # Until the child has exec'd its command, its command line is this script's, which does
+  # not name $FLUX_DIR, and is_running would call it gone: wait for the exec (or the exit).
+  for ((i = 0; i < 100; i++)); do
+    is_running "$FLUX_DIR" "$name" && return 0
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.1
+  done
 }
 
 # answers URL: true if URL answers 2xx within 2 s.
