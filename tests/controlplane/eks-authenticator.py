@@ -12,6 +12,10 @@ is both
   AssumeRoleWithWebIdentity, which trusts any ServiceAccount JWT whose audience is
   sts.amazonaws.com (it does not check the JWT's signature).
 
+It is also the token endpoint of an Entra ID double (client credentials for the AKS server
+app's scope) and of a Google OAuth double (an authorized user's refresh token); the webhook
+accepts the access tokens they issued, as `aks:CLIENT` and `gke:CLIENT`.
+
 It also answers EKS DescribeCluster (GET /clusters/NAME) for its own cluster name with the
 remote API server's endpoint and CA, and with ResourceNotFoundException for any other name
 (it checks the request is signed with a known access key, not the signature itself).
@@ -40,6 +44,15 @@ STATIC_ARN = f"arn:aws:iam::{ACCOUNT}:user/kc-controller"
 
 # access key -> (secret, session token or None, caller ARN)
 KEYS = {STATIC_KEY: (STATIC_SECRET, None, STATIC_ARN)}
+
+# The other clouds' token endpoints: an Entra ID double (client credentials for the AKS server
+# app's scope) and a Google OAuth double (an authorized user's refresh token). The access
+# tokens they issue are accepted by the webhook as `aks:CLIENT` and `gke:CLIENT`.
+AZURE_CLIENT = ("kc-test-aks-client", "kc-test-aks-secret")
+AKS_SCOPE = "6dae42f8-4368-4678-94ff-3960e28e3630/.default"
+GOOGLE_CLIENT = ("kc-test-gke-client", "kc-test-gke-secret", "kc-test-gke-refresh")
+# access token -> user
+ISSUED = {}
 
 
 def log(message):
@@ -158,10 +171,27 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self):
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        if urllib.parse.urlsplit(self.path).path == "/authenticate":
+        path = urllib.parse.urlsplit(self.path).path
+        if path == "/authenticate":
             self.authenticate(json.loads(body))
             return
         form = dict(urllib.parse.parse_qsl(body.decode()))
+        if path.endswith("/oauth2/v2.0/token"):
+            ok = (
+                form.get("grant_type") == "client_credentials"
+                and (form.get("client_id"), form.get("client_secret")) == AZURE_CLIENT
+                and form.get("scope") == AKS_SCOPE
+            )
+            self.issue(ok, f"aks:{AZURE_CLIENT[0]}", "invalid_client")
+            return
+        if path == "/token":
+            ok = (
+                form.get("grant_type") == "refresh_token"
+                and (form.get("client_id"), form.get("client_secret"), form.get("refresh_token"))
+                == GOOGLE_CLIENT
+            )
+            self.issue(ok, f"gke:{GOOGLE_CLIENT[0]}", "invalid_grant")
+            return
         if form.get("Action") != "AssumeRoleWithWebIdentity":
             self.reply(400, "<ErrorResponse><Error><Code>InvalidAction</Code></Error></ErrorResponse>")
             return
@@ -192,6 +222,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
             "</Credentials></AssumeRoleWithWebIdentityResult></AssumeRoleWithWebIdentityResponse>",
         )
 
+    def issue(self, ok, user, error):
+        """An OAuth token answer: a new access token for `user`, or `error`."""
+        if not ok:
+            log(f"refused a token request: {error}")
+            self.reply(401, json.dumps({"error": error, "error_description": "the double refuses these credentials"}), "application/json")
+            return
+        token = secrets.token_urlsafe(32)
+        ISSUED[token] = user
+        self.reply(
+            200,
+            json.dumps({"token_type": "Bearer", "access_token": token, "expires_in": 3600}),
+            "application/json",
+        )
+
     def describe_cluster(self, name, headers):
         authorization = headers.get("authorization", "")
         if not any(f"Credential={key}/" in authorization for key in KEYS):
@@ -212,30 +256,11 @@ class Handler(http.server.BaseHTTPRequestHandler):
         token = review.get("spec", {}).get("token", "")
         status = {"authenticated": False}
         try:
-            if not token.startswith("k8s-aws-v1."):
-                raise ValueError("not an EKS token")
-            encoded = token[len("k8s-aws-v1."):]
-            url = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode()
-            parts = urllib.parse.urlsplit(url)
-            query = dict(urllib.parse.parse_qsl(parts.query))
-            if parts.hostname not in ("127.0.0.1", "localhost") or parts.path != "/":
-                raise ValueError("not this STS endpoint")
-            if query.get("Action") != "GetCallerIdentity":
-                raise ValueError("not GetCallerIdentity")
-            if "x-k8s-aws-id" not in query.get("X-Amz-SignedHeaders", "").split(";"):
-                raise ValueError("x-k8s-aws-id is not signed")
-            request = urllib.request.Request(url, headers={"x-k8s-aws-id": self.cluster})
-            try:
-                with urllib.request.urlopen(request, timeout=5) as answer:
-                    text = answer.read().decode()
-            except urllib.error.HTTPError as e:
-                raise ValueError(f"STS answered {e.code}: {e.read().decode()}")
-            arn = text.split("<Arn>")[1].split("</Arn>")[0]
-            user = canonical_arn(arn)
-            status = {
-                "authenticated": True,
-                "user": {"username": user, "uid": f"aws-iam-authenticator:{ACCOUNT}:{arn}"},
-            }
+            if token in ISSUED:
+                user, uid = ISSUED[token], ISSUED[token]
+            else:
+                user, uid = self.eks_user(token)
+            status = {"authenticated": True, "user": {"username": user, "uid": uid}}
             log(f"authenticated {user}")
         except (ValueError, KeyError, IndexError, UnicodeDecodeError) as e:
             log(f"refused: {e}")
@@ -251,6 +276,28 @@ class Handler(http.server.BaseHTTPRequestHandler):
             "application/json",
         )
 
+    def eks_user(self, token):
+        """The user and uid of an EKS token, as aws-iam-authenticator tells them."""
+        if not token.startswith("k8s-aws-v1."):
+            raise ValueError("not an EKS token")
+        encoded = token[len("k8s-aws-v1."):]
+        url = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)).decode()
+        parts = urllib.parse.urlsplit(url)
+        query = dict(urllib.parse.parse_qsl(parts.query))
+        if parts.hostname not in ("127.0.0.1", "localhost") or parts.path != "/":
+            raise ValueError("not this STS endpoint")
+        if query.get("Action") != "GetCallerIdentity":
+            raise ValueError("not GetCallerIdentity")
+        if "x-k8s-aws-id" not in query.get("X-Amz-SignedHeaders", "").split(";"):
+            raise ValueError("x-k8s-aws-id is not signed")
+        request = urllib.request.Request(url, headers={"x-k8s-aws-id": self.cluster})
+        try:
+            with urllib.request.urlopen(request, timeout=5) as answer:
+                text = answer.read().decode()
+        except urllib.error.HTTPError as e:
+            raise ValueError(f"STS answered {e.code}: {e.read().decode()}")
+        arn = text.split("<Arn>")[1].split("</Arn>")[0]
+        return canonical_arn(arn), f"aws-iam-authenticator:{ACCOUNT}:{arn}"
 
 def main():
     _state_dir, port, cluster, endpoint, ca_file = sys.argv[1:6]

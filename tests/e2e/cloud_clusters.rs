@@ -1,8 +1,9 @@
-//! Remote clusters on a cloud (`spec.kubeConfig.configMapRef` with provider `aws`): the
-//! second test API server authenticates EKS tokens through a token webhook that, as
-//! aws-iam-authenticator does, sends the presigned STS `GetCallerIdentity` request the token
-//! holds (to an STS double that verifies its SigV4 signature, cluster name included) and maps
-//! the caller's ARN to a user; RBAC there grants those users one namespace
+//! Remote clusters on a cloud (`spec.kubeConfig.configMapRef` with provider `aws`, `azure`,
+//! `gcp`): the second test API server authenticates EKS tokens through a token webhook that,
+//! as aws-iam-authenticator does, sends the presigned STS `GetCallerIdentity` request the
+//! token holds (to an STS double that verifies its SigV4 signature, cluster name included)
+//! and maps the caller's ARN to a user, and accepts the Entra ID and Google access tokens the
+//! same double issued; RBAC there grants those users one namespace
 //! (tests/controlplane/eks-authenticator.py, started by up.sh with the remote cluster).
 
 use std::collections::BTreeMap;
@@ -61,9 +62,38 @@ fn cloud_controller() -> &'static ControllerProcess {
                     "kc-test-eks-static-secret".to_owned(),
                 ),
                 ("AWS_EC2_METADATA_DISABLED", "true".to_owned()),
+                // The double is the Entra ID and Google token endpoint too.
+                ("AZURE_AUTHORITY_HOST", env["EKS_STS_ENDPOINT"].clone()),
+                ("AZURE_TENANT_ID", "kc-test.onmicrosoft.com".to_owned()),
+                ("AZURE_CLIENT_ID", AKS_CLIENT.to_owned()),
+                ("AZURE_CLIENT_SECRET", AKS_SECRET.to_owned()),
+                (
+                    "GOOGLE_APPLICATION_CREDENTIALS",
+                    google_credentials_file(&env["EKS_STS_ENDPOINT"]),
+                ),
             ],
         )
     })
+}
+
+/// The controller's Entra ID client, as the double knows it (and the user it becomes).
+const AKS_CLIENT: &str = "kc-test-aks-client";
+const AKS_SECRET: &str = "kc-test-aks-secret";
+/// The controller's Google authorized user, as the double knows it.
+const GKE_CLIENT: &str = "kc-test-gke-client";
+
+/// An authorized-user credentials file whose token endpoint is the double's; its path.
+fn google_credentials_file(endpoint: &str) -> String {
+    let path = std::env::temp_dir().join(support::unique_name("gke-credentials.json"));
+    let credentials = json!({
+        "type": "authorized_user",
+        "client_id": GKE_CLIENT,
+        "client_secret": "kc-test-gke-secret",
+        "refresh_token": "kc-test-gke-refresh",
+        "token_uri": format!("{}/token", endpoint.trim_end_matches('/')),
+    });
+    std::fs::write(&path, credentials.to_string()).expect("write the Google credentials");
+    path.display().to_string()
 }
 
 /// The server URL and PEM CA certificate of the remote cluster's kubeconfig.
@@ -84,6 +114,12 @@ fn remote_server_and_ca() -> (String, String) {
 /// Namespace `ns` on the remote cluster, where the users of `ROLE_ARN` and `CONTROLLER_ARN`
 /// may do anything (and nothing elsewhere).
 async fn remote_namespace_for_eks_users(remote: &kube::Client, ns: &str) {
+    remote_namespace_for(remote, ns, &[ROLE_ARN, CONTROLLER_ARN]).await;
+}
+
+/// Namespace `ns` on the remote cluster, where `users` may do anything (and nothing
+/// elsewhere).
+async fn remote_namespace_for(remote: &kube::Client, ns: &str, users: &[&str]) {
     let namespace: Namespace =
         serde_json::from_value(json!({"metadata": {"name": ns}})).expect("namespace");
     Api::<Namespace>::all(remote.clone())
@@ -102,10 +138,10 @@ async fn remote_namespace_for_eks_users(remote: &kube::Client, ns: &str) {
     let binding: RoleBinding = serde_json::from_value(json!({
         "metadata": {"name": "eks-users", "namespace": ns},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "eks-users"},
-        "subjects": [
-            {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": ROLE_ARN},
-            {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": CONTROLLER_ARN},
-        ],
+        "subjects": users
+            .iter()
+            .map(|user| json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}))
+            .collect::<Vec<_>>(),
     }))
     .expect("binding");
     Api::<RoleBinding>::namespaced(remote.clone(), ns)
@@ -393,4 +429,101 @@ async fn a_provider_that_cannot_get_a_token_or_find_the_cluster_is_named() {
         &format!("service account '{ns}/spiffe' asks for the credential provider 'spiffe'"),
     )
     .await;
+}
+
+/// Clusters of the `azure` and `gcp` providers, reached with the controller's own cloud
+/// credentials (an Entra ID client secret, a Google authorized user; the double issues both
+/// tokens) and the ConfigMap's address and CA: the remote cluster's webhook accepts the
+/// access tokens the doubles issued, so the objects land there as `aks:CLIENT` and
+/// `gke:CLIENT`. A ConfigMap that needs a cluster lookup and whose cluster is not a cluster
+/// ID of its cloud is refused naming the provider and the ConfigMap, and nothing is applied.
+#[tokio::test]
+async fn aks_and_gke_clusters_are_reached_with_the_clouds_access_tokens() {
+    cloud_controller();
+    let client = support::client().await;
+    let remote = support::remote_client().await;
+    let local = TestNamespace::new(&client, "aks-gke").await;
+    let ns = local.name();
+    let (aks_user, gke_user) = (format!("aks:{AKS_CLIENT}"), format!("gke:{GKE_CLIENT}"));
+    remote_namespace_for(&remote, ns, &[&aks_user, &gke_user]).await;
+    let (server, ca) = remote_server_and_ca();
+    let clusters = [
+        (
+            "aks",
+            "azure",
+            "/subscriptions/00000000-0000-0000-0000-000000000000/resourceGroups/kc/providers/Microsoft.ContainerService/managedClusters/kc-test",
+        ),
+        (
+            "gke",
+            "gcp",
+            "projects/kc/locations/europe-west1/clusters/kc-test",
+        ),
+        ("gke-bad", "gcp", "kc-test"),
+    ];
+    for (name, provider, cluster) in clusters {
+        let mut data = json!({"provider": provider, "cluster": cluster});
+        // Without the address and CA the cluster is looked up, so its ID must be one.
+        if name != "gke-bad" {
+            data["address"] = server.clone().into();
+            data["ca.crt"] = ca.clone().into();
+        }
+        let config_map: ConfigMap = serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": ns},
+            "data": data,
+        }))
+        .expect("config map");
+        Api::<ConfigMap>::namespaced(client.clone(), ns)
+            .create(&PostParams::default(), &config_map)
+            .await
+            .expect("create the cluster ConfigMap");
+    }
+    create_git_source(&client, ns, "repo").await;
+    git_source::publish(
+        &client,
+        ns,
+        "repo",
+        1,
+        &[
+            ("aks/a.yaml", config_map(ns, "from-aks", "1")),
+            ("gke/b.yaml", config_map(ns, "from-gke", "1")),
+            ("gke-bad/c.yaml", config_map(ns, "from-bad", "1")),
+        ],
+    )
+    .await;
+    for name in ["aks", "gke", "gke-bad"] {
+        create(&client, ns, name, name).await;
+    }
+    let revision = published_revision(ns, "repo", 1);
+    for (name, object) in [("aks", "from-aks"), ("gke", "from-gke")] {
+        let message = wait_ready(&client, ns, name, ConditionStatus::True, &revision).await;
+        assert_no_credential(&message, "the Ready message");
+        assert!(
+            remote_config_map(&remote, ns, object).await.is_some(),
+            "{object} on the remote cluster"
+        );
+    }
+    let log = authenticator_log();
+    for user in [&aks_user, &gke_user] {
+        assert!(log.contains(&format!("authenticated {user}")), "{log}");
+    }
+    let message = wait_ready(
+        &client,
+        ns,
+        "gke-bad",
+        ConditionStatus::False,
+        "provider 'gcp'",
+    )
+    .await;
+    assert!(
+        message.contains(&format!("configmap {ns}/gke-bad")) && message.contains("kc-test"),
+        "{message}"
+    );
+    assert!(
+        remote_config_map(&remote, ns, "from-bad").await.is_none(),
+        "nothing applied from the refused ConfigMap"
+    );
+    let controller_log = cloud_controller().log();
+    for secret in [AKS_SECRET, "kc-test-gke-secret", "kc-test-gke-refresh"] {
+        assert!(!controller_log.contains(secret), "the log holds '{secret}'");
+    }
 }
