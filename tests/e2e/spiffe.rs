@@ -53,6 +53,87 @@ async fn artifact_server(
     (server, url, digest)
 }
 
+/// A controller of `shard` whose X.509-SVID comes from the Workload API on `socket_dir`,
+/// which trusts the artifact server of `SOURCE_CONTROLLER_ID` and asks `broker` for
+/// JWT-SVIDs; `args` and `env` besides.
+fn spiffe_controller(
+    shard: &str,
+    socket_dir: &std::path::Path,
+    broker: &BrokerDouble,
+    args: &[&str],
+    env: &[(&str, String)],
+) -> ControllerProcess {
+    let mut all_args = vec![
+        format!(
+            "--watch-label-selector={RUN_LABEL}={},{SHARD_LABEL}={shard}",
+            run_id()
+        ),
+        format!("--authorized-artifact-server-spiffe-id={SOURCE_CONTROLLER_ID}"),
+        format!("--spiffe-broker-endpoint={}", broker.endpoint()),
+        format!("--spiffe-broker-id={BROKER_ID}"),
+    ];
+    all_args.extend(args.iter().map(|a| a.to_string()));
+    let all_args: Vec<&str> = all_args.iter().map(String::as_str).collect();
+    let mut all_env = vec![(
+        "SPIFFE_ENDPOINT_SOCKET",
+        format!("unix://{}/agent.sock", socket_dir.display()),
+    )];
+    all_env.extend(env.iter().cloned());
+    start_controller_binary_with_env(
+        shard,
+        std::path::Path::new(env!("CARGO_BIN_EXE_kustomize-controller")),
+        &all_args,
+        &all_env,
+    )
+}
+
+/// ServiceAccount `name` in `ns` of the `spiffe` credential provider, with `annotations`
+/// besides.
+async fn spiffe_service_account(client: &kube::Client, ns: &str, name: &str, annotations: Value) {
+    let mut all = json!({"credential.auth.fluxcd.io/provider": "spiffe"});
+    if let (Some(all), Value::Object(annotations)) = (all.as_object_mut(), annotations) {
+        all.extend(annotations);
+    }
+    let account: ServiceAccount = serde_json::from_value(json!({
+        "metadata": {"name": name, "annotations": all},
+    }))
+    .expect("ServiceAccount");
+    Api::<ServiceAccount>::namespaced(client.clone(), ns)
+        .create(&PostParams::default(), &account)
+        .await
+        .expect("create ServiceAccount");
+}
+
+/// Asserts `broker` was asked for a JWT-SVID of Kustomization `ns/name` for `audience`.
+async fn assert_broker_asked_for(
+    client: &kube::Client,
+    broker: &BrokerDouble,
+    ns: &str,
+    name: &str,
+    audience: &str,
+) {
+    let uid = Api::<Kustomization>::namespaced(client.clone(), ns)
+        .get(name)
+        .await
+        .expect("read Kustomization")
+        .metadata
+        .uid
+        .expect("uid");
+    let asked = broker.requests();
+    assert!(
+        asked.iter().any(|r| r.object
+            == [
+                "kustomizations".to_owned(),
+                "kustomize.toolkit.fluxcd.io".to_owned(),
+                ns.to_owned(),
+                name.to_owned(),
+                uid.clone(),
+            ]
+            && r.audiences == [audience]),
+        "{asked:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn artifacts_events_and_broker_go_over_spiffe_mtls_to_authorized_servers_only() {
     let client = support::client().await;
@@ -75,27 +156,19 @@ async fn artifacts_events_and_broker_go_over_spiffe_mtls_to_authorized_servers_o
         BrokerAnswer::Refuse(7, "the object is not entitled to an identity".into()),
     )
     .await;
-    let process = start_controller_binary_with_env(
+    let events_addr = format!(
+        "--events-addr=https://127.0.0.1:{}/",
+        events.address().port()
+    );
+    let process = spiffe_controller(
         SHARD,
-        std::path::Path::new(env!("CARGO_BIN_EXE_kustomize-controller")),
+        socket_dir.path(),
+        &broker,
         &[
-            &format!(
-                "--watch-label-selector={RUN_LABEL}={},{SHARD_LABEL}={SHARD}",
-                run_id()
-            ),
-            &format!("--authorized-artifact-server-spiffe-id={SOURCE_CONTROLLER_ID}"),
             &format!("--authorized-event-server-spiffe-id={NOTIFICATION_ID}"),
-            &format!(
-                "--events-addr=https://127.0.0.1:{}/",
-                events.address().port()
-            ),
-            &format!("--spiffe-broker-endpoint={}", broker.endpoint()),
-            &format!("--spiffe-broker-id={BROKER_ID}"),
+            &events_addr,
         ],
-        &[(
-            "SPIFFE_ENDPOINT_SOCKET",
-            format!("unix://{}/agent.sock", socket_dir.path().display()),
-        )],
+        &[],
     );
     let labels = json!({SHARD_LABEL: SHARD});
 
@@ -208,16 +281,7 @@ async fn artifacts_events_and_broker_go_over_spiffe_mtls_to_authorized_servers_o
     .await;
     create_git_repository(&client, ns.name(), "remote").await;
     publish_artifact(&client, ns.name(), "remote", &revision(1), &url, &digest).await;
-    let account: ServiceAccount = serde_json::from_value(json!({
-        "metadata": {"name": "spiffe-sa", "annotations": {
-            "credential.auth.fluxcd.io/provider": "spiffe",
-        }},
-    }))
-    .expect("ServiceAccount");
-    Api::<ServiceAccount>::namespaced(client.clone(), ns.name())
-        .create(&PostParams::default(), &account)
-        .await
-        .expect("create ServiceAccount");
+    spiffe_service_account(&client, ns.name(), "spiffe-sa", json!({})).await;
     let cluster: ConfigMap = serde_json::from_value(json!({
         "metadata": {"name": "remote-cluster"},
         "data": {
@@ -261,26 +325,7 @@ async fn artifacts_events_and_broker_go_over_spiffe_mtls_to_authorized_servers_o
         )),
         "{message}"
     );
-    let uid = Api::<Kustomization>::namespaced(client.clone(), ns.name())
-        .get("remote")
-        .await
-        .expect("read Kustomization")
-        .metadata
-        .uid
-        .expect("uid");
-    let asked = broker.requests();
-    assert!(
-        asked.iter().any(|r| r.object
-            == [
-                "kustomizations".to_owned(),
-                "kustomize.toolkit.fluxcd.io".to_owned(),
-                ns.name().to_owned(),
-                "remote".to_owned(),
-                uid.clone(),
-            ]
-            && r.audiences == ["remote-cluster"]),
-        "{asked:?}"
-    );
+    assert_broker_asked_for(&client, &broker, ns.name(), "remote", "remote-cluster").await;
     let applied = Api::<ConfigMap>::namespaced(client.clone(), ns.name())
         .get_opt("via-broker")
         .await
@@ -326,23 +371,12 @@ async fn a_spiffe_decryption_account_opens_kms_keys_with_the_brokers_jwt_svid() 
     let svid = jwt_svid(&format!("spiffe://{TRUST_DOMAIN}/ns/{}/ks/app", ns.name()));
     let broker =
         BrokerDouble::start(&ca, &ca.issue(BROKER_ID), BrokerAnswer::Token(svid.clone())).await;
-    let process = start_controller_binary_with_env(
+    let process = spiffe_controller(
         KMS_SHARD,
-        std::path::Path::new(env!("CARGO_BIN_EXE_kustomize-controller")),
+        socket_dir.path(),
+        &broker,
+        &[],
         &[
-            &format!(
-                "--watch-label-selector={RUN_LABEL}={},{SHARD_LABEL}={KMS_SHARD}",
-                run_id()
-            ),
-            &format!("--authorized-artifact-server-spiffe-id={SOURCE_CONTROLLER_ID}"),
-            &format!("--spiffe-broker-endpoint={}", broker.endpoint()),
-            &format!("--spiffe-broker-id={BROKER_ID}"),
-        ],
-        &[
-            (
-                "SPIFFE_ENDPOINT_SOCKET",
-                format!("unix://{}/agent.sock", socket_dir.path().display()),
-            ),
             ("AWS_ENDPOINT_URL", servers.moto.clone()),
             ("AWS_ACCESS_KEY_ID", String::new()),
             ("AWS_SECRET_ACCESS_KEY", String::new()),
@@ -363,17 +397,13 @@ async fn a_spiffe_decryption_account_opens_kms_keys_with_the_brokers_jwt_svid() 
     .await;
     create_git_repository(&client, ns.name(), "repo").await;
     publish_artifact(&client, ns.name(), "repo", &revision(1), &url, &digest).await;
-    let account: ServiceAccount = serde_json::from_value(json!({
-        "metadata": {"name": "decryptor", "annotations": {
-            "credential.auth.fluxcd.io/provider": "spiffe",
-            "eks.amazonaws.com/role-arn": super::support::keyservers::ROLE,
-        }},
-    }))
-    .expect("ServiceAccount");
-    Api::<ServiceAccount>::namespaced(client.clone(), ns.name())
-        .create(&PostParams::default(), &account)
-        .await
-        .expect("create ServiceAccount");
+    spiffe_service_account(
+        &client,
+        ns.name(),
+        "decryptor",
+        json!({"eks.amazonaws.com/role-arn": super::support::keyservers::ROLE}),
+    )
+    .await;
     create_labelled_kustomization(
         &client,
         ns.name(),
@@ -406,26 +436,7 @@ async fn a_spiffe_decryption_account_opens_kms_keys_with_the_brokers_jwt_svid() 
             .map(|v| v.0.as_slice()),
         Some(b"kms-via-svid".as_slice())
     );
-    let uid = Api::<Kustomization>::namespaced(client.clone(), ns.name())
-        .get("app")
-        .await
-        .expect("read Kustomization")
-        .metadata
-        .uid
-        .expect("uid");
-    let asked = broker.requests();
-    assert!(
-        asked.iter().any(|r| r.object
-            == [
-                "kustomizations".to_owned(),
-                "kustomize.toolkit.fluxcd.io".to_owned(),
-                ns.name().to_owned(),
-                "app".to_owned(),
-                uid.clone(),
-            ]
-            && r.audiences == ["sts.amazonaws.com"]),
-        "{asked:?}"
-    );
+    assert_broker_asked_for(&client, &broker, ns.name(), "app", "sts.amazonaws.com").await;
     assert!(
         !process.log().contains(&svid),
         "the JWT-SVID is never logged"
