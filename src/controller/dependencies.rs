@@ -290,7 +290,8 @@ impl Waker {
     /// on it and are not ready themselves: with the built-in check, when `changed` has just
     /// become ready (or, ready, applied another revision), was created, or has a new spec;
     /// with a `readyExpr`, which may read any of its labels, annotations and status, whenever
-    /// one of those changed.
+    /// one of those changed (not `status.history` or `status.inventory`, which the watch cache
+    /// does not keep: a change to those alone is seen at the next `--requeue-dependency`).
     pub fn dependents_to_wake(&self, changed: &Kustomization) -> Vec<ObjectRef<Kustomization>> {
         let key = ObjectRef::from_obj(changed);
         let previous = self.store.get(&key);

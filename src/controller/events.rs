@@ -10,6 +10,7 @@ pub use ::events::{
 };
 
 use crate::api::names::{APPLY_FIELD_MANAGER, SOURCE_GROUP};
+use crate::api::source::SourceObject;
 use kube::ResourceExt;
 
 /// The User-Agent of event posts, as the project's other outgoing requests name themselves.
@@ -71,7 +72,7 @@ pub fn forwarder(
 /// The reference to a source read as a dynamic object. Flux reads every source kind with the
 /// `source.toolkit.fluxcd.io/v1` Go types, so its references name that version whatever
 /// `sourceRef.apiVersion` says.
-pub fn source_reference(kind: &str, source: &kube::api::DynamicObject) -> Reference {
+pub fn source_reference(kind: &str, source: &SourceObject) -> Reference {
     Reference {
         kind: kind.to_string(),
         namespace: source.namespace().unwrap_or_default(),
@@ -90,7 +91,7 @@ mod tests {
 
     #[test]
     fn sources_are_referenced_at_v1() {
-        let source: kube::api::DynamicObject = serde_json::from_value(json!({
+        let source: SourceObject = serde_json::from_value(json!({
             "apiVersion": "source.toolkit.fluxcd.io/v1beta2",
             "kind": "GitRepository",
             "metadata": {"name": "repo", "namespace": "flux-system", "uid": "src-uid",

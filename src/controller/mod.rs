@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::api::{Api, DynamicObject};
+use kube::api::Api;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store, reflector};
@@ -40,9 +40,9 @@ use triggers::Triggers;
 use crate::api::Kustomization;
 use crate::api::kustomization::SourceKind;
 use crate::api::names::KUBECTL_LAST_APPLIED_ANNOTATION;
-use crate::api::source::{DEFAULT_SOURCE_VERSION, artifact_of};
+use crate::api::source::SourceObject;
 use crate::cluster::{ClusterSettings, Clusters, KubeConfigPolicy, ObjectCache};
-use crate::flags::ControllerFlags;
+use crate::flags::{ControllerFlags, DriftCorrection};
 use crate::http::{self, Readiness};
 use crate::leader::{self, Candidate};
 use crate::metrics::{Metrics, Outcome};
@@ -215,15 +215,12 @@ pub async fn run(flags: ControllerFlags) -> Result<(), RunError> {
         )
     };
     // Sources are read from the caches of their watches unless `DirectSourceFetch`.
-    let source_writers: HashMap<SourceKind, reflector::store::Writer<DynamicObject>> =
+    let source_writers: HashMap<SourceKind, reflector::store::Writer<SourceObject>> =
         if gates.enabled("DirectSourceFetch") {
             HashMap::new()
         } else {
             watched_source_kinds(&settings)
-                .map(|kind| {
-                    let resource = kind.api_resource(DEFAULT_SOURCE_VERSION);
-                    (kind, reflector::store::Writer::new(resource))
-                })
+                .map(|kind| (kind, reflector::store::Writer::new(kind)))
                 .collect()
         };
     let sources = SourceReader::new(
@@ -389,6 +386,11 @@ fn build_controller(
     let (wake, woken) = futures::channel::mpsc::channel(WAKE_QUEUE);
     let triggers = watcher(kustomizations, watch_config)
         .default_backoff()
+        // Trimmed before the waker compares it with the cached previous version.
+        .modify({
+            let drift_correction = settings.drift_correction;
+            move |ks| keep_what_the_cache_serves(ks, drift_correction)
+        })
         .inspect(move |event| {
             // Before the cache takes the new version: the cached one is the previous.
             let changed = match event {
@@ -399,12 +401,6 @@ fn build_controller(
             for dependent in waker.dependents_to_wake(changed) {
                 let _ = wake.try_send(dependent);
             }
-        })
-        // Nothing reads these from the cache (a reconcile reads the object itself); with
-        // thousands of Kustomizations they would be a third of its memory.
-        .modify(|ks| {
-            ks.managed_fields_mut().clear();
-            ks.annotations_mut().remove(KUBECTL_LAST_APPLIED_ANNOTATION);
         })
         .reflect(writer)
         .filter_map({
@@ -432,14 +428,13 @@ fn build_controller(
         .with_config(ControllerConfig::default().concurrency(0))
         .reconcile_on(woken);
     for kind in watched_source_kinds(settings) {
-        let resource = kind.api_resource(DEFAULT_SOURCE_VERSION);
-        let sources: Api<DynamicObject> = match namespace {
-            Some(ns) => Api::namespaced_with(client.clone(), ns, &resource),
-            None => Api::all_with(client.clone(), &resource),
+        let sources: Api<SourceObject> = match namespace {
+            Some(ns) => Api::namespaced_with(client.clone(), ns, &kind),
+            None => Api::all_with(client.clone(), &kind),
         };
         let store = reader.clone();
         let interrupts = Arc::clone(&interrupts);
-        let mapper = move |source: DynamicObject| {
+        let mapper = move |source: SourceObject| {
             let updated = kustomizations_to_update(&store, kind, &source);
             let trigger = format!(
                 "{kind}/{}/{}",
@@ -458,9 +453,9 @@ fn build_controller(
                 let sources = watcher(sources, watcher::Config::default())
                     .modify(sources::keep_what_reconciles_read);
                 let changes = reflector(cache, sources).touched_objects();
-                controller.watches_stream_with(changes, mapper, resource)
+                controller.watches_stream_with(changes, mapper, kind)
             }
-            None => controller.watches_with(sources, resource, watcher::Config::default(), mapper),
+            None => controller.watches_with(sources, kind, watcher::Config::default(), mapper),
         };
     }
     // `DisableConfigWatchers`: no ConfigMap or Secret watch at all, as with Flux (changes
@@ -490,7 +485,7 @@ fn build_controller(
 /// `DirectSourceFetch`.
 struct CacheWriters {
     kustomizations: reflector::store::Writer<Kustomization>,
-    sources: HashMap<SourceKind, reflector::store::Writer<DynamicObject>>,
+    sources: HashMap<SourceKind, reflector::store::Writer<SourceObject>>,
 }
 
 /// The source kinds watched: all but ExternalArtifact without its feature gate.
@@ -503,12 +498,29 @@ fn watched_source_kinds(settings: &Settings) -> impl Iterator<Item = SourceKind>
 
 /// The Kustomizations that reference `source` and have not yet attempted its current
 /// artifact revision.
+/// Trims a Kustomization to what is read from its watch cache: triggers, dependency checks
+/// and the drift feed read the spec, metadata and conditions; a reconcile reads the object
+/// itself. With thousands of Kustomizations, managed fields, the last-applied annotation,
+/// `status.history` and `status.inventory` were most of the cache's memory; the inventory
+/// stays where drift is corrected promptly, as the drift feed reads it.
+fn keep_what_the_cache_serves(ks: &mut Kustomization, drift_correction: DriftCorrection) {
+    ks.managed_fields_mut().clear();
+    ks.annotations_mut().remove(KUBECTL_LAST_APPLIED_ANNOTATION);
+    let prompt = drift::watches_writes(ks, drift_correction);
+    if let Some(status) = ks.status.as_mut() {
+        status.history = None;
+        if !prompt {
+            status.inventory = None;
+        }
+    }
+}
+
 fn kustomizations_to_update(
     store: &Store<Kustomization>,
     kind: SourceKind,
-    source: &DynamicObject,
+    source: &SourceObject,
 ) -> Vec<ObjectRef<Kustomization>> {
-    let Some(artifact) = artifact_of(source) else {
+    let Some(artifact) = source.artifact() else {
         return Vec::new();
     };
     let source_namespace = source.namespace().unwrap_or_default();
@@ -631,4 +643,78 @@ async fn shutdown_signal() {
         () = terminate => {}
     }
     tracing::info!("shutting down");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::kustomization::{KustomizationStatus, ResourceInventory, ResourceRef};
+    use serde_json::json;
+
+    fn cached(annotations: serde_json::Value) -> Kustomization {
+        let mut ks: Kustomization = serde_json::from_value(json!({
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+            "kind": "Kustomization",
+            "metadata": {
+                "name": "apps", "namespace": "flux-system", "generation": 3,
+                "annotations": annotations,
+                "managedFields": [{"manager": "kubectl", "operation": "Apply"}]
+            },
+            "spec": {"interval": "10m", "prune": true,
+                     "sourceRef": {"kind": "GitRepository", "name": "repo"}}
+        }))
+        .expect("a valid Kustomization");
+        ks.status = Some(KustomizationStatus {
+            observed_generation: Some(3),
+            last_applied_revision: Some("main@sha1:abc".into()),
+            inventory: Some(ResourceInventory {
+                entries: vec![ResourceRef {
+                    id: "apps_web__ConfigMap".into(),
+                    v: "v1".into(),
+                }],
+            }),
+            history: Some(Vec::new()),
+            ..Default::default()
+        });
+        ks
+    }
+
+    #[test]
+    fn the_cache_keeps_what_triggers_and_dependencies_read_and_drops_the_rest() {
+        let mut ks = cached(json!({
+            KUBECTL_LAST_APPLIED_ANNOTATION: "{}",
+            "reconcile.fluxcd.io/requestedAt": "now"
+        }));
+        keep_what_the_cache_serves(&mut ks, DriftCorrection::Interval);
+        assert!(ks.managed_fields().is_empty());
+        assert_eq!(
+            ks.annotations().keys().collect::<Vec<_>>(),
+            ["reconcile.fluxcd.io/requestedAt"]
+        );
+        let status = ks.status.expect("the status stays");
+        assert_eq!(status.observed_generation, Some(3));
+        assert_eq!(
+            status.last_applied_revision.as_deref(),
+            Some("main@sha1:abc")
+        );
+        assert_eq!(status.history, None);
+        assert_eq!(status.inventory, None);
+    }
+
+    #[test]
+    fn the_inventory_stays_where_drift_is_corrected_promptly() {
+        let prompt = json!({drift::DRIFT_CORRECTION_ANNOTATION: "prompt"});
+        let mut by_annotation = cached(prompt);
+        keep_what_the_cache_serves(&mut by_annotation, DriftCorrection::Interval);
+        let mut by_default = cached(json!({}));
+        keep_what_the_cache_serves(&mut by_default, DriftCorrection::Prompt);
+        for ks in [by_annotation, by_default] {
+            let status = ks.status.expect("the status stays");
+            assert_eq!(status.history, None);
+            assert_eq!(
+                status.inventory.map(|inventory| inventory.entries.len()),
+                Some(1)
+            );
+        }
+    }
 }

@@ -30,7 +30,7 @@ use crate::api::duration;
 use crate::api::kustomization::ResourceInventory;
 use crate::api::kustomization::{DeletionPolicy, SourceKind};
 use crate::api::names::{FINALIZER, GROUP, reason};
-use crate::api::source::{Artifact, artifact_of, source_version};
+use crate::api::source::{Artifact, source_version};
 use crate::api::{ConditionStatus, Kustomization, KustomizationStatus};
 use crate::client::api_message;
 use crate::cluster::TargetCluster;
@@ -822,7 +822,7 @@ async fn get_artifact(ks: &Kustomization, ctx: &Context) -> Result<(Artifact, Re
         }
     };
     let reference = events::source_reference(source_ref.kind.as_str(), &source);
-    let artifact = artifact_of(&source).ok_or_else(|| {
+    let artifact = source.artifact().cloned().ok_or_else(|| {
         let retry_in = ctx.settings.requeue_dependency;
         Failure::wait(
             reason::ARTIFACT_FAILED,

@@ -17,7 +17,7 @@ use kube::runtime::reflector::{ObjectRef, Store};
 
 use crate::api::kustomization::SourceKind;
 use crate::api::names::SOURCE_GROUP;
-use crate::api::source::DEFAULT_SOURCE_VERSION;
+use crate::api::source::{DEFAULT_SOURCE_VERSION, SourceObject};
 
 /// Why a source could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -35,7 +35,7 @@ pub struct SourceReader {
     client: kube::Client,
     /// The watch caches of the source kinds at [`DEFAULT_SOURCE_VERSION`]; empty with
     /// `DirectSourceFetch`.
-    caches: HashMap<SourceKind, Store<DynamicObject>>,
+    caches: HashMap<SourceKind, Store<SourceObject>>,
     /// Per cache, whether its first list is in (false: its writer is gone). Shared, because
     /// `Store::wait_until_ready` wakes only the last of several tasks waiting at once.
     listed: HashMap<SourceKind, Shared<BoxFuture<'static, bool>>>,
@@ -48,7 +48,7 @@ impl SourceReader {
     /// watching `namespace` only, or every namespace.
     pub fn new(
         client: kube::Client,
-        caches: HashMap<SourceKind, Store<DynamicObject>>,
+        caches: HashMap<SourceKind, Store<SourceObject>>,
         namespace: Option<String>,
     ) -> SourceReader {
         let listed = caches
@@ -67,15 +67,14 @@ impl SourceReader {
         }
     }
 
-    /// Source `namespace/name` of `kind` at API `version`.
+    /// Source `namespace/name` of `kind` at API `version`: its metadata and artifact.
     pub async fn get(
         &self,
         kind: SourceKind,
         version: &str,
         namespace: &str,
         name: &str,
-    ) -> Result<DynamicObject, SourceReadError> {
-        let resource = kind.api_resource(version);
+    ) -> Result<SourceObject, SourceReadError> {
         let watched = self
             .namespace
             .as_deref()
@@ -92,17 +91,18 @@ impl SourceReader {
             if !listed {
                 return Err(SourceReadError::NotFound(not_found(kind.as_str(), name)));
             }
-            let key = ObjectRef::new_with(name, resource).within(namespace);
+            let key = ObjectRef::new_with(name, kind).within(namespace);
             return match cache.get(&key) {
                 Some(source) => Ok(source.as_ref().clone()),
                 // The cache names the kind, as controller-runtime's does.
                 None => Err(SourceReadError::NotFound(not_found(kind.as_str(), name))),
             };
         }
+        let resource = kind.api_resource(version);
         let api: Api<DynamicObject> =
             Api::namespaced_with(self.client.clone(), namespace, &resource);
         match api.get(name).await {
-            Ok(source) => Ok(source),
+            Ok(source) => Ok(SourceObject::from_dynamic(source)),
             // The API server names the resource.
             Err(kube::Error::Api(status)) if status.code == 404 => {
                 Err(SourceReadError::NotFound(not_found(kind.plural(), name)))
@@ -114,9 +114,10 @@ impl SourceReader {
 
 /// What the source watch caches keep of a source object: its identity (name, namespace, uid
 /// and resourceVersion, which a reconcile and its events name) and `status.artifact`, which
-/// a reconcile fetches. Nothing else of it is read, and with thousands of sources the rest
-/// (spec, conditions, labels, finalizers, managedFields) would be most of the cache.
-pub fn keep_what_reconciles_read(source: &mut DynamicObject) {
+/// a reconcile fetches (the decoding into [`SourceObject`] already dropped the rest of it).
+/// Nothing else of it is read, and with thousands of sources labels, finalizers and
+/// managedFields would be most of the cache.
+pub fn keep_what_reconciles_read(source: &mut SourceObject) {
     let metadata = std::mem::take(&mut source.metadata);
     source.metadata = ObjectMeta {
         name: metadata.name,
@@ -124,16 +125,6 @@ pub fn keep_what_reconciles_read(source: &mut DynamicObject) {
         uid: metadata.uid,
         resource_version: metadata.resource_version,
         ..ObjectMeta::default()
-    };
-    let artifact = source
-        .data
-        .get_mut("status")
-        .and_then(|status| status.get_mut("artifact"))
-        .map(serde_json::Value::take)
-        .filter(|artifact| !artifact.is_null());
-    source.data = match artifact {
-        Some(artifact) => serde_json::json!({ "status": { "artifact": artifact } }),
-        None => serde_json::json!({}),
     };
 }
 
@@ -156,7 +147,7 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn every_read_waiting_for_the_first_list_is_woken_by_it() {
         let kind = SourceKind::GitRepository;
-        let mut writer = Writer::new(kind.api_resource(DEFAULT_SOURCE_VERSION));
+        let mut writer = Writer::new(kind);
         let caches = HashMap::from([(kind, writer.as_reader())]);
         let config = kube::Config::new("http://127.0.0.1:9".parse().expect("url"));
         let client = kube::Client::try_from(config).expect("client");
@@ -176,7 +167,7 @@ mod tests {
         for _ in 0..10 {
             tokio::task::yield_now().await;
         }
-        let repo: DynamicObject = serde_json::from_value(json!({
+        let repo: SourceObject = serde_json::from_value(json!({
             "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
             "metadata": {"name": "repo", "namespace": "apps"},
         }))
@@ -203,7 +194,7 @@ mod tests {
             "revision": "main@sha1:abc", "digest": "sha256:def",
             "lastUpdateTime": "2026-01-01T00:00:00Z", "size": 1,
         });
-        let full: DynamicObject = serde_json::from_value(json!({
+        let full = json!({
             "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
             "metadata": {
                 "name": "repo", "namespace": "apps", "uid": "u-1", "resourceVersion": "42",
@@ -212,39 +203,52 @@ mod tests {
             },
             "spec": {"url": "https://example.com/repo.git", "interval": "1m"},
             "status": {"conditions": [{"type": "Ready", "status": "True"}], "artifact": artifact},
-        }))
-        .expect("source");
-        let mut kept = full.clone();
+        });
+        let dynamic: DynamicObject = serde_json::from_value(full.clone()).expect("source");
+        let mut kept: SourceObject = serde_json::from_value(full).expect("source");
         keep_what_reconciles_read(&mut kept);
+        let identity: ObjectMeta = serde_json::from_value(
+            json!({"name": "repo", "namespace": "apps", "uid": "u-1", "resourceVersion": "42"}),
+        )
+        .expect("metadata");
+        assert_eq!(kept.metadata, identity);
+        let expected: crate::api::source::Artifact =
+            serde_json::from_value(artifact).expect("artifact");
+        assert_eq!(kept.artifact(), Some(&expected));
         assert_eq!(
-            serde_json::to_value(&kept).expect("json"),
-            json!({
-                "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
-                "metadata": {"name": "repo", "namespace": "apps", "uid": "u-1", "resourceVersion": "42"},
-                "status": {"artifact": artifact},
-            })
+            kept.artifact().cloned(),
+            crate::api::source::artifact_of(&dynamic)
         );
-        assert_eq!(
-            crate::api::source::artifact_of(&kept),
-            crate::api::source::artifact_of(&full)
-        );
-        let reference = |source: &DynamicObject| {
+        // Read from the API server at another version, the same source reads the same.
+        let direct = SourceObject::from_dynamic(dynamic);
+        assert_eq!(direct.artifact(), kept.artifact());
+        let reference = |source: &SourceObject| {
             serde_json::to_value(super::super::events::source_reference(
                 "GitRepository",
                 source,
             ))
             .expect("json")
         };
-        assert_eq!(reference(&kept), reference(&full));
+        assert_eq!(reference(&kept), reference(&direct));
 
-        let mut waiting: DynamicObject = serde_json::from_value(json!({
+        let waiting: SourceObject = serde_json::from_value(json!({
             "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "GitRepository",
             "metadata": {"name": "new", "namespace": "apps"},
             "status": {"conditions": []},
         }))
         .expect("source");
-        keep_what_reconciles_read(&mut waiting);
-        assert_eq!(crate::api::source::artifact_of(&waiting), None);
+        assert_eq!(waiting.artifact(), None);
+    }
+
+    #[test]
+    fn a_malformed_artifact_reads_as_none_and_decodes_the_rest() {
+        let source: SourceObject = serde_json::from_value(json!({
+            "metadata": {"name": "odd", "namespace": "apps"},
+            "status": {"artifact": {"revision": "no url"}},
+        }))
+        .expect("a malformed artifact does not fail the decoding");
+        assert_eq!(source.metadata.name.as_deref(), Some("odd"));
+        assert_eq!(source.artifact(), None);
     }
 
     #[test]

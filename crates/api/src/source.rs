@@ -1,8 +1,10 @@
 //! The view this controller has of Flux's source kinds: only `status.artifact`.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::core::{ApiResource, DynamicObject, DynamicResourceScope, GroupVersionKind};
 use serde::{Deserialize, Serialize};
 
 use super::kustomization::SourceKind;
@@ -113,6 +115,91 @@ pub fn source_version(api_version: Option<&str>) -> Result<&str, UnsupportedSour
             Ok(version)
         }
         _ => Err(UnsupportedSourceVersion(api_version.to_string())),
+    }
+}
+
+/// A source object as this controller reads it, at [`DEFAULT_SOURCE_VERSION`]: its metadata
+/// and `status.artifact`. Everything else is skipped as it is decoded, so a watch of
+/// thousands of sources holds little more than their artifacts.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct SourceObject {
+    /// The source's metadata.
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    /// Its `status`, of which only the artifact is kept.
+    #[serde(
+        default,
+        deserialize_with = "lenient_status",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub status: Option<SourceStatus>,
+}
+
+/// The part of a source's status this controller reads.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct SourceStatus {
+    /// The artifact the source controller produced last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact: Option<Artifact>,
+}
+
+/// A status whose artifact does not read as one holds no artifact, as with
+/// [`artifact_of`]: one malformed source must not fail the decoding of a whole watch page.
+fn lenient_status<'de, D>(deserializer: D) -> Result<Option<SourceStatus>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let status = Option::<serde_json::Value>::deserialize(deserializer)?;
+    Ok(status.map(|status| SourceStatus {
+        artifact: status
+            .get("artifact")
+            .and_then(|artifact| Artifact::deserialize(artifact).ok()),
+    }))
+}
+
+impl SourceObject {
+    /// The source's `status.artifact`; `None` when it has none yet.
+    pub fn artifact(&self) -> Option<&Artifact> {
+        self.status.as_ref()?.artifact.as_ref()
+    }
+
+    /// The metadata and artifact of `source`, read at any version.
+    pub fn from_dynamic(source: DynamicObject) -> SourceObject {
+        let artifact = artifact_of(&source);
+        SourceObject {
+            metadata: source.metadata,
+            status: Some(SourceStatus { artifact }),
+        }
+    }
+}
+
+impl kube::Resource for SourceObject {
+    type DynamicType = SourceKind;
+    // Namespaced, but read across all namespaces too (`Api::all_with`).
+    type Scope = DynamicResourceScope;
+
+    fn kind(kind: &SourceKind) -> Cow<'_, str> {
+        Cow::Borrowed(kind.as_str())
+    }
+
+    fn group(_: &SourceKind) -> Cow<'_, str> {
+        Cow::Borrowed(SOURCE_GROUP)
+    }
+
+    fn version(_: &SourceKind) -> Cow<'_, str> {
+        Cow::Borrowed(DEFAULT_SOURCE_VERSION)
+    }
+
+    fn plural(kind: &SourceKind) -> Cow<'_, str> {
+        Cow::Borrowed(kind.plural())
+    }
+
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
     }
 }
 
