@@ -184,7 +184,7 @@ impl Context {
     pub fn recorded_version(&self, ks: &Kustomization, id: &apply::ObjectId) -> Option<String> {
         let applied = self.applied.lock().ok()?;
         let record = applied.get(&ObjectRef::from_obj(ks))?.records.get(id)?;
-        Some(record.resource_version.clone())
+        Some(record.resource_version.to_string())
     }
 
     /// Keeps `build` as `ks`'s last successful build on `cluster`, beside what its apply

@@ -22,17 +22,17 @@ pub struct AppliedRecord {
     /// Hash of the configuration applied.
     pub configuration: u64,
     /// `metadata.resourceVersion` right after.
-    pub resource_version: String,
+    pub resource_version: Box<str>,
 }
 
 /// Records by object, for the objects of one Kustomization.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct AppliedObjects(HashMap<String, AppliedRecord>);
+pub struct AppliedObjects(HashMap<Box<str>, AppliedRecord>);
 
 impl AppliedObjects {
     /// The record of `id`.
     pub fn get(&self, id: &ObjectId) -> Option<&AppliedRecord> {
-        self.0.get(&key(id))
+        self.0.get(&*key(id))
     }
 
     /// Records `id`'s state.
@@ -62,13 +62,15 @@ impl AppliedObjects {
         objects.len() == self.len()
             && objects.iter().all(|id| {
                 self.get(id)
-                    .is_some_and(|record| version(id).as_deref() == Some(&record.resource_version))
+                    .is_some_and(|record| version(id).as_deref() == Some(&*record.resource_version))
             })
     }
 }
 
-fn key(id: &ObjectId) -> String {
-    format!("{}_{}", id.inventory_id(), id.version)
+/// One boxed string per object: with tens of thousands of objects, a record's key and version
+/// are most of its memory.
+fn key(id: &ObjectId) -> Box<str> {
+    format!("{}_{}", id.inventory_id(), id.version).into_boxed_str()
 }
 
 /// A hash of an apply configuration, stable within the process.

@@ -41,7 +41,7 @@ struct KindVersions {
     name: String,
     resource: ApiResource,
     synced: AtomicBool,
-    versions: Mutex<HashMap<(String, String), String>>,
+    versions: Mutex<HashMap<Box<str>, Box<str>>>,
 }
 
 /// A write to (or the deletion of) a managed object, seen by its kind's watch once in step.
@@ -129,8 +129,8 @@ impl LiveVersions {
         }
         let versions = kind.versions.lock().ok()?;
         versions
-            .get(&(namespace.to_string(), name.to_string()))
-            .cloned()
+            .get(&*object_key(namespace, name))
+            .map(|version| version.to_string())
     }
 
     /// Starts watching `resource`'s kind, once.
@@ -156,6 +156,12 @@ impl LiveVersions {
     }
 }
 
+/// The key of object `namespace/name` among its kind's versions: one boxed string, as the
+/// versions of tens of thousands of objects are kept (a namespace holds no `/`).
+fn object_key(namespace: &str, name: &str) -> Box<str> {
+    format!("{namespace}/{name}").into_boxed_str()
+}
+
 /// Keeps `kind` in step with the watch until the process ends.
 async fn follow(
     api: Api<PartialObjectMeta<DynamicObject>>,
@@ -164,9 +170,12 @@ async fn follow(
 ) {
     let config = WatchConfig::default().labels(OWNER_NAME_LABEL);
     let mut events = std::pin::pin!(watch(api, config));
-    let mut listing: HashMap<(String, String), String> = HashMap::new();
+    let mut listing: HashMap<Box<str>, Box<str>> = HashMap::new();
     let key = |object: &PartialObjectMeta<DynamicObject>| {
-        (object.namespace().unwrap_or_default(), object.name_any())
+        object_key(
+            object.metadata.namespace.as_deref().unwrap_or(""),
+            &object.name_any(),
+        )
     };
     while let Some(event) = events.next().await {
         let Ok(mut versions) = kind.versions.lock() else {
@@ -179,7 +188,7 @@ async fn follow(
             }
             Ok(Event::InitApply(object)) => {
                 if let Some(version) = object.resource_version() {
-                    listing.insert(key(&object), version);
+                    listing.insert(key(&object), version.into_boxed_str());
                 }
             }
             Ok(Event::InitDone) => {
@@ -189,7 +198,7 @@ async fn follow(
             }
             Ok(Event::Apply(object)) => {
                 match object.resource_version() {
-                    Some(version) => versions.insert(key(&object), version),
+                    Some(version) => versions.insert(key(&object), version.into_boxed_str()),
                     None => versions.remove(&key(&object)),
                 };
                 kind.synced.store(true, Ordering::Release);

@@ -162,7 +162,7 @@ impl Applier {
                 .ignore
                 .paths_for(&target.configuration)
                 .is_empty();
-        plain.then(|| record.resource_version.clone())
+        plain.then(|| record.resource_version.to_string())
     }
 
     /// Re-applies an object seen unchanged, with its last known version as a precondition:
@@ -551,7 +551,7 @@ impl Applier {
                 &target.id,
                 AppliedRecord {
                     configuration: target.hash,
-                    resource_version: resource_version.to_string(),
+                    resource_version: resource_version.into(),
                 },
             );
         }
