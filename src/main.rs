@@ -91,7 +91,11 @@ fn run_controller(flags: ControllerFlags) -> ExitCode {
         eprintln!("error: {err}");
         return ExitCode::from(2);
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    // One thread for the asynchronous work (watches, API requests, status writes): it is
+    // I/O-bound, and every CPU-bound stage (artifact extraction, decryption, builds) runs on
+    // the blocking pool. Each worker thread would hold a malloc arena of its own, megabytes
+    // of resident memory for no throughput on the API server's behalf.
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         // Builds run on the blocking pool; their recursion is bounded, this is the margin.
         .thread_stack_size(8 << 20)
