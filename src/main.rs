@@ -82,6 +82,14 @@ fn refuse_arguments(err: &clap::Error) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// Threads of the blocking pool: one per reconcile that may fetch or build at once
+/// (`--concurrent`), and two for the short blocking calls beside them (the DNS lookups of a
+/// key service call a build waits on, file writes). Every thread that ever ran keeps a malloc
+/// arena; with tokio's default of 512, thousands of downloads at start grew fourteen of them.
+fn blocking_threads(concurrent: u16) -> usize {
+    usize::from(concurrent.max(1)) + 2
+}
+
 fn run_controller(flags: ControllerFlags) -> ExitCode {
     if let Err(err) = flags.validate() {
         eprintln!("error: {err}");
@@ -99,6 +107,7 @@ fn run_controller(flags: ControllerFlags) -> ExitCode {
         .enable_all()
         // Builds run on the blocking pool; their recursion is bounded, this is the margin.
         .thread_stack_size(8 << 20)
+        .max_blocking_threads(blocking_threads(flags.concurrent))
         .build()
     {
         Ok(runtime) => runtime,
@@ -117,5 +126,18 @@ fn run_controller(flags: ControllerFlags) -> ExitCode {
             tracing::error!(error = %err, "controller stopped");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::blocking_threads;
+
+    #[test]
+    fn the_blocking_pool_has_a_thread_per_concurrent_reconcile_and_two_spare() {
+        assert_eq!(blocking_threads(4), 6);
+        assert_eq!(blocking_threads(1), 3);
+        // `--concurrent=0` still reconciles one at a time (the permits are at least one).
+        assert_eq!(blocking_threads(0), 3);
     }
 }
