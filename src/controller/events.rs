@@ -69,7 +69,7 @@ pub fn forwarder(
     )
 }
 
-/// The reference to a source read as a dynamic object. Flux reads every source kind with the
+/// The reference to a source, read at any version. Flux reads every source kind with the
 /// `source.toolkit.fluxcd.io/v1` Go types, so its references name that version whatever
 /// `sourceRef.apiVersion` says.
 pub fn source_reference(kind: &str, source: &SourceObject) -> Reference {

@@ -149,10 +149,17 @@ fn lenient_status<'de, D>(deserializer: D) -> Result<Option<SourceStatus>, D::Er
 where
     D: serde::Deserializer<'de>,
 {
-    let status = Option::<serde_json::Value>::deserialize(deserializer)?;
+    /// The status as decoded: its other fields (conditions, `observedIgnore`, ...) are
+    /// skipped without being built.
+    #[derive(Deserialize)]
+    struct Decoded {
+        #[serde(default)]
+        artifact: Option<serde_json::Value>,
+    }
+    let status = Option::<Decoded>::deserialize(deserializer)?;
     Ok(status.map(|status| SourceStatus {
         artifact: status
-            .get("artifact")
+            .artifact
             .and_then(|artifact| Artifact::deserialize(artifact).ok()),
     }))
 }
