@@ -11,6 +11,7 @@ use tokio::sync::Semaphore;
 
 use super::events::EventSink;
 use super::interrupts::Interrupts;
+use super::key::KustomizationKey;
 use crate::api::Kustomization;
 use crate::cluster::{ClusterKey, Clusters};
 use crate::metrics::Metrics;
@@ -106,10 +107,10 @@ pub struct Context {
     pub kustomizations: Store<Kustomization>,
     /// Where source objects are read (their watch caches, or the API server).
     pub sources: SourceReader,
-    failures: Mutex<HashMap<ObjectRef<Kustomization>, u32>>,
-    applied: Mutex<HashMap<ObjectRef<Kustomization>, Applied>>,
+    failures: Mutex<HashMap<KustomizationKey, u32>>,
+    applied: Mutex<HashMap<KustomizationKey, Applied>>,
     /// The drift set each Kustomization in warn mode last reported (`None`: no drift).
-    drift_reports: Mutex<HashMap<ObjectRef<Kustomization>, Option<u64>>>,
+    drift_reports: Mutex<HashMap<KustomizationKey, Option<u64>>>,
 }
 
 impl Context {
@@ -150,7 +151,7 @@ impl Context {
         self.applied
             .lock()
             .ok()
-            .and_then(|mut applied| applied.remove(&ObjectRef::from_obj(ks)))
+            .and_then(|mut applied| applied.remove(&KustomizationKey::of(ks)))
             .filter(|applied| applied.cluster == *cluster)
             .map(|applied| applied.records)
             .unwrap_or_default()
@@ -167,7 +168,7 @@ impl Context {
     ) {
         if let Ok(mut applied) = self.applied.lock() {
             if records.is_empty() {
-                applied.remove(&ObjectRef::from_obj(ks));
+                applied.remove(&KustomizationKey::of(ks));
             } else {
                 let cluster = cluster.clone();
                 let entry = Applied {
@@ -175,23 +176,27 @@ impl Context {
                     records,
                     build,
                 };
-                applied.insert(ObjectRef::from_obj(ks), entry);
+                applied.insert(KustomizationKey::of(ks), entry);
             }
         }
     }
 
     /// The `resourceVersion` recorded for object `id` after `ks` last applied it.
-    pub fn recorded_version(&self, ks: &Kustomization, id: &apply::ObjectId) -> Option<String> {
+    pub fn recorded_version(
+        &self,
+        ks: &Kustomization,
+        id: &apply::ObjectId,
+    ) -> Option<apply::Revision> {
         let applied = self.applied.lock().ok()?;
-        let record = applied.get(&ObjectRef::from_obj(ks))?.records.get(id)?;
-        Some(record.resource_version.to_string())
+        let record = applied.get(&KustomizationKey::of(ks))?.records.get(id)?;
+        Some(record.resource_version)
     }
 
     /// Keeps `build` as `ks`'s last successful build on `cluster`, beside what its apply
     /// recorded.
     pub fn keep_build(&self, ks: &Kustomization, cluster: &ClusterKey, build: LastBuild) {
         if let Ok(mut applied) = self.applied.lock()
-            && let Some(applied) = applied.get_mut(&ObjectRef::from_obj(ks))
+            && let Some(applied) = applied.get_mut(&KustomizationKey::of(ks))
             && applied.cluster == *cluster
         {
             applied.build = Some(build);
@@ -202,7 +207,7 @@ impl Context {
     pub fn has_reusable_build(&self, ks: &Kustomization) -> bool {
         self.applied.lock().is_ok_and(|applied| {
             applied
-                .get(&ObjectRef::from_obj(ks))
+                .get(&KustomizationKey::of(ks))
                 .is_some_and(|applied| applied.build.is_some())
         })
     }
@@ -217,7 +222,7 @@ impl Context {
         unchanged: impl FnOnce(&AppliedObjects) -> bool,
     ) -> Option<LastBuild> {
         let applied = self.applied.lock().ok()?;
-        let applied = applied.get(&ObjectRef::from_obj(ks))?;
+        let applied = applied.get(&KustomizationKey::of(ks))?;
         let build = applied.build.as_ref()?;
         (applied.cluster == *cluster && build.inputs == inputs && unchanged(&applied.records))
             .then(|| build.clone())
@@ -226,10 +231,10 @@ impl Context {
     /// Forgets what was recorded for `ks` (it is being deleted).
     pub fn forget_applied(&self, ks: &Kustomization) {
         if let Ok(mut applied) = self.applied.lock() {
-            applied.remove(&ObjectRef::from_obj(ks));
+            applied.remove(&KustomizationKey::of(ks));
         }
         if let Ok(mut reports) = self.drift_reports.lock() {
-            reports.remove(&ObjectRef::from_obj(ks));
+            reports.remove(&KustomizationKey::of(ks));
         }
     }
 
@@ -242,13 +247,13 @@ impl Context {
         fingerprint: Option<u64>,
     ) -> Option<Option<u64>> {
         let mut reports = self.drift_reports.lock().ok()?;
-        reports.insert(ObjectRef::from_obj(ks), fingerprint)
+        reports.insert(KustomizationKey::of(ks), fingerprint)
     }
 
     /// Forgets the drift set `ks` reported last (it corrects drift).
     pub fn forget_drift_report(&self, ks: &Kustomization) {
         if let Ok(mut reports) = self.drift_reports.lock() {
-            reports.remove(&ObjectRef::from_obj(ks));
+            reports.remove(&KustomizationKey::of(ks));
         }
     }
 
@@ -260,7 +265,9 @@ impl Context {
             .failures
             .lock()
             .map(|mut failures| {
-                let count = failures.entry(object).or_insert(0);
+                let count = failures
+                    .entry(KustomizationKey::of_ref(&object))
+                    .or_insert(0);
                 *count = count.saturating_add(1);
                 *count
             })
@@ -275,7 +282,7 @@ impl Context {
     /// Forgets the failures of `object` after a reconcile that did not return an error.
     pub fn clear_failures(&self, object: &ObjectRef<Kustomization>) {
         if let Ok(mut failures) = self.failures.lock() {
-            failures.remove(object);
+            failures.remove(&KustomizationKey::of_ref(object));
         }
     }
 }

@@ -34,7 +34,7 @@ use crate::api::Kustomization;
 use crate::flags::DriftCorrection;
 use apply::drift::{LastWrite, last_write, only_ignored};
 use apply::names::{APPLY_FIELD_MANAGER, DISABLED_VALUE, RECONCILE_ANNOTATION, SSA_ANNOTATION};
-use apply::{IgnoreRules, Written};
+use apply::{IgnoreRules, Revision, Written};
 
 /// The annotation by which a Kustomization chooses when its drift is corrected.
 pub const DRIFT_CORRECTION_ANNOTATION: &str = "kustomize.toolkit.fluxcd.io/drift-correction";
@@ -85,7 +85,7 @@ pub fn judge(
     write: &Written,
     ks: &Kustomization,
     default: DriftCorrection,
-    recorded: Option<&str>,
+    recorded: Option<Revision>,
 ) -> Option<Drift> {
     if correction(ks, default) != DriftCorrection::Prompt
         || ks.spec.suspend == Some(true)
@@ -103,7 +103,8 @@ pub fn judge(
             (!ignored_by_spec(ks, write, &fields)).then_some(Drift::Written { manager })
         }
         LastWrite::Tied { manager, fields } => {
-            let after_ours = recorded.is_some_and(|v| Some(v) != write.resource_version.as_deref());
+            let written = write.resource_version.as_deref().and_then(Revision::parse);
+            let after_ours = recorded.is_some_and(|v| Some(v) != written);
             (after_ours && !ignored_by_spec(ks, write, &fields))
                 .then_some(Drift::Written { manager })
         }
@@ -211,7 +212,7 @@ pub fn corrections(
                 continue;
             };
             let recorded = ctx.recorded_version(&ks, &write.id);
-            let Some(drift) = judge(&write, &ks, default, recorded.as_deref()) else {
+            let Some(drift) = judge(&write, &ks, default, recorded) else {
                 continue;
             };
             // In warn mode the reconcile tells (and counts) what drifted.

@@ -9,6 +9,7 @@ mod drift;
 pub mod events;
 pub mod history;
 mod interrupts;
+mod key;
 mod outcome;
 mod reconcile;
 mod reuse;

@@ -14,21 +14,21 @@ use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 
-use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher::Event;
 use kube::{Resource, ResourceExt};
 
 use super::detect::DRIFT_DETECTION_ANNOTATION;
 use super::drift::DRIFT_CORRECTION_ANNOTATION;
+use super::key::KustomizationKey;
 use crate::api::Kustomization;
 use crate::api::names::RECONCILE_REQUESTED_AT_ANNOTATION;
 
 /// The properties of each watched Kustomization that the last trigger decision saw.
 #[derive(Default)]
 pub struct Triggers {
-    seen: HashMap<ObjectRef<Kustomization>, u64>,
+    seen: HashMap<KustomizationKey, u64>,
     /// During a relist: the objects it has listed so far.
-    relisted: Option<HashSet<ObjectRef<Kustomization>>>,
+    relisted: Option<HashSet<KustomizationKey>>,
 }
 
 impl Triggers {
@@ -41,7 +41,7 @@ impl Triggers {
             }
             Event::InitApply(ks) => {
                 if let Some(relisted) = &mut self.relisted {
-                    relisted.insert(ObjectRef::from_obj(ks));
+                    relisted.insert(KustomizationKey::of(ks));
                 }
                 self.changed(ks).then_some(ks)
             }
@@ -54,7 +54,7 @@ impl Triggers {
             }
             Event::Apply(ks) => self.changed(ks).then_some(ks),
             Event::Delete(ks) => {
-                self.seen.remove(&ObjectRef::from_obj(ks));
+                self.seen.remove(&KustomizationKey::of(ks));
                 None
             }
         }
@@ -63,7 +63,7 @@ impl Triggers {
     /// Records `ks`'s trigger properties; whether they differ from the last ones seen.
     fn changed(&mut self, ks: &Kustomization) -> bool {
         let key = trigger_key(ks);
-        self.seen.insert(ObjectRef::from_obj(ks), key) != Some(key)
+        self.seen.insert(KustomizationKey::of(ks), key) != Some(key)
     }
 }
 

@@ -9,35 +9,53 @@
 //! `409 Conflict` and the object takes the full path (read, dry-run, compare), which is
 //! exactly Flux's.
 
-use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use serde_json::Value;
 
 use super::ObjectId;
+use super::revision::Revision;
 
 /// The state of one object after this controller applied it (or found it unchanged).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AppliedRecord {
     /// Hash of the configuration applied.
     pub configuration: u64,
     /// `metadata.resourceVersion` right after.
-    pub resource_version: Box<str>,
+    pub resource_version: Revision,
 }
 
-/// Records by object, for the objects of one Kustomization.
+/// Records by object, for the objects of one Kustomization: 24 bytes each, sorted by a hash
+/// of the object's identity, as tens of thousands are kept.
+///
+/// Two objects whose identities hash alike share one record, which costs requests and never
+/// a change: the record no longer matches the other object's configuration, and the set no
+/// longer has a record per object, so both take the full path.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct AppliedObjects(HashMap<Box<str>, AppliedRecord>);
+pub struct AppliedObjects(Vec<(u64, AppliedRecord)>);
 
 impl AppliedObjects {
     /// The record of `id`.
     pub fn get(&self, id: &ObjectId) -> Option<&AppliedRecord> {
-        self.0.get(&*key(id))
+        let key = key(id);
+        self.0
+            .binary_search_by_key(&key, |(k, _)| *k)
+            .ok()
+            .map(|at| &self.0[at].1)
     }
 
     /// Records `id`'s state.
     pub fn insert(&mut self, id: &ObjectId, record: AppliedRecord) {
-        self.0.insert(key(id), record);
+        let key = key(id);
+        match self.0.binary_search_by_key(&key, |(k, _)| *k) {
+            Ok(at) => self.0[at].1 = record,
+            Err(at) => self.0.insert(at, (key, record)),
+        }
+    }
+
+    /// Releases the room kept for more records, once no more are coming.
+    pub fn shrink_to_fit(&mut self) {
+        self.0.shrink_to_fit();
     }
 
     /// How many objects have a record.
@@ -57,20 +75,22 @@ impl AppliedObjects {
     pub fn all_unchanged_since(
         &self,
         objects: &[ObjectId],
-        version: impl Fn(&ObjectId) -> Option<String>,
+        version: impl Fn(&ObjectId) -> Option<Revision>,
     ) -> bool {
         objects.len() == self.len()
             && objects.iter().all(|id| {
                 self.get(id)
-                    .is_some_and(|record| version(id).as_deref() == Some(&*record.resource_version))
+                    .is_some_and(|record| version(id) == Some(record.resource_version))
             })
     }
 }
 
-/// One boxed string per object: with tens of thousands of objects, a record's key and version
-/// are most of its memory.
-fn key(id: &ObjectId) -> Box<str> {
-    format!("{}_{}", id.inventory_id(), id.version).into_boxed_str()
+/// A record's key: a hash of the object's identity and API version, stable within the
+/// process.
+fn key(id: &ObjectId) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    id.hash(&mut hasher);
+    hasher.finish()
 }
 
 /// A hash of an apply configuration, stable within the process.
@@ -88,6 +108,10 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn rv(version: &str) -> Revision {
+        Revision::parse(version).expect("a decimal version")
+    }
+
     fn id(version: &str) -> ObjectId {
         ObjectId {
             namespace: "apps".into(),
@@ -103,12 +127,41 @@ mod tests {
         let mut records = AppliedObjects::default();
         let record = AppliedRecord {
             configuration: 1,
-            resource_version: "42".into(),
+            resource_version: rv("42"),
         };
-        records.insert(&id("v1"), record.clone());
+        records.insert(&id("v1"), record);
         assert_eq!(records.get(&id("v1")), Some(&record));
         assert_eq!(records.get(&id("v2")), None);
         assert_eq!(records.len(), 1);
+    }
+
+    #[test]
+    fn records_of_many_objects_are_found_and_replaced() {
+        let named = |n: usize| ObjectId {
+            name: format!("cm-{n}"),
+            ..id("v1")
+        };
+        let mut records = AppliedObjects::default();
+        for n in (0..500).rev() {
+            let record = AppliedRecord {
+                configuration: n as u64,
+                resource_version: rv(&n.to_string()),
+            };
+            records.insert(&named(n), record);
+        }
+        let replaced = AppliedRecord {
+            configuration: 7,
+            resource_version: rv("9000"),
+        };
+        records.insert(&named(250), replaced);
+        records.shrink_to_fit();
+        assert_eq!(records.len(), 500);
+        assert_eq!(records.get(&named(250)), Some(&replaced));
+        for n in (0..500).filter(|n| *n != 250) {
+            let record = records.get(&named(n)).map(|r| r.configuration);
+            assert_eq!(record, Some(n as u64), "cm-{n}");
+        }
+        assert_eq!(records.get(&named(500)), None);
     }
 
     #[test]
@@ -121,7 +174,7 @@ mod tests {
         for (name, version) in [("a", "1"), ("b", "2")] {
             let record = AppliedRecord {
                 configuration: 0,
-                resource_version: version.into(),
+                resource_version: rv(version),
             };
             records.insert(&named(name), record);
         }
@@ -130,7 +183,7 @@ mod tests {
                 versions
                     .iter()
                     .find(|(name, _)| *name == id.name)
-                    .map(|(_, version)| version.to_string())
+                    .and_then(|(_, version)| Revision::parse(version))
             }
         };
         let both = [named("a"), named("b")];

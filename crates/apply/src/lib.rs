@@ -34,6 +34,7 @@ mod plan;
 mod preview;
 mod prune;
 mod resolve;
+mod revision;
 mod spec;
 mod stage_wait;
 pub mod wait;
@@ -55,6 +56,7 @@ pub use object::Object;
 pub use order::{sort_for_apply, stage, stage_of_kind};
 pub use preview::Preview;
 pub use resolve::{ResolveError, Resolver};
+pub use revision::Revision;
 pub use spec::{IgnoreRule, ResourceRef, Selector};
 
 use plan::Planned;
@@ -465,7 +467,11 @@ impl Applier {
     pub fn take_records(&self) -> AppliedObjects {
         self.recorded
             .lock()
-            .map(|mut recorded| std::mem::take(&mut *recorded))
+            .map(|mut recorded| {
+                let mut records = std::mem::take(&mut *recorded);
+                records.shrink_to_fit();
+                records
+            })
             .unwrap_or_default()
     }
 

@@ -4,10 +4,17 @@
 //! With it, a periodic reconcile needs no request at all for an object whose version is the
 //! one recorded after the last apply: nobody wrote it since, so applying the same
 //! configuration again would change nothing. Only the version is kept per object (the
-//! watch decodes metadata and drops it), so memory grows by tens of bytes per object.
+//! watch decodes metadata and drops it), as a number under a hash of the object's namespace
+//! and name: about 20 bytes per object.
+//!
+//! Two objects of a kind whose names hash alike share one entry, which costs requests and
+//! never a change: the entry holds the version of one of them, and no two objects have the
+//! same `resourceVersion` (each write is a new etcd revision), so the other one's recorded
+//! version does not match it and that object takes the full path.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
+use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -17,6 +24,7 @@ use kube::{Api, Client, ResourceExt};
 
 use super::ObjectId;
 use super::names::{OWNER_NAME_LABEL, OWNER_NAMESPACE_LABEL};
+use super::revision::Revision;
 use super::watch::{Event, WatchConfig, watch};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
 
@@ -41,7 +49,7 @@ struct KindVersions {
     name: String,
     resource: ApiResource,
     synced: AtomicBool,
-    versions: Mutex<HashMap<Box<str>, Box<str>>>,
+    versions: Mutex<HashMap<u64, Revision>>,
 }
 
 /// A write to (or the deletion of) a managed object, seen by its kind's watch once in step.
@@ -112,25 +120,23 @@ impl LiveVersions {
 
     /// The version the watch last saw of an object; None when its kind is not watched,
     /// the watch is not in step (starting, or reconnecting after an error), or the object
-    /// does not exist or lost the owner label.
-    pub fn version(&self, resource: &ApiResource, namespace: &str, name: &str) -> Option<String> {
+    /// does not exist or lost the owner label, or its version is not a decimal number.
+    pub fn version(&self, resource: &ApiResource, namespace: &str, name: &str) -> Option<Revision> {
         self.version_by_key(&kind_key(resource), namespace, name)
     }
 
     /// [`LiveVersions::version`] of an applied object, at the API version it was applied at.
-    pub fn version_of(&self, id: &ObjectId) -> Option<String> {
+    pub fn version_of(&self, id: &ObjectId) -> Option<Revision> {
         self.version_by_key(&id_kind_key(id), &id.namespace, &id.name)
     }
 
-    fn version_by_key(&self, key: &str, namespace: &str, name: &str) -> Option<String> {
+    fn version_by_key(&self, key: &str, namespace: &str, name: &str) -> Option<Revision> {
         let kind = self.kinds.lock().ok()?.get(key)?.clone();
         if !kind.synced.load(Ordering::Acquire) {
             return None;
         }
         let versions = kind.versions.lock().ok()?;
-        versions
-            .get(&*object_key(namespace, name))
-            .map(|version| version.to_string())
+        versions.get(&object_key(namespace, name)).copied()
     }
 
     /// Starts watching `resource`'s kind, once.
@@ -156,10 +162,11 @@ impl LiveVersions {
     }
 }
 
-/// The key of object `namespace/name` among its kind's versions: one boxed string, as the
-/// versions of tens of thousands of objects are kept (a namespace holds no `/`).
-fn object_key(namespace: &str, name: &str) -> Box<str> {
-    format!("{namespace}/{name}").into_boxed_str()
+/// The key of object `namespace/name` among its kind's versions.
+fn object_key(namespace: &str, name: &str) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    (namespace, name).hash(&mut hasher);
+    hasher.finish()
 }
 
 /// Keeps `kind` in step with the watch until the process ends.
@@ -170,7 +177,7 @@ async fn follow(
 ) {
     let config = WatchConfig::default().labels(OWNER_NAME_LABEL);
     let mut events = std::pin::pin!(watch(api, config));
-    let mut listing: HashMap<Box<str>, Box<str>> = HashMap::new();
+    let mut listing: HashMap<u64, Revision> = HashMap::new();
     let key = |object: &PartialObjectMeta<DynamicObject>| {
         object_key(
             object.metadata.namespace.as_deref().unwrap_or(""),
@@ -187,8 +194,8 @@ async fn follow(
                 listing.clear();
             }
             Ok(Event::InitApply(object)) => {
-                if let Some(version) = object.resource_version() {
-                    listing.insert(key(&object), version.into_boxed_str());
+                if let Some(version) = version_of(&object) {
+                    listing.insert(key(&object), version);
                 }
             }
             Ok(Event::InitDone) => {
@@ -197,8 +204,8 @@ async fn follow(
                 tracing::debug!(kind = %kind.name, objects = versions.len(), "watching managed objects");
             }
             Ok(Event::Apply(object)) => {
-                match object.resource_version() {
-                    Some(version) => versions.insert(key(&object), version.into_boxed_str()),
+                match version_of(&object) {
+                    Some(version) => versions.insert(key(&object), version),
                     None => versions.remove(&key(&object)),
                 };
                 kind.synced.store(true, Ordering::Release);
@@ -217,6 +224,10 @@ async fn follow(
             }
         }
     }
+}
+
+fn version_of(object: &PartialObjectMeta<DynamicObject>) -> Option<Revision> {
+    Revision::parse(object.metadata.resource_version.as_deref()?)
 }
 
 impl Announcer {

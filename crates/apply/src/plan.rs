@@ -19,6 +19,7 @@ use super::names::{
     APPLY_FIELD_MANAGER, DISABLED_VALUE, ENABLED_VALUE, FORCE_ANNOTATION, OWNER_NAME_LABEL,
     OWNER_NAMESPACE_LABEL, RECONCILE_ANNOTATION, SSA_ANNOTATION,
 };
+use super::revision::Revision;
 use super::{Action, Applier, ApplyError, Change, ObjectId};
 
 /// An object ready to be sent: its configuration and where it goes.
@@ -47,7 +48,7 @@ pub(super) enum Planned {
     /// re-applied with that version as a precondition.
     Reassert {
         target: Target,
-        resource_version: String,
+        resource_version: Revision,
     },
 }
 
@@ -101,12 +102,10 @@ impl Applier {
         if let Some(resource_version) = self.reassertable(&target) {
             if self.options.trust_live_versions
                 && let Some(live) = &self.options.live_versions
-                && live
-                    .version(&target.resource, &target.id.namespace, &target.name)
-                    .as_deref()
-                    == Some(resource_version.as_str())
+                && live.version(&target.resource, &target.id.namespace, &target.name)
+                    == Some(resource_version)
             {
-                self.remember(&target, &resource_version);
+                self.remember(&target, resource_version);
                 self.confirmed_by_watch
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 return Ok(done(target.id, Action::Unchanged));
@@ -152,7 +151,7 @@ impl Applier {
 
     /// The version at which `target`'s configuration is known to be applied, when nothing
     /// but a precondition re-apply is needed to confirm it.
-    fn reassertable(&self, target: &Target) -> Option<String> {
+    fn reassertable(&self, target: &Target) -> Option<Revision> {
         let record = self.previous.get(&target.id)?;
         let plain = record.configuration == target.hash
             && policy(&target.configuration) == Policy::Apply
@@ -162,7 +161,7 @@ impl Applier {
                 .ignore
                 .paths_for(&target.configuration)
                 .is_empty();
-        plain.then(|| record.resource_version.to_string())
+        plain.then_some(record.resource_version)
     }
 
     /// Re-applies an object seen unchanged, with its last known version as a precondition:
@@ -183,7 +182,7 @@ impl Applier {
         {
             metadata.insert(
                 "resourceVersion".into(),
-                Value::from(resource_version.clone()),
+                Value::from(resource_version.to_string()),
             );
         }
         let params = PatchParams::apply(APPLY_FIELD_MANAGER).force();
@@ -193,12 +192,16 @@ impl Applier {
             .await
         {
             Ok(applied) => {
-                let action =
-                    if applied.resource_version().as_deref() == Some(resource_version.as_str()) {
-                        Action::Unchanged
-                    } else {
-                        Action::Configured
-                    };
+                let action = if applied
+                    .resource_version()
+                    .as_deref()
+                    .and_then(Revision::parse)
+                    == Some(resource_version)
+                {
+                    Action::Unchanged
+                } else {
+                    Action::Configured
+                };
                 self.record(&target, &applied);
                 Ok(Planned::Done(Change {
                     id: target.id,
@@ -313,6 +316,7 @@ impl Applier {
                 && let Some(version) = current
                     .pointer("/metadata/resourceVersion")
                     .and_then(Value::as_str)
+                    .and_then(Revision::parse)
             {
                 self.remember(&target, version);
             }
@@ -383,6 +387,7 @@ impl Applier {
             && let Some(version) = live
                 .pointer("/metadata/resourceVersion")
                 .and_then(Value::as_str)
+                .and_then(Revision::parse)
         {
             self.remember(&target, version);
         }
@@ -528,12 +533,16 @@ impl Applier {
     }
 
     fn record(&self, target: &Target, applied: &DynamicObject) {
-        if let Some(version) = applied.resource_version() {
-            self.remember(target, &version);
+        if let Some(version) = applied
+            .resource_version()
+            .as_deref()
+            .and_then(Revision::parse)
+        {
+            self.remember(target, version);
         }
     }
 
-    fn remember(&self, target: &Target, resource_version: &str) {
+    fn remember(&self, target: &Target, resource_version: Revision) {
         // The kind is watched even when this object keeps no record: its writes are seen.
         if let Some(live) = &self.options.live_versions {
             live.watch(&target.resource);
@@ -551,7 +560,7 @@ impl Applier {
                 &target.id,
                 AppliedRecord {
                     configuration: target.hash,
-                    resource_version: resource_version.into(),
+                    resource_version,
                 },
             );
         }

@@ -95,28 +95,40 @@ pub struct EventSink {
     forwarder: Option<Forwarder>,
 }
 
-/// What makes two events repeats of one another. The message is kept as a hash: change-set
-/// messages run to kilobytes, and thousands of objects each have a few recent ones.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
-struct EventKey {
-    uid: String,
-    severity: Severity,
-    reason: String,
-    message_hash: u64,
+/// What makes two events repeats of one another (the object's uid, the severity, the reason
+/// and the message), as 128 bits of their SHA-256 digest: change-set messages run to
+/// kilobytes, and each of thousands of objects has a few recent events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct EventKey([u8; 16]);
+
+impl EventKey {
+    fn new(uid: &str, severity: Severity, reason: &str, message: &str) -> Self {
+        use sha2::{Digest, Sha256};
+        let mut digest = Sha256::new();
+        for part in [uid, severity.as_str(), reason, message] {
+            // Each part's length first, so that no two splits of one text digest alike.
+            digest.update((part.len() as u64).to_le_bytes());
+            digest.update(part);
+        }
+        let mut key = [0; 16];
+        key.copy_from_slice(&digest.finalize()[..16]);
+        EventKey(key)
+    }
 }
 
-fn message_hash(message: &str) -> u64 {
-    use std::hash::{DefaultHasher, Hash, Hasher};
-    let mut hasher = DefaultHasher::new();
-    message.hash(&mut hasher);
-    hasher.finish()
-}
-
-#[derive(Clone, Debug)]
+/// The Event recorded for an [`EventKey`].
+#[derive(Clone, Copy, Debug)]
 struct Recorded {
-    name: String,
+    /// When it was created, in nanoseconds: its name's suffix.
+    created: i128,
     count: i32,
     last_seen: Timestamp,
+}
+
+/// The name of the Event on the object named `object` created at `created` (in nanoseconds),
+/// as client-go names it.
+fn event_name(object: &str, created: i128) -> String {
+    format!("{object}.{created:x}")
 }
 
 /// How long a repeat is folded into an earlier Event.
@@ -235,12 +247,7 @@ impl EventSink {
         let api: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
         let now = Timestamp::now();
         let message = truncate(message, MAX_NOTE_LEN);
-        let key = EventKey {
-            uid: reference.uid.clone(),
-            severity,
-            reason: reason.to_string(),
-            message_hash: message_hash(&message),
-        };
+        let key = EventKey::new(&reference.uid, severity, reason, &message);
         let repeat = self.recent.lock().ok().and_then(|mut recent| {
             recent.retain(|_, r| {
                 now.duration_since(r.last_seen).as_secs() < AGGREGATION_WINDOW_SECONDS
@@ -248,12 +255,16 @@ impl EventSink {
             let recorded = recent.get_mut(&key)?;
             recorded.count += 1;
             recorded.last_seen = now;
-            Some(recorded.clone())
+            Some(*recorded)
         });
         if let Some(repeat) = repeat {
             let patch = serde_json::json!({"count": repeat.count, "lastTimestamp": Time(now)});
             match api
-                .patch(&repeat.name, &PatchParams::default(), &Patch::Merge(&patch))
+                .patch(
+                    &event_name(&reference.name, repeat.created),
+                    &PatchParams::default(),
+                    &Patch::Merge(&patch),
+                )
                 .await
             {
                 Ok(_) => return Ok(()),
@@ -262,12 +273,13 @@ impl EventSink {
                 Err(err) => return Err(err),
             }
         }
-        let name = format!("{}.{:x}", reference.name, now.as_nanosecond());
+        let created = now.as_nanosecond();
+        let name = event_name(&reference.name, created);
         // As client-go's core/v1 recorder writes them (Flux's default): the metadata as
         // annotations, no event time, action or reporting instance.
         let event = Event {
             metadata: ObjectMeta {
-                name: Some(name.clone()),
+                name: Some(name),
                 namespace: Some(namespace),
                 annotations: (!metadata.is_empty()).then(|| metadata.clone()),
                 ..Default::default()
@@ -302,7 +314,7 @@ impl EventSink {
             recent.insert(
                 key,
                 Recorded {
-                    name,
+                    created,
                     count: 1,
                     last_seen: now,
                 },
@@ -331,6 +343,27 @@ fn truncate(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn repeats_share_a_key_and_any_other_part_tells_events_apart() {
+        let key = |uid, severity, reason, message| EventKey::new(uid, severity, reason, message);
+        let event = key("u1", Severity::Info, "ReconciliationSucceeded", "Applied");
+        assert_eq!(
+            event,
+            key("u1", Severity::Info, "ReconciliationSucceeded", "Applied")
+        );
+        for other in [
+            key("u2", Severity::Info, "ReconciliationSucceeded", "Applied"),
+            key("u1", Severity::Error, "ReconciliationSucceeded", "Applied"),
+            key("u1", Severity::Info, "Progressing", "Applied"),
+            key("u1", Severity::Info, "ReconciliationSucceeded", "Applied."),
+            // The same text split elsewhere between the parts.
+            key("u1", Severity::Info, "ReconciliationSucceededA", "pplied"),
+        ] {
+            assert_ne!(event, other);
+        }
+        assert_eq!(event_name("apps", 0x1a2b), "apps.1a2b");
+    }
 
     #[test]
     fn metadata_carries_revisions_commit_status_and_event_annotations() {

@@ -130,12 +130,12 @@ fn a_write_in_the_same_second_as_the_controllers_own_is_drift_when_it_came_after
     });
     // The controller recorded version 7 after its apply: version 8 is somebody else's.
     assert_eq!(
-        judge(&tied, &ks, DriftCorrection::Interval, Some("7")),
+        judge(&tied, &ks, DriftCorrection::Interval, Revision::parse("7")),
         drift
     );
     // Version 8 is the one the controller recorded: its own apply came last.
     assert_eq!(
-        judge(&tied, &ks, DriftCorrection::Interval, Some("8")),
+        judge(&tied, &ks, DriftCorrection::Interval, Revision::parse("8")),
         None
     );
     // Nothing recorded: not told apart, left to the interval.
