@@ -6,7 +6,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use kube::Client;
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::Store;
 use tokio::sync::Semaphore;
 
 use super::events::EventSink;
@@ -257,17 +257,15 @@ impl Context {
         }
     }
 
-    /// The delay before retrying a reconcile of `object` that returned an error:
+    /// The delay before retrying a reconcile of `ks` that returned an error:
     /// exponential from `--min-retry-delay` to `--max-retry-delay`, as controller-runtime's
     /// rate limiter does.
-    pub fn error_backoff(&self, object: ObjectRef<Kustomization>) -> Duration {
+    pub fn error_backoff(&self, ks: &Kustomization) -> Duration {
         let attempts = self
             .failures
             .lock()
             .map(|mut failures| {
-                let count = failures
-                    .entry(KustomizationKey::of_ref(&object))
-                    .or_insert(0);
+                let count = failures.entry(KustomizationKey::of(ks)).or_insert(0);
                 *count = count.saturating_add(1);
                 *count
             })
@@ -279,10 +277,10 @@ impl Context {
             .min(self.settings.max_retry_delay)
     }
 
-    /// Forgets the failures of `object` after a reconcile that did not return an error.
-    pub fn clear_failures(&self, object: &ObjectRef<Kustomization>) {
+    /// Forgets the failures of `ks` after a reconcile that did not return an error.
+    pub fn clear_failures(&self, ks: &Kustomization) {
         if let Ok(mut failures) = self.failures.lock() {
-            failures.remove(&KustomizationKey::of_ref(object));
+            failures.remove(&KustomizationKey::of(ks));
         }
     }
 }

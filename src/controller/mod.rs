@@ -556,18 +556,16 @@ async fn reconcile_and_track(
     ks: Arc<Kustomization>,
     ctx: Arc<Context>,
 ) -> Result<Action, ReconcileError> {
-    let object = ObjectRef::from_obj(&*ks);
+    // What waits for a permit is kept small: thousands of Kustomizations may wait at once.
     let queued = ctx.metrics.reconciles.queued();
     let permit = Arc::clone(&ctx.work_permits).acquire_owned().await.ok();
     let working = queued.working();
-    let span = crate::telemetry::reconcile_span(
-        object.namespace.as_deref().unwrap_or_default(),
-        &object.name,
-    );
+    let (namespace, name) = (ks.namespace().unwrap_or_default(), ks.name_any());
+    let span = crate::telemetry::reconcile_span(&namespace, &name);
     // Boxed once a permit is held: the pipeline's state machine is kilobytes, and with
     // thousands of Kustomizations queued for a permit it would otherwise be allocated for
     // each of them while they wait (11 MiB of heap at 1000).
-    let pipeline = Box::pin(reconcile(ks, ctx.clone(), permit).instrument(span));
+    let pipeline = Box::pin(reconcile(Arc::clone(&ks), ctx.clone(), permit).instrument(span));
     let run = std::panic::AssertUnwindSafe(pipeline);
     let (result, outcome) = match futures::FutureExt::catch_unwind(run).await {
         Ok(Ok(done)) => {
@@ -585,19 +583,19 @@ async fn reconcile_and_track(
                 .map(|m| (*m).to_string())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
-            tracing::error!(kustomization = %object.name, namespace = object.namespace.as_deref().unwrap_or_default(), "Observed a panic: {message}");
+            tracing::error!(kustomization = %name, %namespace, "Observed a panic: {message}");
             (Err(ReconcileError::Panicked(message)), Outcome::Panic)
         }
     };
     working.done(outcome);
     if result.is_ok() {
-        ctx.clear_failures(&object);
+        ctx.clear_failures(&ks);
     }
     result
 }
 
 fn error_policy(ks: Arc<Kustomization>, err: &ReconcileError, ctx: Arc<Context>) -> Action {
-    let delay = ctx.error_backoff(ObjectRef::from_obj(&*ks));
+    let delay = ctx.error_backoff(&ks);
     tracing::warn!(kustomization = %ks.name_any(), namespace = ks.namespace().unwrap_or_default(), error = %err, retry_in = ?delay, "reconcile failed");
     Action::requeue(delay)
 }
