@@ -9,7 +9,7 @@
 
 use kube::api::PartialObjectMeta;
 use kube::runtime::controller::Controller;
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::Store;
 use kube::runtime::watcher::watcher;
 use kube::runtime::{WatchStreamExt, predicates, watcher as watch_config};
 use kube::{Api, Client, ResourceExt};
@@ -103,7 +103,7 @@ where
             .state()
             .into_iter()
             .filter(|ks| reads(ks, kind, &namespace, &name))
-            .map(|ks| ObjectRef::from_obj(&*ks))
+            .map(|ks| super::key::request_for(&ks))
             .collect::<Vec<_>>()
     })
 }

@@ -328,7 +328,7 @@ impl Waker {
                         }
                 })
             })
-            .map(|dependent| ObjectRef::from_obj(&*dependent))
+            .map(|dependent| super::key::request_for(&dependent))
             .collect()
     }
 }

@@ -1,6 +1,8 @@
-//! The key of the state kept for every Kustomization.
+//! The keys of what is kept for every Kustomization: its state between reconciles, and its
+//! requests in the controller's queue.
 
 use kube::ResourceExt;
+use kube::runtime::reflector::ObjectRef;
 
 use crate::api::Kustomization;
 
@@ -25,6 +27,15 @@ impl KustomizationKey {
     }
 }
 
+/// The reference to `ks` that a reconcile is requested with: its namespace and name only.
+/// The controller's queue keeps each request until the next reconcile (the requeue after
+/// `spec.interval` included), twice; one made with `ObjectRef::from_obj` would also keep the
+/// object's `resourceVersion` and `uid`, which no reconcile reads (it reads the object from the
+/// watch cache).
+pub fn request_for(ks: &Kustomization) -> ObjectRef<Kustomization> {
+    ObjectRef::new(&ks.name_any()).within(ks.namespace().as_deref().unwrap_or_default())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -45,5 +56,9 @@ mod tests {
         assert_eq!(key, KustomizationKey::of(&ks("flux-system", "u2")));
         assert_ne!(key, KustomizationKey::of(&ks("other", "u1")));
         assert_eq!(key.0.as_ref(), "flux-system/apps");
+        let request = request_for(&ks("flux-system", "u1"));
+        assert_eq!(request, ObjectRef::from_obj(&ks("flux-system", "u1")));
+        assert_eq!(request.extra.uid, None);
+        assert_eq!(request.extra.resource_version, None);
     }
 }

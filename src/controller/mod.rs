@@ -408,25 +408,29 @@ fn build_controller(
             let mut triggers = Triggers::default();
             move |event| {
                 let trigger = match event {
-                    Ok(event) => triggers.on_event(&event).cloned().map(Ok),
-                    Err(err) => Some(Err(err)),
+                    Ok(event) => triggers.on_event(&event).map(key::request_for),
+                    Err(error) => {
+                        tracing::debug!(%error, "watch of Kustomizations interrupted");
+                        None
+                    }
                 };
                 futures::future::ready(trigger)
             }
         })
-        .inspect(move |ks| {
-            if let Ok(ks) = ks {
-                let object = ObjectRef::from_obj(ks);
-                let trigger = format!(
-                    "Kustomization/{}/{}",
-                    object.namespace.as_deref().unwrap_or(""),
-                    object.name
-                );
-                spec_interrupts.interrupt(&object, &trigger);
-            }
+        .inspect(move |object| {
+            let trigger = format!(
+                "Kustomization/{}/{}",
+                object.namespace.as_deref().unwrap_or(""),
+                object.name
+            );
+            spec_interrupts.interrupt(object, &trigger);
         });
-    let mut controller = Controller::for_stream(triggers, reader.clone())
+    // The watch's events are requests made with `key::request_for`, not objects the
+    // controller would make a request of with all their metadata.
+    let no_objects = futures::stream::empty::<Result<Kustomization, watcher::Error>>();
+    let mut controller = Controller::for_stream(no_objects, reader.clone())
         .with_config(ControllerConfig::default().concurrency(0))
+        .reconcile_on(triggers)
         .reconcile_on(woken);
     for kind in watched_source_kinds(settings) {
         let sources: Api<SourceObject> = match namespace {
@@ -545,7 +549,7 @@ fn kustomizations_to_update(
                     .and_then(|s| s.last_attempted_revision.as_deref())
                     != Some(artifact.revision.as_str())
         })
-        .map(|ks| ObjectRef::from_obj(&*ks))
+        .map(|ks| key::request_for(&ks))
         .collect()
 }
 
