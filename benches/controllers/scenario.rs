@@ -104,6 +104,9 @@ impl Checkpoint {
 struct Phase {
     seconds: Option<f64>,
     end: Checkpoint,
+    /// For a create or a new revision that timed out: how many Kustomizations had reconciled
+    /// it by the deadline (what its cost per reconcile is divided by).
+    finished_by_deadline: Option<usize>,
 }
 
 /// What a controller left after `--idle` seconds with nothing to change: the soak's figures.
@@ -265,16 +268,24 @@ fn record(m: &Measured, kustomizations: usize, result: &mut RunResult) {
         result,
         "(a) create",
         (&m.start, &m.applied.end),
-        kustomizations,
+        m.applied.finished_by_deadline.unwrap_or(kustomizations),
         m.applied.seconds,
     );
     record_cost(
         result,
         "(b) new revision",
         (&m.applied.end, &m.updated.end),
-        kustomizations,
+        m.updated.finished_by_deadline.unwrap_or(kustomizations),
         m.updated.seconds,
     );
+    for (name, phase) in [("(a)", &m.applied), ("(b)", &m.updated)] {
+        if let Some(finished) = phase.finished_by_deadline {
+            result.note(format!(
+                "{name} timed out with {finished} of {kustomizations} Kustomizations Ready at \
+                 its revision: its cost per reconcile is divided by {finished}"
+            ));
+        }
+    }
     if let Some((phase, idle)) = &m.idle {
         record_cost(
             result,
@@ -832,7 +843,13 @@ impl<'a> Bench<'a> {
                 controller,
             )
             .await;
-        self.finish_phase("(a)", waited, pids)
+        let timed_out = waited.is_err();
+        let mut phase = self.finish_phase("(a)", waited, pids);
+        if timed_out {
+            phase.finished_by_deadline =
+                Some(self.ready_count(&layout.run, &revision(&layout.run, 1)));
+        }
+        phase
     }
 
     /// (b): publishes revision 2 on every GitRepository and waits until all have applied it.
@@ -857,7 +874,13 @@ impl<'a> Bench<'a> {
                 controller,
             )
             .await;
-        self.finish_phase("(b)", waited, pids)
+        let timed_out = waited.is_err();
+        let mut phase = self.finish_phase("(b)", waited, pids);
+        if timed_out {
+            phase.finished_by_deadline =
+                Some(self.ready_count(&layout.run, &revision(&layout.run, 2)));
+        }
+        phase
     }
 
     /// (idle): `--idle` seconds with every Kustomization Ready and nothing to change: with
@@ -944,7 +967,11 @@ impl<'a> Bench<'a> {
                 None
             }
         };
-        Phase { seconds, end }
+        Phase {
+            seconds,
+            end,
+            finished_by_deadline: None,
+        }
     }
 
     async fn delete_kustomizations(&self, namespaces: &[String], run: &str) {
