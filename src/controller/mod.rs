@@ -425,8 +425,8 @@ fn build_controller(
             );
             spec_interrupts.interrupt(object, &trigger);
         });
-    // The watch's events are requests made with `key::request_for`, not objects the
-    // controller would make a request of with all their metadata.
+    // The watch's events reach the controller as requests made with `key::request_for`
+    // (namespace and name only), so it is given no objects to make its own requests from.
     let no_objects = futures::stream::empty::<Result<Kustomization, watcher::Error>>();
     let mut controller = Controller::for_stream(no_objects, reader.clone())
         .with_config(ControllerConfig::default().concurrency(0))

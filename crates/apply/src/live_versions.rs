@@ -194,7 +194,7 @@ async fn follow(
                 listing.clear();
             }
             Ok(Event::InitApply(object)) => {
-                if let Some(version) = version_of(&object) {
+                if let Some(version) = revision_of(&object) {
                     listing.insert(key(&object), version);
                 }
             }
@@ -204,7 +204,7 @@ async fn follow(
                 tracing::debug!(kind = %kind.name, objects = versions.len(), "watching managed objects");
             }
             Ok(Event::Apply(object)) => {
-                match version_of(&object) {
+                match revision_of(&object) {
                     Some(version) => versions.insert(key(&object), version),
                     None => versions.remove(&key(&object)),
                 };
@@ -226,7 +226,8 @@ async fn follow(
     }
 }
 
-fn version_of(object: &PartialObjectMeta<DynamicObject>) -> Option<Revision> {
+/// The object's `resourceVersion`, when it is a decimal number.
+fn revision_of(object: &PartialObjectMeta<DynamicObject>) -> Option<Revision> {
     Revision::parse(object.metadata.resource_version.as_deref()?)
 }
 
