@@ -41,8 +41,10 @@ pub enum LastWrite {
 }
 
 /// Who wrote an object last, from its `managedFields`. Times have a precision of one second:
-/// entries sharing the newest time are a status update if one of them is, and
-/// [`LastWrite::Tied`] when `field_manager`'s is among them with another manager's.
+/// entries sharing the newest time are a status update only if all of them are status
+/// entries (a workload controller may update the status in the same second as somebody edits
+/// the spec), and [`LastWrite::Tied`] when `field_manager`'s is among them with another
+/// manager's.
 pub fn last_write(entries: &[ManagedFieldsEntry], field_manager: &str) -> LastWrite {
     let Some(newest) = entries.iter().filter_map(|e| e.time.as_ref()).max() else {
         return LastWrite::Unknown;
@@ -50,11 +52,9 @@ pub fn last_write(entries: &[ManagedFieldsEntry], field_manager: &str) -> LastWr
     let latest: Vec<&ManagedFieldsEntry> = entries
         .iter()
         .filter(|e| e.time.as_ref() == Some(newest))
+        .filter(|e| e.subresource.as_deref() != Some("status"))
         .collect();
-    if latest
-        .iter()
-        .any(|e| e.subresource.as_deref() == Some("status"))
-    {
+    if latest.is_empty() {
         return LastWrite::Status;
     }
     let own = latest
@@ -375,6 +375,37 @@ mod tests {
             }
         );
         assert_eq!(last_write(&[], "kustomize-controller"), LastWrite::Unknown);
+    }
+
+    /// A Deployment's controller updating its status in the same second as `kubectl edit`
+    /// changes its spec: the edit is still another manager's write.
+    #[test]
+    fn a_status_update_in_the_same_second_does_not_hide_an_edit() {
+        let own = entry("kustomize-controller", None, 0, json!({"f:spec": {}}));
+        let edit = entry("kubectl-edit", None, 5, json!({"f:spec": {"f:paused": {}}}));
+        let status = entry(
+            "kube-controller-manager",
+            Some("status"),
+            5,
+            json!({"f:status": {}}),
+        );
+        assert_eq!(
+            last_write(&[own.clone(), status.clone(), edit], "kustomize-controller"),
+            LastWrite::Other {
+                manager: "kubectl-edit".into(),
+                fields: json!({"f:spec": {"f:paused": {}}})
+            }
+        );
+        // With the controller's own apply in that second instead, nobody else wrote it.
+        let reapplied = entry("kustomize-controller", None, 5, json!({"f:spec": {}}));
+        assert_eq!(
+            last_write(&[reapplied, status.clone()], "kustomize-controller"),
+            LastWrite::Own
+        );
+        assert_eq!(
+            last_write(&[own, status], "kustomize-controller"),
+            LastWrite::Status
+        );
     }
 
     #[test]
