@@ -27,6 +27,15 @@ impl KustomizationKey {
     }
 }
 
+/// `ks` with its namespace and name only: what the watch of Kustomizations hands the
+/// controller, which makes its request from it (as an object it updated) with
+/// [`request_for`]'s reference.
+pub fn identity_of(ks: &Kustomization) -> Kustomization {
+    let mut identity = Kustomization::new(&ks.name_any(), Default::default());
+    identity.metadata.namespace = ks.namespace();
+    identity
+}
+
 /// The reference to `ks` that a reconcile is requested with: its namespace and name only.
 /// The controller's queue keeps each request until the next reconcile (the requeue after
 /// `spec.interval` included), twice; one made with `ObjectRef::from_obj` would also keep the
@@ -60,5 +69,15 @@ mod tests {
         assert_eq!(request, ObjectRef::from_obj(&ks("flux-system", "u1")));
         assert_eq!(request.extra.uid, None);
         assert_eq!(request.extra.resource_version, None);
+        let identity = identity_of(&ks("flux-system", "u1"));
+        let from_identity = ObjectRef::from_obj(&identity);
+        assert_eq!(from_identity, request);
+        assert_eq!(
+            (
+                from_identity.extra.uid,
+                from_identity.extra.resource_version
+            ),
+            (None, None)
+        );
     }
 }

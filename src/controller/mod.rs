@@ -407,30 +407,28 @@ fn build_controller(
         .filter_map({
             let mut triggers = Triggers::default();
             move |event| {
+                // The controller keeps the request it makes of an object until the next
+                // reconcile: it is given the object's identity alone.
                 let trigger = match event {
-                    Ok(event) => triggers.on_event(&event).map(key::request_for),
-                    Err(error) => {
-                        tracing::debug!(%error, "watch of Kustomizations interrupted");
-                        None
-                    }
+                    Ok(event) => triggers.on_event(&event).map(key::identity_of).map(Ok),
+                    Err(err) => Some(Err(err)),
                 };
                 futures::future::ready(trigger)
             }
         })
-        .inspect(move |object| {
-            let trigger = format!(
-                "Kustomization/{}/{}",
-                object.namespace.as_deref().unwrap_or(""),
-                object.name
-            );
-            spec_interrupts.interrupt(object, &trigger);
+        .inspect(move |ks| {
+            if let Ok(ks) = ks {
+                let object = key::request_for(ks);
+                let trigger = format!(
+                    "Kustomization/{}/{}",
+                    object.namespace.as_deref().unwrap_or(""),
+                    object.name
+                );
+                spec_interrupts.interrupt(&object, &trigger);
+            }
         });
-    // The watch's events reach the controller as requests made with `key::request_for`
-    // (namespace and name only), so it is given no objects to make its own requests from.
-    let no_objects = futures::stream::empty::<Result<Kustomization, watcher::Error>>();
-    let mut controller = Controller::for_stream(no_objects, reader.clone())
+    let mut controller = Controller::for_stream(triggers, reader.clone())
         .with_config(ControllerConfig::default().concurrency(0))
-        .reconcile_on(triggers)
         .reconcile_on(woken);
     for kind in watched_source_kinds(settings) {
         let sources: Api<SourceObject> = match namespace {
