@@ -834,22 +834,8 @@ impl<'a> Bench<'a> {
             .buffer_unordered(PARALLEL_REQUESTS)
             .collect::<Vec<()>>()
             .await;
-        let waited = self
-            .wait_until(
-                &layout.run,
-                layout.kustomizations.len(),
-                &revision(&layout.run, 1),
-                started,
-                controller,
-            )
-            .await;
-        let timed_out = waited.is_err();
-        let mut phase = self.finish_phase("(a)", waited, pids);
-        if timed_out {
-            phase.finished_by_deadline =
-                Some(self.ready_count(&layout.run, &revision(&layout.run, 1)));
-        }
-        phase
+        self.wait_for_revision("(a)", layout, 1, started, pids, controller)
+            .await
     }
 
     /// (b): publishes revision 2 on every GitRepository and waits until all have applied it.
@@ -865,20 +851,30 @@ impl<'a> Bench<'a> {
                 .collect::<Vec<()>>()
                 .await;
         }
+        self.wait_for_revision("(b)", layout, 2, started, pids, controller)
+            .await
+    }
+
+    /// Waits until every Kustomization has applied revision `n`, and ends phase `name`; a
+    /// phase that times out counts the Kustomizations Ready at that revision by its deadline.
+    async fn wait_for_revision(
+        &self,
+        name: &str,
+        layout: &Layout,
+        n: u32,
+        started: Instant,
+        pids: &[u32],
+        controller: &Controller,
+    ) -> Phase {
+        let revision = revision(&layout.run, n);
+        let total = layout.kustomizations.len();
         let waited = self
-            .wait_until(
-                &layout.run,
-                layout.kustomizations.len(),
-                &revision(&layout.run, 2),
-                started,
-                controller,
-            )
+            .wait_until(&layout.run, total, &revision, started, controller)
             .await;
         let timed_out = waited.is_err();
-        let mut phase = self.finish_phase("(b)", waited, pids);
+        let mut phase = self.finish_phase(name, waited, pids);
         if timed_out {
-            phase.finished_by_deadline =
-                Some(self.ready_count(&layout.run, &revision(&layout.run, 2)));
+            phase.finished_by_deadline = Some(self.ready_count(&layout.run, &revision));
         }
         phase
     }
